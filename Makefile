@@ -1,0 +1,40 @@
+# The README's two commands, `make demo` and `make test`, and the set-up they share.
+#
+# torch is installed on its own first, so the build is your choice:
+#   make test                                     # torch==2.13.0 (the CPU wheel where one is on disk)
+#   make test TORCH_SPEC='torch==2.5.1' TORCH_PIP_ARGS='--index-url <your CPU or CUDA wheel index>'
+# An existing torch in the venv that satisfies the package's range is kept as it is.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TORCH_SPEC ?= torch==2.13.0
+TORCH_PIP_ARGS ?=
+PLUGINS := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
+STAMP := $(VENV)/.installed
+DEMO_DIR ?= runs/demo
+
+.PHONY: install test demo bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(BIN)/python pyproject.toml $(wildcard plugins/*/pyproject.toml)
+	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
+	$(BIN)/pip install -e ".[dev]" $(foreach p,$(PLUGINS),-e $(p))
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+test: install
+	$(BIN)/python -m pytest -q
+
+demo: install
+	$(BIN)/arena env-info
+	$(BIN)/python benchmarks/env_throughput.py --sizes 1024,16384 --steps 30
+
+bench: install
+	$(BIN)/python benchmarks/env_throughput.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info plugins/*/*.egg-info .pytest_cache

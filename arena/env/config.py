@@ -1,0 +1,125 @@
+"""Configuration of the air-combat simulation.
+
+Every constant carries its unit in the field comment. Defaults follow DESIGN §3; the missile numbers
+are calibrated so that a head-on shot at ``missile_max_range`` hits a target that keeps coming, while a
+target that turns and runs escapes any shot fired from beyond roughly 14 km (see
+``tests/env/test_missile_calibration.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Literal
+
+ObsMode = Literal["default", "extended"]
+G = 9.81  # m/s², standard gravity
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """The seed's three reward parts, paid to each player every decision step."""
+
+    win: float = 1.0  # paid once to the winner (the loser gets -win); a draw pays 0
+    survival: float = 0.001  # per decision step while the episode runs (and the player is alive)
+    missile_cost: float = 0.01  # subtracted per missile launched
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Constants of the world. Units are SI (m, s, rad) unless a comment says otherwise."""
+
+    # World and time
+    arena_size: float = 100_000.0  # m, side of the square arena
+    dt: float = 1.0  # s, one decision step
+    substeps: int = 4  # integration substeps per decision step
+    max_time: float = 300.0  # s, simulated time limit; reaching it is a draw (truncation)
+
+    # Spawn (p1 west, p2 east; mirrored for p2)
+    spawn_edge_min: float = 10_000.0  # m, nearest spawn distance from the own edge
+    spawn_edge_max: float = 20_000.0  # m, farthest spawn distance from the own edge
+    spawn_band: float = 40_000.0  # m, height of the band around the middle where aircraft spawn
+    spawn_heading_jitter: float = 0.5235987755982988  # rad (30°), max heading error off the enemy
+    spawn_speed_min: float = 250.0  # m/s
+    spawn_speed_max: float = 300.0  # m/s
+
+    # Aircraft
+    speed_min: float = 150.0  # m/s, the aircraft cannot fly slower
+    speed_max: float = 400.0  # m/s, the aircraft cannot fly faster
+    max_load_factor: float = 9.0  # g, load factor at |rudder| = 1
+    thrust_accel: float = 10.0  # m/s², acceleration from full throttle
+    drag_coef: float = 10.0 / 340.0**2  # 1/m, parasitic drag: a = -drag_coef·v² (settles at 340 m/s)
+    turn_drag: float = 0.2  # m/s² per g², induced drag of a turn: a = -turn_drag·n²
+
+    # Missiles
+    missiles: int = 4  # carried per aircraft
+    missile_boost_time: float = 3.0  # s, motor burn after launch
+    missile_boost_accel: float = 260.0  # m/s², thrust acceleration while the motor burns
+    missile_drag_coef: float = 3.0e-5  # 1/m, a = -k·v²
+    missile_min_speed: float = 250.0  # m/s, below this the missile is spent
+    missile_lifetime: float = 80.0  # s, maximum flight time
+    missile_nav_gain: float = 4.0  # proportional-navigation constant N
+    missile_max_accel: float = 30.0 * G  # m/s², lateral acceleration limit
+    missile_seeker_half_angle: float = 1.0471975511965976  # rad (60°), lock is lost for good outside
+    missile_hit_radius: float = 150.0  # m, closest approach that counts as a hit
+    missile_max_range: float = 40_000.0  # m, nominal range published to agents
+
+    # Observation and rewards
+    obs_mode: ObsMode = "default"  # "extended" adds aspect, enemy missiles and nearest-threat features
+    reward: RewardConfig = field(default_factory=RewardConfig)
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.substeps < 1:
+            problems.append(f"substeps must be >= 1, got {self.substeps}")
+        if self.obs_mode not in ("default", "extended"):
+            problems.append(f"obs_mode must be 'default' or 'extended', got {self.obs_mode!r}")
+        for name in ("arena_size", "dt", "max_time", "speed_min", "missile_hit_radius"):
+            if getattr(self, name) <= 0:
+                problems.append(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.speed_min >= self.speed_max:
+            problems.append("speed_min must be below speed_max")
+        if self.missiles < 0:
+            problems.append(f"missiles must be >= 0, got {self.missiles}")
+        if problems:
+            raise ValueError("invalid EnvConfig: " + "; ".join(problems))
+
+    @property
+    def max_steps(self) -> int:
+        """Decision steps before the time limit."""
+        return int(round(self.max_time / self.dt))
+
+    @property
+    def diagonal(self) -> float:
+        """Arena diagonal in m, the distance normaliser."""
+        return self.arena_size * 2.0**0.5
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "EnvConfig":
+        """Build from plain data (YAML, checkpoints), refusing unknown keys by name."""
+        data = dict(data)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown EnvConfig key(s): {', '.join(unknown)}; expected some of: {', '.join(sorted(known))}")
+        reward = data.pop("reward", None)
+        if isinstance(reward, dict):
+            rknown = {f.name for f in fields(RewardConfig)}
+            bad = sorted(set(reward) - rknown)
+            if bad:
+                raise ValueError(f"unknown EnvConfig.reward key(s): {', '.join(bad)}; expected some of: {', '.join(sorted(rknown))}")
+            data["reward"] = RewardConfig(**reward)
+        elif reward is not None:
+            data["reward"] = reward
+        defaults = cls()
+        for key, value in data.items():
+            expected = type(getattr(defaults, key))
+            if key == "reward":
+                continue
+            if expected is float and isinstance(value, int) and not isinstance(value, bool):
+                data[key] = float(value)
+            elif not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
+                raise ValueError(f"EnvConfig.{key} must be {expected.__name__}, got {value!r}")
+        return replace(defaults, **data)

@@ -1,0 +1,45 @@
+"""Random starting positions: p1 in the western band, p2 in the eastern band, facing each other."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from arena.env.config import EnvConfig
+from arena.env.state import WorldState
+
+
+def sample_spawn(cfg: EnvConfig, num_envs: int, generator: torch.Generator, device: torch.device) -> WorldState:
+    """A fresh episode for every env; the caller keeps only the envs it is resetting.
+
+    x is drawn within ``spawn_edge_min..max`` of each player's own edge, so the east-west gap already
+    lies in 60–80 km; the north-south offset is then capped to keep the separation within
+    ``arena_size - 2·spawn_edge_min`` and both aircraft inside the middle band.
+    """
+    u = torch.rand(num_envs, 8, generator=generator, device=device)
+    size = cfg.arena_size
+    edge_span = cfg.spawn_edge_max - cfg.spawn_edge_min
+    x1 = cfg.spawn_edge_min + edge_span * u[:, 0]
+    x2 = size - cfg.spawn_edge_min - edge_span * u[:, 1]
+    dx = x2 - x1
+    max_sep = size - 2.0 * cfg.spawn_edge_min
+    max_dy = torch.sqrt(torch.clamp(max_sep**2 - dx**2, min=0.0)).clamp(max=cfg.spawn_band)
+    dy = (2.0 * u[:, 2] - 1.0) * max_dy
+    centre_span = (cfg.spawn_band - dy.abs()).clamp(min=0.0)
+    centre = size / 2.0 + (u[:, 3] - 0.5) * centre_span
+    y1 = centre - dy / 2.0
+    y2 = centre + dy / 2.0
+
+    bearing = torch.atan2(y2 - y1, x2 - x1)
+    jitter = cfg.spawn_heading_jitter
+    h1 = bearing + (2.0 * u[:, 4] - 1.0) * jitter
+    h2 = bearing + math.pi + (2.0 * u[:, 5] - 1.0) * jitter
+    speed_span = cfg.spawn_speed_max - cfg.spawn_speed_min
+
+    state = WorldState.empty(num_envs, cfg.missiles, device)
+    state.x = torch.stack((x1, x2), -1)
+    state.y = torch.stack((y1, y2), -1)
+    state.heading = torch.remainder(torch.stack((h1, h2), -1), 2.0 * math.pi)
+    state.speed = cfg.spawn_speed_min + speed_span * u[:, 6:8]
+    return state

@@ -1,0 +1,163 @@
+"""TensorEnv: thousands of 1-v-1 air battles stepped at once as batched tensors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from arena.env.actions import CleanAction, check_action
+from arena.env.config import EnvConfig
+from arena.env.dynamics import advance, launch
+from arena.env.observations import PLAYERS, Observation, global_state, global_state_size, obs_keys, observe
+from arena.env.spawn import sample_spawn
+from arena.env.state import WorldState
+
+Obs = dict[str, Observation]
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``None``/"auto" → CUDA when present, else CPU; a bare "cuda" gets its index so devices compare equal."""
+    if device is None or device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"invalid device {device!r}: expected cpu, cuda, cuda:N or auto") from exc
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {device!r} requested but CUDA is not available on this machine")
+        index = dev.index if dev.index is not None else torch.cuda.current_device()
+        if index >= torch.cuda.device_count():
+            raise ValueError(f"device {device!r}: only {torch.cuda.device_count()} CUDA device(s) present")
+        dev = torch.device("cuda", index)
+    elif dev.type not in ("cpu", "mps"):
+        raise ValueError(f"unsupported device {device!r}: expected cpu, cuda, cuda:N or auto")
+    return dev
+
+
+class TensorEnv:
+    """A batch of ``num_envs`` independent battles between p1 and p2.
+
+    ``step`` never synchronises with the host: finished battles are reset in place (auto-reset) and
+    everything a trainer needs about them — who won, the last observation, episode statistics — comes
+    back as tensors in ``infos``.
+    """
+
+    def __init__(self, num_envs: int, device: str | torch.device | None = "cpu", seed: int = 0,
+                 config: EnvConfig | None = None) -> None:
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        self.num_envs = num_envs
+        self.device = resolve_device(device)
+        self.config = config if config is not None else EnvConfig()
+        self.obs_keys = obs_keys(self.config)
+        self.generator = torch.Generator(device=self.device)
+        self.seed = seed
+        self.generator.manual_seed(seed)
+        self.state = WorldState.empty(num_envs, self.config.missiles, self.device)
+        zeros = torch.zeros(num_envs, 2, device=self.device)
+        self._ep_return = zeros.clone()
+        self._ep_missiles = zeros.clone()
+        self._has_reset = False
+
+    # -- public API -------------------------------------------------------------------------------
+
+    @property
+    def obs_size(self) -> int:
+        return len(self.obs_keys)
+
+    @property
+    def global_state_size(self) -> int:
+        return global_state_size(self.config)
+
+    def reset(self, seed: int | None = None) -> Obs:
+        """Start a new episode in every env; ``seed`` reseeds the env's generator first."""
+        if seed is not None:
+            self.seed = seed
+            self.generator.manual_seed(seed)
+        self.state = sample_spawn(self.config, self.num_envs, self.generator, self.device)
+        self._ep_return.zero_()
+        self._ep_missiles.zero_()
+        self._has_reset = True
+        return self.observe()
+
+    def observe(self) -> Obs:
+        return {name: observe(self.state, self.config, i) for i, name in enumerate(PLAYERS)}
+
+    def global_state(self, player: str) -> torch.Tensor:
+        """[N, S] privileged state from ``player``'s side ("p1" or "p2"), for centralised critics."""
+        if player not in PLAYERS:
+            raise ValueError(f"player must be 'p1' or 'p2', got {player!r}")
+        return global_state(self.state, self.config, PLAYERS.index(player))
+
+    def step(self, action_p1: dict[str, torch.Tensor], action_p2: dict[str, torch.Tensor]
+             ) -> tuple[Obs, dict[str, torch.Tensor], torch.Tensor, dict[str, Any]]:
+        """Advance every battle by one decision step of ``config.dt`` seconds.
+
+        Returns ``(obs, rewards, dones, infos)``. For envs where ``dones`` is set, ``obs`` is already
+        the first observation of the next episode and ``infos["final_obs"]`` holds the last one.
+        """
+        if not self._has_reset:
+            raise RuntimeError("call reset() before step()")
+        cfg = self.config
+        a1 = check_action(action_p1, self.num_envs, self.device, "action_p1")
+        a2 = check_action(action_p2, self.num_envs, self.device, "action_p2")
+        rudder, throttle, fire = self._pair(a1, a2)
+
+        s = self.state
+        fired = launch(s, fire, cfg)
+        advance(s, rudder, throttle, cfg)
+        s.time = s.time + 1.0
+
+        dead = ~s.alive
+        terminated = dead.any(-1)
+        truncated = (s.time >= cfg.max_steps) & ~terminated
+        dones = terminated | truncated
+        won = dead.flip(-1) & ~dead  # [N, 2] the other one died, I did not
+        lost = dead & ~dead.flip(-1)
+        winner = torch.full((self.num_envs,), -1, dtype=torch.int8, device=self.device)
+        winner = torch.where(dones, torch.zeros_like(winner), winner)
+        winner = torch.where(won[:, 0], torch.ones_like(winner), winner)
+        winner = torch.where(won[:, 1], torch.full_like(winner, 2), winner)
+
+        rc = cfg.reward
+        reward = (rc.survival * s.alive.float() + rc.win * (won.float() - lost.float()) - rc.missile_cost * fired.float())
+        self._ep_return += reward
+        self._ep_missiles += fired.float()
+
+        final_obs = self.observe()
+        episode = {
+            "return": {"p1": self._ep_return[:, 0].clone(), "p2": self._ep_return[:, 1].clone()},
+            "length": s.time.clone(),
+            "missiles_fired": {"p1": self._ep_missiles[:, 0].clone(), "p2": self._ep_missiles[:, 1].clone()},
+        }
+        self._auto_reset(dones)
+        obs = self.observe()
+        infos = {
+            "terminated": terminated,
+            "truncated": truncated,
+            "winner": winner,
+            "final_obs": final_obs,
+            "episode": episode,
+            "nan_actions": {"p1": a1.nan_count, "p2": a2.nan_count},
+        }
+        rewards = {"p1": reward[:, 0], "p2": reward[:, 1]}
+        return obs, rewards, dones, infos
+
+    # -- internals --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _pair(a1: CleanAction, a2: CleanAction) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return (torch.stack((a1.rudder, a2.rudder), -1), torch.stack((a1.throttle, a2.throttle), -1),
+                torch.stack((a1.fire, a2.fire), -1))
+
+    def _auto_reset(self, dones: torch.Tensor) -> None:
+        fresh = sample_spawn(self.config, self.num_envs, self.generator, self.device)
+        self.state.restart(dones, fresh)
+        keep = (~dones).float().unsqueeze(-1)
+        self._ep_return *= keep
+        self._ep_missiles *= keep
+
+    def __repr__(self) -> str:
+        return f"TensorEnv(num_envs={self.num_envs}, device={self.device}, seed={self.seed}, obs_mode={self.config.obs_mode!r})"

@@ -1,0 +1,217 @@
+"""Plugin system: hook specifications, the plugin manager and entry-point loading.
+
+Plugins are ordinary distributions that name a module under the entry-point group ``arena``::
+
+    [project.entry-points.arena]
+    crank = "arena_crank"
+
+Each entry point is loaded on its own: one that fails to import, or that implements a hook that does
+not exist (a misspelling), is reported once with its distribution and version and skipped, so one
+broken plugin never takes the command line down. ``ARENA_STRICT_PLUGINS=1`` turns that into an error;
+``ARENA_DISABLE_PLUGINS=dist-a,dist-b`` skips distributions by name.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import click
+
+PROJECT = "arena"
+ENTRY_POINT_GROUP = "arena"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+RewardFn = Callable[..., Any]
+
+
+class PluginError(RuntimeError):
+    """A plugin could not be loaded or offers something that clashes with another plugin."""
+
+
+class ArenaSpec:
+    """The hooks a plugin may implement. Every hook name starts with ``arena_``."""
+
+    @hookspec
+    def arena_agents(self) -> list[type]:
+        """Return agent classes.
+
+        Each class has a ``name`` (and optional ``aliases``), a ``create(device, env_config=None,
+        **params)`` classmethod and, when it learns, a ``load(checkpoint, device, env_config=None)``
+        classmethod. They become usable in ``arena play``, ``arena train --vs`` and tournaments.
+        """
+
+    @hookspec
+    def arena_trainers(self) -> list[type]:
+        """Return trainer classes: ``arena train NAME`` runs the one whose ``name`` is NAME.
+
+        A trainer class has a ``name``, a ``help`` line and a ``command()`` classmethod that returns the
+        ``click.Command`` with its own options.
+        """
+
+    @hookspec
+    def arena_rewards(self) -> dict[str, RewardFn]:
+        """Return ``{name: fn}`` reward-shaping functions selectable with ``--reward NAME``.
+
+        ``fn(obs, next_obs, rewards, dones, infos)`` returns a [N] tensor added to the learner's reward;
+        ``obs``/``next_obs`` are the learner's observation dicts before and after the step.
+        """
+
+    @hookspec
+    def arena_commands(self, cli: "click.Group") -> None:
+        """Add extra sub-commands to the ``arena`` command group."""
+
+    @hookspec
+    def arena_checkpoint_saved(self, path: str, step: int, metrics: dict[str, float]) -> None:
+        """Observe every checkpoint written by a trainer: ``path``, environment ``step`` and the latest
+        logged ``metrics``."""
+
+    @hookspec
+    def arena_tournament_finished(self, report: Any) -> None:
+        """Observe a finished tournament. ``report`` carries the leaderboard and head-to-head
+        DataFrames and the output directory."""
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """Where a loaded (or broken) plugin came from."""
+
+    name: str  # entry-point name
+    distribution: str
+    version: str
+    module: str
+    error: str | None = None
+
+    @property
+    def broken(self) -> bool:
+        return self.error is not None
+
+
+class PluginHost:
+    """A pluggy manager plus what it knows about each plugin's distribution."""
+
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager(PROJECT)
+        self.pm.add_hookspecs(ArenaSpec)
+        self.plugins: dict[str, PluginInfo] = {}  # registration name -> info
+        self.broken: list[PluginInfo] = []
+
+    @property
+    def hook(self) -> Any:
+        return self.pm.hook
+
+    def register(self, module: object, info: PluginInfo) -> None:
+        """Register one plugin module and validate its hook implementations at once."""
+        name = f"{info.distribution}:{info.name}"
+        if self.pm.has_plugin(name) or self.pm.is_registered(module):
+            return
+        self.pm.register(module, name=name)
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            self.pm.unregister(name=name)
+            self.fail(PluginInfo(info.name, info.distribution, info.version, info.module, unknown_hook_message(exc)))
+            return
+        except Exception:
+            self.pm.unregister(name=name)
+            raise
+        self.plugins[name] = info
+
+    def fail(self, info: PluginInfo) -> None:
+        """Record a broken plugin; report it once on stderr, or raise in strict mode."""
+        message = f"arena: plugin {info.distribution} {info.version} ({info.name} = {info.module}) failed to load: {info.error}"
+        if os.environ.get("ARENA_STRICT_PLUGINS", "") not in ("", "0"):
+            raise PluginError(message)
+        self.broken.append(info)
+        print(message + " — skipped", file=sys.stderr)
+
+    def info_for(self, plugin_name: str) -> PluginInfo:
+        return self.plugins.get(plugin_name) or PluginInfo(plugin_name, plugin_name, "", plugin_name)
+
+    def collect(self, hook_name: str) -> list[tuple[PluginInfo, Any]]:
+        """Call ``hook_name`` on each plugin separately, pairing every result with its source.
+
+        A hook implementation that raises marks its plugin broken instead of failing the caller.
+        """
+        results = []
+        caller = getattr(self.pm.hook, hook_name)
+        for impl in reversed(caller.get_hookimpls()):  # registration order
+            info = self.info_for(impl.plugin_name)
+            try:
+                value = impl.function()
+            except Exception as exc:  # noqa: BLE001 - a plugin bug must not take the host down
+                self.fail(PluginInfo(info.name, info.distribution, info.version, info.module,
+                                     f"{hook_name}() raised {type(exc).__name__}: {exc}"))
+                continue
+            if value is not None:
+                results.append((info, value))
+        return results
+
+
+def unknown_hook_message(exc: pluggy.PluginValidationError) -> str:
+    import difflib
+
+    text = str(exc)
+    known = [n for n in dir(ArenaSpec) if n.startswith("arena_")]
+    for word in text.replace("'", " ").replace('"', " ").split():
+        if word.startswith("arena") and word not in known:
+            close = difflib.get_close_matches(word, known, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            return f"unknown hook {word!r}{hint}; known hooks: {', '.join(known)}"
+    return text
+
+
+def disabled_distributions() -> set[str]:
+    raw = os.environ.get("ARENA_DISABLE_PLUGINS", "")
+    return {normalize(d) for d in raw.split(",") if d.strip()}
+
+
+def normalize(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+def load_entry_points(host: PluginHost, group: str = ENTRY_POINT_GROUP) -> None:
+    """Load every entry point of ``group`` on its own, honouring the disable list."""
+    disabled = disabled_distributions()
+    seen: set[tuple[str, str]] = set()
+    for ep in metadata.entry_points(group=group):
+        dist = ep.dist
+        dist_name = dist.metadata["Name"] if dist is not None else "?"
+        version = dist.version if dist is not None else "?"
+        if normalize(dist_name) in disabled or (dist_name, ep.name) in seen:
+            continue
+        seen.add((dist_name, ep.name))
+        info = PluginInfo(ep.name, dist_name, version, ep.value)
+        try:
+            module = ep.load()
+        except Exception as exc:  # noqa: BLE001 - report and carry on
+            host.fail(PluginInfo(ep.name, dist_name, version, ep.value, f"{type(exc).__name__}: {exc}"))
+            continue
+        host.register(module, info)
+
+
+_host: PluginHost | None = None
+
+
+def get_host() -> PluginHost:
+    """The process-wide plugin host, loaded on first use."""
+    global _host
+    if _host is None:
+        host = PluginHost()
+        load_entry_points(host)
+        _host = host
+    return _host
+
+
+def reset_host() -> None:
+    """Forget the loaded plugins (tests, or after installing a plugin at run time)."""
+    global _host
+    _host = None
