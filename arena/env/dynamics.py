@@ -31,11 +31,11 @@ def launch(state: WorldState, fire: torch.Tensor, cfg: EnvConfig) -> torch.Tenso
     can = fire & state.alive & (state.missiles_left > 0.5)
     used = (cfg.missiles - state.missiles_left).round().long()  # [N, 2] the shooter's next free slot
     slots = torch.arange(state.m_active.shape[0], device=fire.device).view(-1, 1, 1)
-    new = ((slots == used) & can).flip(-1)  # [M, N, target]: the shooter of missiles at j is 1 - j
+    new = ((slots == used) & can).roll(1, -1)  # [M, N, target]: the shooter of missiles at j is 1 - j
     w = new.float()
     for name, source in (("mx", state.x), ("my", state.y), ("m_heading", state.heading), ("m_speed", state.speed)):
         old = getattr(state, name)
-        setattr(state, name, torch.addcmul(old, w, source.flip(-1) - old))
+        setattr(state, name, torch.addcmul(old, w, swap_players(source) - old))
     state.m_age = state.m_age * (1.0 - w)
     state.m_active = state.m_active | new
     state.m_locked = state.m_locked | new
@@ -43,22 +43,32 @@ def launch(state: WorldState, fire: torch.Tensor, cfg: EnvConfig) -> torch.Tenso
     return can
 
 
-def move_aircraft(state: WorldState, rudder: torch.Tensor, throttle: torch.Tensor, cfg: EnvConfig, h: float) -> None:
+def swap_players(t: torch.Tensor) -> torch.Tensor:
+    """Exchange the two entries of the last dimension (a roll is cheaper than ``flip`` on the CPU)."""
+    return t.roll(1, -1)
+
+
+def move_aircraft(state: WorldState, rudder: torch.Tensor, throttle: torch.Tensor, cfg: EnvConfig, h: float
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
     """Advance living aircraft by ``h`` seconds; dead ones stay where they fell.
 
     ``rudder`` commands a signed load factor (positive turns left); the turn rate is n·g/v. Thrust
     fights parasitic drag (settling near 340 m/s at full throttle) and the induced drag of the turn,
-    so a hard turn bleeds speed. Headings are wrapped once per decision step, not here.
+    so a hard turn bleeds speed. Headings are wrapped once per decision step, not here. Returns the
+    cosine and sine of the new headings, which the next substep reuses.
     """
     load = rudder * cfg.max_load_factor
     accel = throttle * cfg.thrust_accel - cfg.drag_coef * state.speed**2 - cfg.turn_drag * load**2
     moving = state.alive.float()
-    speed = (state.speed + accel * h).clamp_(cfg.speed_min, cfg.speed_max)
-    state.speed = torch.where(state.alive, speed, state.speed)
+    # Dead aircraft keep their speed and stay put: every change below is scaled by ``moving``.
+    new_speed = (state.speed + accel * h).clamp_(cfg.speed_min, cfg.speed_max)
+    state.speed = torch.addcmul(state.speed, moving, new_speed - state.speed)
     state.heading = state.heading + load * (G * h) * moving / state.speed
+    cos_h, sin_h = torch.cos(state.heading), torch.sin(state.heading)
     step = state.speed * (h * moving)
-    state.x = state.x + step * torch.cos(state.heading)
-    state.y = state.y + step * torch.sin(state.heading)
+    state.x = torch.addcmul(state.x, step, cos_h)
+    state.y = torch.addcmul(state.y, step, sin_h)
+    return cos_h, sin_h
 
 
 class MissileIntegrator:
@@ -144,12 +154,12 @@ def advance(state: WorldState, rudder: torch.Tensor, throttle: torch.Tensor, cfg
     h = cfg.dt / cfg.substeps
     missiles = MissileIntegrator(state, cfg, h)
     size = cfg.arena_size
+    cos_h, sin_h = torch.cos(state.heading), torch.sin(state.heading)
     for _ in range(cfg.substeps):
         tx, ty, t_alive = state.x, state.y, state.alive
-        tvx = state.speed * torch.cos(state.heading)
-        tvy = state.speed * torch.sin(state.heading)
+        tvx, tvy = state.speed * cos_h, state.speed * sin_h
 
-        move_aircraft(state, rudder, throttle, cfg, h)
+        cos_h, sin_h = move_aircraft(state, rudder, throttle, cfg, h)
         rx0, ry0 = missiles.guide_and_move(state, tx, ty, tvx, tvy, t_alive)
 
         hit = missiles.hits(state, rx0, ry0, t_alive)

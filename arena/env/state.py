@@ -65,7 +65,7 @@ class WorldState:
 
         Missile slots are only cleared, not copied: a slot's other fields are rewritten at launch.
         """
-        m = mask.unsqueeze(-1)
+        m = mask.unsqueeze(-1).expand(-1, 2).contiguous()  # same-shape where is far cheaper on the CPU
         for name in self.AIRCRAFT_FIELDS:
             setattr(self, name, torch.where(m, getattr(fresh, name), getattr(self, name)))
         self.m_active = self.m_active & ~m

@@ -8,7 +8,7 @@ import torch
 
 from arena.env.actions import CleanAction, check_action
 from arena.env.config import EnvConfig
-from arena.env.dynamics import advance, launch
+from arena.env.dynamics import advance, launch, swap_players
 from arena.env.observations import PLAYERS, Observation, global_state, global_state_size, obs_keys, observe
 from arena.env.spawn import sample_spawn
 from arena.env.state import WorldState
@@ -114,8 +114,8 @@ class TensorEnv:
         terminated = dead.any(-1)
         truncated = (s.time >= cfg.max_steps) & ~terminated
         dones = terminated | truncated
-        won = dead.flip(-1) & ~dead  # [N, 2] the other one died, I did not
-        lost = dead & ~dead.flip(-1)
+        won = swap_players(dead) & ~dead  # [N, 2] the other one died, I did not
+        lost = dead & ~swap_players(dead)
         winner = torch.full((self.num_envs,), -1, dtype=torch.int8, device=self.device)
         winner = torch.where(dones, torch.zeros_like(winner), winner)
         winner = torch.where(won[:, 0], torch.ones_like(winner), winner)

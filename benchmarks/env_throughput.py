@@ -1,0 +1,76 @@
+"""Environment throughput: env-steps per second (both players, one step of one env = 1).
+
+    python benchmarks/env_throughput.py                      # CPU, and CUDA when present
+    python benchmarks/env_throughput.py --sizes 1024,16384 --steps 50 --device cpu
+
+Actions are random (5 % fire probability) and generated before timing, so the figures measure the
+simulation, not an agent. Memory per env is the size of the world state tensors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import fields
+
+import torch
+
+from arena.env import EnvConfig, TensorEnv
+
+DEFAULT_SIZES = "1,64,1024,4096,16384,65536"
+
+
+def state_bytes(env: TensorEnv) -> int:
+    return sum(getattr(env.state, f.name).element_size() * getattr(env.state, f.name).nelement() for f in fields(env.state))
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def measure(num_envs: int, device: str, steps: int, obs_mode: str) -> tuple[float, float]:
+    env = TensorEnv(num_envs, device=device, seed=0, config=EnvConfig(obs_mode=obs_mode))  # type: ignore[arg-type]
+    env.reset()
+    gen = torch.Generator(device=env.device).manual_seed(0)
+    pool = [
+        {
+            "rudder": torch.rand(num_envs, device=env.device, generator=gen) * 2 - 1,
+            "throttle": torch.rand(num_envs, device=env.device, generator=gen),
+            "fire": torch.rand(num_envs, device=env.device, generator=gen) < 0.05,
+        }
+        for _ in range(8)
+    ]
+    for i in range(5):  # warm-up
+        env.step(pool[i % 8], pool[(i + 1) % 8])
+    sync(env.device)
+    start = time.perf_counter()
+    for i in range(steps):
+        env.step(pool[i % 8], pool[(i + 3) % 8])
+    sync(env.device)
+    elapsed = time.perf_counter() - start
+    return num_envs * steps / elapsed, state_bytes(env) / num_envs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default=DEFAULT_SIZES, help=f"comma-separated num_envs (default {DEFAULT_SIZES})")
+    parser.add_argument("--steps", type=int, default=0, help="timed steps per size (default: about 1 s of work)")
+    parser.add_argument("--device", action="append", help="cpu, cuda, ... (repeatable; default cpu and cuda if present)")
+    parser.add_argument("--obs-mode", default="default", choices=["default", "extended"])
+    args = parser.parse_args()
+    devices = args.device or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, obs_mode={args.obs_mode}")
+    for device in devices:
+        name = torch.cuda.get_device_name(0) if device.startswith("cuda") else "cpu"
+        print(f"\n{device} ({name})")
+        print(f"{'num_envs':>10} {'env-steps/s':>14} {'steps/s':>9} {'bytes/env':>10}")
+        for n in sizes:
+            steps = args.steps or max(20, min(2000, int(2_000_000 / max(n, 1)) if device == "cpu" else 500))
+            sps, per_env = measure(n, device, steps, args.obs_mode)
+            print(f"{n:>10,} {sps:>14,.0f} {sps / n:>9,.1f} {per_env:>10,.0f}")
+
+
+if __name__ == "__main__":
+    main()
