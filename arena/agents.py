@@ -8,6 +8,7 @@ play either side: every player sees the world from its own side.
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
@@ -65,7 +66,8 @@ class BaseAgent:
         self.training = False
 
     @classmethod
-    def create(cls, device: "str | torch.device" = "cpu", env_config: "EnvConfig | None" = None, **params: Any) -> "BaseAgent":
+    def create(cls, device: "str | torch.device" = "cpu", env_config: "EnvConfig | None" = None,
+               **params: Any) -> "BaseAgent":
         return cls(device=device, env_config=env_config, **params)
 
     def act(self, observation: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
@@ -152,33 +154,182 @@ def describe(entry: Entry[Any]) -> str:
 
 
 def agent_registry(host: PluginHost | None = None) -> Registry[type]:
-    """Every agent class offered through ``arena_agents``."""
-    host = host or get_host()
-    reg: Registry[type] = Registry("agent")
-    for info, classes in host.collect("arena_agents"):
-        for cls in classes:
-            name = getattr(cls, "name", "")
-            if not name:
-                raise DuplicateNameError(f"agent class {cls!r} from {info.distribution} has no 'name'")
-            reg.add(name, cls, info, getattr(cls, "aliases", ()))
-    return reg
+    """Every agent class offered through ``arena_agents``; a name offered twice is an error."""
+    return _build("agent", "arena_agents", host, None)
 
 
 def trainer_registry(host: PluginHost | None = None) -> Registry[type]:
     """Every trainer class offered through ``arena_trainers``."""
-    host = host or get_host()
-    reg: Registry[type] = Registry("trainer")
-    for info, classes in host.collect("arena_trainers"):
-        for cls in classes:
-            reg.add(cls.name, cls, info, getattr(cls, "aliases", ()))
-    return reg
+    return _build("trainer", "arena_trainers", host, None)
 
 
 def reward_registry(host: PluginHost | None = None) -> Registry[Any]:
     """Every reward function offered through ``arena_rewards``."""
+    return _build("reward", "arena_rewards", host, None)
+
+
+def _build(kind: str, hook: str, host: PluginHost | None, problems: list[str] | None) -> Registry[Any]:
+    """Fill a registry from one hook. With ``problems`` given, clashes are appended there instead of
+    raised, so a listing can still show everything else."""
     host = host or get_host()
-    reg: Registry[Any] = Registry("reward")
-    for info, mapping in host.collect("arena_rewards"):
-        for name, fn in mapping.items():
-            reg.add(name, fn, info)
+    reg: Registry[Any] = Registry(kind)
+    for info, offered in host.collect(hook):
+        items = offered.items() if isinstance(offered, dict) else ((getattr(c, "name", ""), c) for c in offered)
+        for name, obj in items:
+            try:
+                if not name or not isinstance(name, str):
+                    raise DuplicateNameError(f"{kind} {obj!r} from {info.distribution} has no 'name'")
+                reg.add(name, obj, info, () if isinstance(offered, dict) else getattr(obj, "aliases", ()))
+            except DuplicateNameError as exc:
+                if problems is None:
+                    raise
+                problems.append(str(exc))
     return reg
+
+
+# -- listing ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CatalogRow:
+    """One thing a plugin provides, as ``arena agents`` lists it."""
+
+    kind: str  # "agent", "trainer" or "reward"
+    name: str
+    aliases: tuple[str, ...]
+    distribution: str
+    version: str
+    description: str
+
+
+@dataclass
+class Catalog:
+    rows: list[CatalogRow]
+    broken: list[PluginInfo]
+    problems: list[str]  # name clashes between plugins
+
+
+def catalog(host: PluginHost | None = None) -> Catalog:
+    """Everything the installed plugins provide, plus what is wrong with them — never raises for a
+    plugin's fault (except in strict mode), because this is what a user runs to find the fault."""
+    host = host or get_host()
+    problems: list[str] = []
+    rows = []
+    for kind, hook in (("agent", "arena_agents"), ("trainer", "arena_trainers"), ("reward", "arena_rewards")):
+        reg = _build(kind, hook, host, problems)
+        for name in reg.names():
+            entry = reg.entry(name)
+            rows.append(CatalogRow(kind, name, entry.aliases, entry.source.distribution, entry.source.version,
+                                   summary(entry.obj)))
+    return Catalog(rows, list(host.broken), problems)
+
+
+def summary(obj: Any) -> str:
+    """A one-line description: ``description`` or ``help`` attribute, else the docstring's first line."""
+    for attr in ("description", "help"):
+        text = getattr(obj, attr, None)
+        if isinstance(text, str) and text.strip():
+            return text.strip().splitlines()[0]
+    doc = getattr(obj, "__doc__", None) or ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+# -- building agents from specs --------------------------------------------------------------------
+
+CHECKPOINT_SUFFIXES = (".pt", ".pth")
+SPEC_FORMS = "NAME, NAME:CHECKPOINT or CHECKPOINT.pt"
+
+
+class AgentSpecError(ValueError):
+    """An agent spec that cannot become an agent: unknown name, bad parameters, missing or foreign
+    checkpoint. The message names the spec or file and what was expected, ready for the user."""
+
+
+def parse_spec(spec: str) -> tuple[str | None, str | None]:
+    """Split a spec into ``(name, checkpoint)``: ``"crank"`` → (crank, None), ``"ppo:run/a.pt"`` →
+    (ppo, run/a.pt), ``"run/a.pt"`` or ``"ckpt:run/a.pt"`` → (None, run/a.pt): the file names its agent."""
+    spec = spec.strip()
+    if not spec:
+        raise AgentSpecError(f"empty agent spec; expected {SPEC_FORMS}")
+    head, sep, tail = spec.partition(":")
+    # A one-letter head is a Windows drive (C:\runs\a.pt), not an agent name.
+    if sep and len(head) > 1 and not any(c in head for c in "/\\") and not head.endswith(CHECKPOINT_SUFFIXES):
+        if not tail:
+            raise AgentSpecError(f"agent spec {spec!r}: expected a checkpoint path after '{head}:'")
+        return (None if head == "ckpt" else head), tail
+    if spec.endswith(CHECKPOINT_SUFFIXES) or any(c in spec for c in "/\\"):
+        return None, spec
+    return spec, None
+
+
+def build_agent(spec: str, device: "str | torch.device" = "cpu", env_config: "EnvConfig | None" = None, *,
+                registry: Registry[type] | None = None, **params: Any) -> Agent:
+    """Turn a spec from the command line or a tournament file into a ready agent.
+
+    ``NAME`` (or an alias) calls ``create(device, env_config, **params)``; ``NAME:PATH`` calls
+    ``load(PATH, device=..., env_config=...)`` of that agent class; a bare ``PATH.pt`` reads the
+    checkpoint's ``"agent"`` entry to find the class first. Every mistake a user can make raises
+    ``AgentSpecError`` with a message fit to print as it is.
+    """
+    name, path = parse_spec(spec)
+    registry = registry if registry is not None else agent_registry()
+    if path is not None and name is None:
+        name = checkpoint_agent_name(path)
+    assert name is not None
+    try:
+        entry = registry.entry(name)
+    except UnknownNameError as exc:
+        where = f" (named by checkpoint {path})" if path is not None and not spec.startswith(f"{name}:") else ""
+        raise AgentSpecError(f"{exc}{where}") from None
+    cls = entry.obj
+    if path is None:
+        try:
+            return cls.create(device=device, env_config=env_config, **params)
+        except (TypeError, ValueError) as exc:
+            raise AgentSpecError(f"agent {entry.name!r}: {exc}") from exc
+    loader = getattr(cls, "load", None)
+    if loader is None:
+        raise AgentSpecError(f"agent {entry.name!r} does not load checkpoints (it has no load()); "
+                             f"use plain {entry.name!r}")
+    check_file(path)
+    try:
+        return loader(path, device=device, env_config=env_config, **params)
+    except AgentSpecError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure to load is the file's problem as the user sees it
+        raise AgentSpecError(f"checkpoint {path}: agent {entry.name!r} could not load it: {first_line(exc)}") from exc
+
+
+def checkpoint_agent_name(path: str) -> str:
+    """The agent class a checkpoint file belongs to (its ``"agent"`` entry)."""
+    data = read_checkpoint(path)
+    name = data.get("agent") if isinstance(data, dict) else None
+    if not isinstance(name, str) or not name:
+        got = f"a dict with keys {sorted(map(str, data))[:8]}" if isinstance(data, dict) else type(data).__name__
+        raise AgentSpecError(f"checkpoint {path}: not an arena checkpoint — expected a dict with an 'agent' name "
+                             f"and a 'format_version', got {got}")
+    return name
+
+
+def read_checkpoint(path: str) -> Any:
+    """``torch.load`` with ``weights_only=True`` (no code runs from the file) and a clear error."""
+    import torch
+
+    check_file(path)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - corrupt, truncated or not a torch file at all
+        raise AgentSpecError(f"checkpoint {path}: cannot be read as a torch checkpoint ({first_line(exc)}); "
+                             f"expected a .pt file written by an arena trainer") from exc
+
+
+def check_file(path: str) -> None:
+    if not os.path.exists(path):
+        raise AgentSpecError(f"checkpoint {path}: no such file (expected {SPEC_FORMS})")
+    if not os.path.isfile(path):
+        raise AgentSpecError(f"checkpoint {path}: not a file; expected a .pt checkpoint")
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -6,11 +6,14 @@ Nothing heavy is imported at module level, so ``arena --help`` answers without l
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from arena import __version__
+
+if TYPE_CHECKING:
+    from arena.env import EnvConfig
 
 
 class ArenaError(click.ClickException):
@@ -23,7 +26,39 @@ def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, default=str))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class ArenaGroup(click.Group):
+    """The ``arena`` group: built-in commands plus those plugins add through ``arena_commands``.
+
+    Plugins are asked only for a name that is not built in, or when the commands are listed, so a
+    built-in command never waits for them.
+    """
+
+    plugins_loaded = False
+
+    def load_plugin_commands(self) -> None:
+        if self.plugins_loaded:
+            return
+        self.plugins_loaded = True
+        from arena.plugins import PluginError, get_host
+
+        try:
+            get_host().collect("arena_commands", cli=self)
+        except PluginError as exc:  # ARENA_STRICT_PLUGINS=1
+            raise ArenaError(str(exc)) from None
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None:
+            self.load_plugin_commands()
+            command = super().get_command(ctx, cmd_name)
+        return command
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self.load_plugin_commands()
+        return super().list_commands(ctx)
+
+
+@click.group(cls=ArenaGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="arena")
 def main() -> None:
     """Arena: train and rate agents in vectorized 1-v-1 air combat.
@@ -71,3 +106,243 @@ def env_info(device: str, obs_mode: str, as_json: bool) -> None:
                 click.echo(f"  {key}.{sub:<24} {v}")
         else:
             click.echo(f"  {key:<31} {value}")
+
+
+# -- agents and matches ------------------------------------------------------------------------------
+
+
+@main.command("agents")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def agents(as_json: bool) -> None:
+    """List every agent, trainer and reward function the installed plugins provide, with the
+    distribution that provides it, and every plugin that failed to load."""
+    from arena.agents import catalog
+    from arena.plugins import PluginError
+
+    try:
+        cat = catalog()
+    except PluginError as exc:  # ARENA_STRICT_PLUGINS=1
+        raise ArenaError(str(exc)) from None
+    if as_json:
+        kinds = {"agent": "agents", "trainer": "trainers", "reward": "rewards"}
+        data: dict[str, Any] = {key: [] for key in kinds.values()}
+        for row in cat.rows:
+            data[kinds[row.kind]].append({"name": row.name, "aliases": list(row.aliases),
+                                          "distribution": row.distribution, "version": row.version,
+                                          "description": row.description})
+        data["broken"] = [{"plugin": b.name, "module": b.module, "distribution": b.distribution, "version": b.version,
+                           "error": b.error} for b in cat.broken]
+        data["problems"] = cat.problems
+        echo_json(data)
+        return
+    for kind, title in (("agent", "Agents"), ("trainer", "Trainers"), ("reward", "Reward functions")):
+        rows = [r for r in cat.rows if r.kind == kind]
+        click.echo(f"{title}:")
+        if not rows:
+            click.echo("  (none installed)")
+        width = max((len(r.name + (f" ({', '.join(r.aliases)})" if r.aliases else "")) for r in rows), default=0)
+        src_width = max((len(f"{r.distribution} {r.version}") for r in rows), default=0)
+        for r in rows:
+            label = r.name + (f" ({', '.join(r.aliases)})" if r.aliases else "")
+            click.echo(f"  {label:<{width}}  {r.distribution + ' ' + r.version:<{src_width}}  {r.description}".rstrip())
+    if cat.broken:
+        click.echo("Broken plugins (skipped):")
+        for b in cat.broken:
+            click.echo(f"  {b.distribution} {b.version} ({b.name} = {b.module}): {b.error}")
+    for problem in cat.problems:
+        click.echo(f"error: {problem}", err=True)
+
+
+def parse_env_overrides(items: tuple[str, ...]) -> "EnvConfig | None":
+    """``KEY=VALUE`` pairs (``reward.win=2`` for nested fields) into a validated EnvConfig."""
+    import yaml
+
+    from arena.env import EnvConfig
+
+    if not items:
+        return None
+    data: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ArenaError(f"--env {item!r}: expected KEY=VALUE, e.g. --env max_time=120")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            value = raw
+        head, _, sub = key.strip().partition(".")
+        if sub:
+            data.setdefault(head, {})[sub] = value
+        else:
+            data[head] = value
+    try:
+        return EnvConfig.from_dict(data)
+    except (ValueError, TypeError) as exc:
+        raise ArenaError(f"--env: {exc}") from None
+
+
+@main.command("play")
+@click.argument("agent_a", metavar="A")
+@click.argument("agent_b", metavar="B")
+@click.option("--games", "-n", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Battles to play, all in one batch; A flies p1 in half of them and p2 in the rest.")
+@click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the battles' spawn positions.")
+@click.option("--env", "env_overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override an EnvConfig field, e.g. --env max_time=120 (repeatable; see `arena env-info`).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: a, b, games, wins, draws, losses, "
+              "mean_length, games_per_second.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, env_overrides: tuple[str, ...],
+         as_json: bool, quiet: bool) -> None:
+    """Play A against B and count A's wins, draws and losses.
+
+    A and B are agent names (`arena agents`), NAME:CHECKPOINT, or a checkpoint file (the file
+    names its agent):
+
+    \b
+      arena play crank placeholder --games 1000
+      arena play ppo:runs/a/ckpt_000500000.pt crank --json
+    """
+    from arena.agents import AgentSpecError, DuplicateNameError, build_agent
+    from arena.env import resolve_device
+    from arena.match import AgentFailure, play_match
+    from arena.plugins import PluginError
+
+    env_config = parse_env_overrides(env_overrides)
+    try:
+        dev = resolve_device(device)
+    except ValueError as exc:
+        raise ArenaError(f"--device: {exc}") from None
+    try:
+        a = build_agent(agent_a, dev, env_config)
+        b = build_agent(agent_b, dev, env_config)
+    except (AgentSpecError, DuplicateNameError, PluginError) as exc:
+        raise ArenaError(str(exc)) from None
+    try:
+        result = play_match(a, b, games, env_config=env_config, device=dev, seed=seed, name_a=agent_a,
+                            name_b=agent_b, progress=not quiet)
+    except AgentFailure as exc:
+        raise ArenaError(str(exc)) from None
+    if as_json:
+        echo_json(result.to_dict())
+        return
+    n = result.games
+    click.echo(f"{result.a} vs {result.b}: {n:,} games on {dev}, seed {seed}")
+    click.echo(f"  {result.a}: {result.wins:,} wins ({result.wins / n:.1%}), {result.draws:,} draws "
+               f"({result.draws / n:.1%}), {result.losses:,} losses ({result.losses / n:.1%}); "
+               f"score {result.score:.3f}")
+    click.echo(f"  mean length {result.mean_length:.1f} steps; {result.games_per_second:,.0f} games/s")
+
+
+class TrainerGroup(click.Group):
+    """``arena train NAME``: one sub-command per trainer plugin, looked up only when asked for.
+
+    Trainers come from the ``arena_trainers`` hook; each class builds its own ``click.Command`` with
+    its own options, so a new trainer plugin needs no change here.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from arena.agents import trainer_registry
+
+        return trainer_registry().names()
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        from arena.agents import UnknownNameError, trainer_registry
+
+        try:
+            cls = trainer_registry().get(cmd_name)
+        except UnknownNameError as exc:
+            raise ArenaError(str(exc)) from None
+        return cls.command()
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List trainers by their one-line ``help`` without building their commands."""
+        from arena.agents import trainer_registry
+
+        registry = trainer_registry()
+        rows = [(name, str(getattr(registry.get(name), "help", ""))) for name in registry.names()]
+        with formatter.section("Trainers"):
+            formatter.write_dl(rows or [("(none)", "no trainer plugin is installed (pip install -e plugins/arena-ppo)")])
+
+
+@main.group("train", cls=TrainerGroup)
+def train() -> None:
+    """Train an agent with a trainer plugin; `arena train NAME --help` lists its options."""
+
+
+# -- tournaments -------------------------------------------------------------------------------------
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@main.command("tournament")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--fresh", is_flag=True, help="Delete the stored results first and play everything again.")
+@click.option("--device", default=None, help="Override the file's device: cpu, cuda, cuda:N or auto.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+@click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
+              help="torch CPU threads (0: torch's default). On a shared CPU, 1 avoids threads spinning against each other.")
+def tournament(file: str, fresh: bool, device: str | None, as_json: bool, quiet: bool, threads: int) -> None:
+    """Play the league in FILE (YAML), rate it and write reports.
+
+    Results go to results.sqlite in the file's output directory; running the same command again plays
+    only the games that are missing (after Ctrl-C, a crash or a kill). See docs/tournaments.md.
+    """
+    import signal
+
+    from arena.tournament import ConfigError, StoreError, load_config, run_tournament
+    from arena.tournament.report import render
+
+    try:
+        config = load_config(file).with_device(device)
+    except ConfigError as exc:
+        raise ArenaError(str(exc)) from None
+    for warning in config.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # a kill flushes stored games like Ctrl-C
+    try:
+        report = run_tournament(config, fresh=fresh, progress=not quiet)
+    except (ConfigError, StoreError) as exc:
+        raise ArenaError(str(exc)) from None
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: finished games are stored in {config.output}; run the same command again "
+                   f"to play the rest", err=True)
+        raise SystemExit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    click.echo(render(report, "json" if as_json else "table"))
+
+
+@main.command("leaderboard")
+@click.argument("directory", type=click.Path(exists=True))
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), help="Also write the leaderboard CSV to this file.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "markdown", "json"]), default="table",
+              show_default=True, help="How to print the leaderboard.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+def leaderboard(directory: str, csv_path: str | None, fmt: str, as_json: bool) -> None:
+    """Rebuild the reports in DIRECTORY (a tournament's output, or its YAML file) from the stored games,
+    without playing, and print the leaderboard."""
+    from pathlib import Path
+
+    from arena.tournament import ConfigError, StoreError, load_config, rebuild_report
+    from arena.tournament.report import render
+
+    target = Path(directory)
+    try:
+        if target.is_file() and target.suffix in (".yaml", ".yml"):
+            target = load_config(target).output
+        report = rebuild_report(target)
+    except (ConfigError, StoreError) as exc:
+        raise ArenaError(str(exc)) from None
+    if csv_path:
+        Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
+        report.leaderboard.to_csv(csv_path, index=False)
+    click.echo(render(report, "json" if as_json else fmt))

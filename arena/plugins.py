@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -66,8 +66,13 @@ class ArenaSpec:
         """
 
     @hookspec
-    def arena_commands(self, cli: "click.Group") -> None:
-        """Add extra sub-commands to the ``arena`` command group."""
+    def arena_commands(self, cli: click.Group) -> None:
+        """Add extra sub-commands to the ``arena`` command group with ``cli.add_command(...)``.
+
+        Called the first time the command line needs a name it does not know (or lists its
+        commands), so keep it cheap: build the ``click`` commands here, import heavy modules inside
+        them.
+        """
 
     @hookspec
     def arena_checkpoint_saved(self, path: str, step: int, metrics: dict[str, float]) -> None:
@@ -108,59 +113,84 @@ class PluginHost:
     def hook(self) -> Any:
         return self.pm.hook
 
-    def register(self, module: object, info: PluginInfo) -> None:
-        """Register one plugin module and validate its hook implementations at once."""
+    def register(self, module: object, info: PluginInfo) -> bool:
+        """Register one plugin module and validate its hook implementations at once.
+
+        A hook implementation with an unknown name (a misspelling) or with arguments its spec does
+        not offer makes the plugin broken: reported and skipped, never silently ignored. Returns
+        whether the plugin was registered.
+        """
         name = f"{info.distribution}:{info.name}"
         if self.pm.has_plugin(name) or self.pm.is_registered(module):
-            return
-        self.pm.register(module, name=name)
+            return False
+        unmarked = unmarked_hooks(module)
+        if unmarked:  # pluggy would ignore these silently
+            self.fail(replace(info, error=f"{', '.join(unmarked)} not marked with @arena.hookimpl"))
+            return False
+        try:
+            self.pm.register(module, name=name)
+        except pluggy.PluginValidationError as exc:  # an implementation does not match its spec
+            self.fail(replace(info, error=str(exc)))
+            return False
         try:
             self.pm.check_pending()
         except pluggy.PluginValidationError as exc:
             self.pm.unregister(name=name)
-            self.fail(PluginInfo(info.name, info.distribution, info.version, info.module, unknown_hook_message(exc)))
-            return
+            self.fail(replace(info, error=unknown_hook_message(exc)))
+            return False
         except Exception:
             self.pm.unregister(name=name)
             raise
         self.plugins[name] = info
+        return True
 
     def fail(self, info: PluginInfo) -> None:
         """Record a broken plugin; report it once on stderr, or raise in strict mode."""
-        message = f"arena: plugin {info.distribution} {info.version} ({info.name} = {info.module}) failed to load: {info.error}"
-        if os.environ.get("ARENA_STRICT_PLUGINS", "") not in ("", "0"):
+        message = (f"arena: plugin {info.distribution} {info.version} ({info.name} = {info.module}) "
+                   f"failed to load: {info.error}")
+        if strict_mode():
             raise PluginError(message)
+        if info in self.broken:  # a hook called again fails again: say it once
+            return
         self.broken.append(info)
         print(message + " — skipped", file=sys.stderr)
 
     def info_for(self, plugin_name: str) -> PluginInfo:
         return self.plugins.get(plugin_name) or PluginInfo(plugin_name, plugin_name, "", plugin_name)
 
-    def collect(self, hook_name: str) -> list[tuple[PluginInfo, Any]]:
+    def collect(self, hook_name: str, **kwargs: Any) -> list[tuple[PluginInfo, Any]]:
         """Call ``hook_name`` on each plugin separately, pairing every result with its source.
 
-        A hook implementation that raises marks its plugin broken instead of failing the caller.
+        A hook implementation that raises marks its plugin broken instead of failing the caller,
+        so a bug in one plugin never hides what the others offer.
         """
         results = []
         caller = getattr(self.pm.hook, hook_name)
         for impl in reversed(caller.get_hookimpls()):  # registration order
             info = self.info_for(impl.plugin_name)
             try:
-                value = impl.function()
+                value = impl.function(*[kwargs[arg] for arg in impl.argnames])
             except Exception as exc:  # noqa: BLE001 - a plugin bug must not take the host down
-                self.fail(PluginInfo(info.name, info.distribution, info.version, info.module,
-                                     f"{hook_name}() raised {type(exc).__name__}: {exc}"))
+                self.fail(replace(info, error=f"{hook_name}() raised {type(exc).__name__}: {exc}"))
                 continue
             if value is not None:
                 results.append((info, value))
         return results
+
+    def notify(self, hook_name: str, **kwargs: Any) -> None:
+        """Call an observer hook (``arena_checkpoint_saved``, ``arena_tournament_finished``, …).
+
+        Like ``collect``, each plugin is called on its own and a failing observer is reported, not
+        raised: an uploader with a network error must not end a training run.
+        """
+        self.collect(hook_name, **kwargs)
 
 
 def unknown_hook_message(exc: pluggy.PluginValidationError) -> str:
     import difflib
 
     text = str(exc)
-    known = [n for n in dir(ArenaSpec) if n.startswith("arena_")]
+    known = hook_names()
     for word in text.replace("'", " ").replace('"', " ").split():
         if word.startswith("arena") and word not in known:
             close = difflib.get_close_matches(word, known, n=1)
@@ -169,13 +199,29 @@ def unknown_hook_message(exc: pluggy.PluginValidationError) -> str:
     return text
 
 
+def hook_names() -> list[str]:
+    """The names of every hook a plugin may implement."""
+    return sorted(n for n in vars(ArenaSpec) if n.startswith("arena_"))
+
+
+def unmarked_hooks(module: object) -> list[str]:
+    """Functions named like a hook but missing the ``@arena.hookimpl`` marker (a common slip)."""
+    marker = f"{PROJECT}_impl"
+    return [n for n in hook_names() if callable(getattr(module, n, None)) and not hasattr(getattr(module, n), marker)]
+
+
+def strict_mode() -> bool:
+    """``ARENA_STRICT_PLUGINS=1``: a broken plugin is an error (CI of a plugin, debugging)."""
+    return os.environ.get("ARENA_STRICT_PLUGINS", "").strip().lower() not in ("", "0", "false", "no")
+
+
 def disabled_distributions() -> set[str]:
     raw = os.environ.get("ARENA_DISABLE_PLUGINS", "")
     return {normalize(d) for d in raw.split(",") if d.strip()}
 
 
 def normalize(name: str) -> str:
-    return name.strip().lower().replace("_", "-")
+    return name.strip().lower().replace("_", "-").replace(".", "-")
 
 
 def load_entry_points(host: PluginHost, group: str = ENTRY_POINT_GROUP) -> None:

@@ -1,0 +1,64 @@
+"""PlaceholderAgent: random controls from its own seeded generator.
+
+Every league needs a floor — an agent anything that learns should beat — and every plugin author
+needs a short, complete agent to start from. This is both.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from arena.agents import BaseAgent
+
+if TYPE_CHECKING:  # for type hints only: importing torch here would slow down `arena agents`
+    import torch
+
+    from arena.env import EnvConfig
+
+
+class PlaceholderAgent(BaseAgent):
+    """Random rudder and throttle each step, and a launch with probability ``fire_prob``.
+
+    The default ``fire_prob`` (about one launch per five minutes of battle) keeps it a floor: a
+    random shot at a target that keeps coming often hits, and a trigger-happy random agent would
+    beat CrankAgent, which cannot see missiles, in one game out of five.
+    """
+
+    name: ClassVar[str] = "placeholder"  # what `arena play` and tournament files call it
+    aliases: ClassVar[tuple[str, ...]] = ("random",)
+    description: ClassVar[str] = "seeded random controls; the floor of every league"
+
+    def __init__(self, device: "str | torch.device" = "cpu", env_config: "EnvConfig | None" = None, *,
+                 seed: int = 0, fire_prob: float = 0.003) -> None:
+        # Keyword parameters come from `create(**params)`: a tournament file's `params:` mapping.
+        super().__init__(device, env_config)  # sets self.device, self.env_config, self.training
+        if not 0.0 <= fire_prob <= 1.0:
+            raise ValueError(f"fire_prob must be in [0, 1], got {fire_prob}")
+        self.seed = seed
+        self.fire_prob = fire_prob
+        self._generator: torch.Generator | None = None
+
+    def act(self, observation: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
+        """One action per env: each value a [N] tensor on the observation's device."""
+        import torch
+
+        n = observation["enemy_distance"].shape[0]
+        device = observation["enemy_distance"].device
+        if self._generator is None or self._generator.device != device:
+            self._generator = torch.Generator(device=device)
+            self._generator.manual_seed(self.seed)  # same seed, same play: results can be reproduced
+        u = torch.rand(3, n, generator=self._generator, device=device)
+        return {
+            "rudder": u[0] * 2.0 - 1.0,  # [-1, 1]; positive turns left
+            "throttle": u[1],  # [0, 1]
+            "fire": u[2] < self.fire_prob,  # bool; the env ignores it when no missile is left
+        }
+
+    def reset(self, env_mask: "torch.Tensor | None" = None) -> None:
+        """Called when battles restart: ``env_mask`` [N] bool marks them, None means all of them.
+
+        This agent keeps no per-env memory (a recurrent one would zero its hidden state where
+        ``env_mask`` is set); a full reset restarts the random stream so a match replays exactly.
+        """
+        if env_mask is None:
+            self._generator = None

@@ -1,0 +1,98 @@
+"""``arena play`` and ``arena agents`` as a user runs them: output, JSON schema, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from arena.cli import main
+from arena.match import RESULT_KEYS
+
+FAST = ["--env", "max_time=30", "-q"]  # short battles: the CLI is under test, not the agents
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_play_prints_wins_draws_losses_and_rate():
+    result = run("play", "crank", "placeholder", "--games", "8", *FAST)
+    assert result.exit_code == 0, result.output
+    assert "crank vs placeholder: 8 games on cpu" in result.stdout
+    assert "crank: 0 wins (0.0%), 8 draws (100.0%), 0 losses" in result.stdout
+    assert "mean length 30.0 steps" in result.stdout and "games/s" in result.stdout
+
+
+def test_play_json_has_exactly_the_documented_keys():
+    result = run("play", "rule_based", "placeholder", "-n", "5", "--seed", "2", "--json", *FAST)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert list(data) == list(RESULT_KEYS)
+    assert data["a"] == "rule_based" and data["games"] == 5
+    assert data["wins"] + data["draws"] + data["losses"] == 5
+
+
+@pytest.mark.parametrize("args, message", [
+    (["play", "crnak", "placeholder"], "unknown agent 'crnak'; did you mean crank"),
+    (["play", "crank", "placeholder", "--games", "0"], "0 is not in the range x>=1"),
+    (["play", "crank", "placeholder", "--device", "tpu"], "--device: invalid device 'tpu'"),
+    (["play", "crank", "missing/ckpt.pt"], "checkpoint missing/ckpt.pt: no such file"),
+    (["play", "crank", "placeholder", "--env", "max_tim=3"], "--env: unknown EnvConfig key(s): max_tim"),
+    (["play", "crank", "placeholder", "--env", "max_time"], "expected KEY=VALUE"),
+    (["play", "crank", "placeholder:x.pt"], "does not load checkpoints"),
+])
+def test_user_mistakes_give_one_line_and_a_non_zero_exit(args, message, tmp_path):
+    if args[-1] == "placeholder:x.pt":
+        torch.save({"format_version": 1, "agent": "placeholder"}, tmp_path / "x.pt")
+        args = [*args[:-1], f"placeholder:{tmp_path / 'x.pt'}"]
+    result = run(*args)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output and isinstance(result.exception, SystemExit)
+
+
+def test_corrupt_checkpoint_is_one_line(tmp_path):
+    bad = tmp_path / "bad.pt"
+    bad.write_text("garbage")
+    result = run("play", str(bad), "crank")
+    assert result.exit_code == 2 and "bad.pt: cannot be read as a torch checkpoint" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_agents_lists_names_with_their_distribution():
+    result = run("agents")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    crank = next(line for line in lines if line.strip().startswith("crank"))
+    assert "(rule_based)" in crank and "arena-crank 0.1.0" in crank
+    assert any("placeholder" in line and "arena-placeholder" in line for line in lines)
+
+
+def test_agents_json_schema():
+    data = json.loads(run("agents", "--json").stdout)
+    assert set(data) == {"agents", "trainers", "rewards", "broken", "problems"}
+    crank = next(a for a in data["agents"] if a["name"] == "crank")
+    assert crank == {"name": "crank", "aliases": ["rule_based"], "distribution": "arena-crank", "version": "0.1.0",
+                     "description": crank["description"]}
+
+
+def test_agents_shows_broken_plugins(fake_dists):
+    fake_dists.add("broken-plugin", "broken_cli_mod", "import not_installed_anywhere\n", version="0.2")
+    data = json.loads(run("agents", "--json").stdout)
+    [broken] = data["broken"]
+    assert broken["distribution"] == "broken-plugin" and "not_installed_anywhere" in broken["error"]
+    text = run("agents").stdout
+    assert "Broken plugins (skipped):" in text and "broken-plugin 0.2" in text
+
+
+def test_help_and_agents_do_not_import_torch():
+    code = ("import sys; from click.testing import CliRunner; from arena.cli import main; "
+            "r1 = CliRunner().invoke(main, ['--help']); r2 = CliRunner().invoke(main, ['agents']); "
+            "print(r1.exit_code, r2.exit_code, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0", "0", "False"], out.stdout + out.stderr
