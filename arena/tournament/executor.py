@@ -1,0 +1,365 @@
+"""Batched play of many pairings at once.
+
+All games of a batch share one :class:`~arena.env.TensorEnv`. Each ordered pairing (a schedule
+:class:`~arena.tournament.schedule.Unit`) owns a fixed block of env slots and plays its games in them
+back to back: when a game ends the env resets that slot in place and the slot starts the pairing's next
+game, until the pairing has none left. Because every slot keeps its two players for the whole batch,
+each participant sees the same envs, in the same order, at every step — so it acts **once per step**
+on one gathered batch (its p1 slots, then its p2 slots), and agents with per-env memory (CrankAgent's
+state machine, a recurrent policy) stay aligned; ``reset(mask)`` clears the slots whose game ended.
+
+A participant that raises, hands back a malformed action or NaNs forfeits every game it still has in
+the batch — the ones in flight and the ones not yet started — with the reason recorded; its slots idle
+and everyone else plays on. It gets a fresh chance in the next batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from arena.tournament.results import P1_WINS, P2_WINS, GameResult
+from arena.tournament.schedule import Unit
+
+if TYPE_CHECKING:
+    import torch
+
+    from arena.agents import Agent
+    from arena.env import EnvConfig
+    from arena.progress import Progress
+
+GAMES_PER_SLOT = 4  # games a slot plays back to back in one batch; bounds what one forfeit can cost
+REASON_MAX = 300  # characters of an exception message kept as a forfeit reason
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Games played together in one env: ``slots[i]`` env slots serve ``units[i]``."""
+
+    units: tuple[Unit, ...]
+    slots: tuple[int, ...]
+
+    @property
+    def num_envs(self) -> int:
+        return sum(self.slots)
+
+    @property
+    def games(self) -> int:
+        return sum(len(u.games) for u in self.units)
+
+
+class ResultSink(Protocol):
+    """Where the executor reports progress; the runner's adapter writes to the results database."""
+
+    def batch_started(self, number: int, seed: int, num_envs: int, games: int) -> int:
+        """Record a batch about to start; return the id to stamp on its games."""
+
+    def games_finished(self, results: list[GameResult]) -> None:
+        """Games that just ended (played out or forfeited)."""
+
+    def batch_finished(self, batch_id: int) -> None:
+        ...
+
+
+@dataclass
+class ListSink:
+    """Collects everything in memory (tests, benchmarks)."""
+
+    results: list[GameResult] = field(default_factory=list)
+    batches: list[tuple[int, int, int, int]] = field(default_factory=list)
+
+    def batch_started(self, number: int, seed: int, num_envs: int, games: int) -> int:
+        self.batches.append((number, seed, num_envs, games))
+        return number
+
+    def games_finished(self, results: list[GameResult]) -> None:
+        self.results.extend(results)
+
+    def batch_finished(self, batch_id: int) -> None:
+        pass
+
+
+@dataclass
+class ExecutionStats:
+    games: int = 0  # games recorded, forfeits included
+    forfeits: int = 0
+    batches: int = 0
+    steps: int = 0  # env steps over all batches
+    env_steps: int = 0  # steps × envs: the simulation work done
+    wall_s: float = 0.0
+
+    @property
+    def games_per_second(self) -> float:
+        return self.games / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def plan_batches(units: Sequence[Unit], max_envs: int, games_per_slot: int = GAMES_PER_SLOT) -> list[Batch]:
+    """Cut the schedule into batches of at most ``max_envs`` slots and ``max_envs·games_per_slot`` games.
+
+    Slots go to pairings in proportion to their games (at least one each), so every pairing of a batch
+    finishes at about the same time and few slots idle at the end.
+    """
+    if max_envs < 1:
+        raise ValueError(f"max_envs must be >= 1, got {max_envs}")
+    cap = max_envs * max(1, games_per_slot)
+    batches: list[Batch] = []
+    current: list[Unit] = []
+    count = 0
+
+    def close() -> None:
+        nonlocal current, count
+        if current:
+            batches.append(Batch(tuple(current), tuple(allocate([len(u.games) for u in current],
+                                                                 min(max_envs, count)))))
+        current, count = [], 0
+
+    for unit in units:
+        games = list(unit.games)
+        while games:
+            if len(current) == max_envs or count == cap:
+                close()
+            take = min(len(games), cap - count)
+            current.append(Unit(unit.p1, unit.p2, games[:take]))
+            games = games[take:]
+            count += take
+    close()
+    return batches
+
+
+def allocate(games: Sequence[int], slots: int) -> list[int]:
+    """Split ``slots`` among units with ``games[i]`` games: one each, the rest by largest remainder."""
+    n = len(games)
+    if n > slots:
+        raise ValueError(f"{n} pairings cannot share {slots} slots")
+    out = [1] * n
+    spare = slots - n
+    weights = [g - 1 for g in games]
+    total = sum(weights)
+    if spare <= 0 or total <= 0:
+        return out
+    spare = min(spare, total)
+    quotas = [spare * w / total for w in weights]
+    floors = [int(q) for q in quotas]
+    left = spare - sum(floors)
+    order = sorted(range(n), key=lambda i: (-(quotas[i] - floors[i]), i))
+    for i in order[:left]:
+        floors[i] += 1
+    return [o + f for o, f in zip(out, floors)]
+
+
+def batch_seed(seed: int, number: int) -> int:
+    """The env seed of batch ``number``: distinct per batch, stable for the same (seed, number)."""
+    digest = hashlib.sha256(f"arena-tournament:{seed}:{number}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+
+
+def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, device: "str | torch.device" = "cpu",
+         env_config: "EnvConfig | None" = None, max_envs: int = 16384, seed: int = 0, first_batch: int = 0,
+         names: Sequence[str] | None = None, progress: "Progress | None" = None,
+         max_batches: int | None = None) -> ExecutionStats:
+    """Play every game of ``units`` between ``agents`` (indexed by the units' ``p1``/``p2``).
+
+    Batch ``first_batch + i`` is seeded with :func:`batch_seed`, so a run is reproducible on the same
+    device, and a resumed run (which passes the number of batches already played) draws new spawns
+    instead of repeating old ones. ``max_batches`` stops early (tests simulate an interruption with it).
+    """
+    from arena.env import resolve_device
+
+    dev = resolve_device(device)
+    names = list(names) if names is not None else [f"#{i}" for i in range(len(agents))]
+    stats = ExecutionStats()
+    start = time.perf_counter()
+    try:
+        for i, batch in enumerate(plan_batches(units, max_envs)):
+            if max_batches is not None and i >= max_batches:
+                break
+            number = first_batch + i
+            runner = _BatchRun(batch, number, batch_seed(seed, number), agents, names, dev, env_config, sink,
+                               stats, progress, start)
+            runner.run()
+            stats.batches += 1
+    finally:
+        stats.wall_s = time.perf_counter() - start
+    return stats
+
+
+class _BatchRun:
+    """The state of one batch while it plays."""
+
+    def __init__(self, batch: Batch, number: int, seed: int, agents: Sequence["Agent"], names: Sequence[str],
+                 device: "torch.device", env_config: "EnvConfig | None", sink: ResultSink, stats: ExecutionStats,
+                 progress: "Progress | None", start: float) -> None:
+        import torch
+
+        self.batch, self.number, self.seed = batch, number, seed
+        self.agents, self.names, self.device = agents, names, device
+        self.env_config, self.sink, self.stats, self.progress, self.start = env_config, sink, stats, progress, start
+        n = batch.num_envs
+        self.num_envs = n
+        self.slot_unit: list[int] = [u for u, k in enumerate(batch.slots) for _ in range(k)]
+        self.queues = [deque(u.games) for u in batch.units]
+        self.p1 = [batch.units[u].p1 for u in self.slot_unit]
+        self.p2 = [batch.units[u].p2 for u in self.slot_unit]
+        self.game: list[int] = [-1] * n  # game index playing in each slot, -1 when idle
+        self.began: list[int] = [0] * n  # step at which the slot's game began
+        self.step = 0
+        # Each participant's slots, p1 side first, as indices into the stacked [p1 obs; p2 obs] rows.
+        members = sorted(set(self.p1) | set(self.p2))
+        self.index: dict[int, torch.Tensor] = {}
+        for k in members:
+            rows = [s for s in range(n) if self.p1[s] == k] + [n + s for s in range(n) if self.p2[s] == k]
+            self.index[k] = torch.tensor(rows, dtype=torch.long, device=device)
+        self.failed: set[int] = set()
+        self.batch_id = -1
+
+    # -- main loop -----------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        import torch
+
+        from arena.env import TensorEnv
+
+        env = TensorEnv(self.num_envs, device=self.device, seed=self.seed, config=self.env_config)
+        self.batch_id = self.sink.batch_started(self.number, self.seed, self.num_envs, self.batch.games)
+        for s in range(self.num_envs):
+            self._next_game(s)
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices), torch.no_grad():
+            torch.manual_seed(self.seed)  # stochastic policies draw from the global generator
+            obs = env.reset()
+            for k in self.index:
+                self._call(k, "reset", lambda a: a.reset())
+            n = self.num_envs
+            rudder = torch.zeros(2 * n, device=self.device)
+            throttle = torch.zeros(2 * n, device=self.device)
+            fire = torch.zeros(2 * n, dtype=torch.bool, device=self.device)
+            while any(g >= 0 for g in self.game):
+                flat = torch.cat([torch.stack([obs[p][key] for key in env.obs_keys], 0) for p in ("p1", "p2")], 1)
+                rudder.zero_(), throttle.zero_(), fire.zero_()
+                nan_counts: list[tuple[int, Any]] = []
+                for k, idx in self.index.items():
+                    if k in self.failed:
+                        continue
+                    local = flat.index_select(1, idx)
+                    observation = dict(zip(env.obs_keys, local.unbind(0)))
+                    clean = self._act(k, observation, idx.numel())
+                    if clean is None:
+                        continue
+                    rudder.index_copy_(0, idx, clean.rudder)
+                    throttle.index_copy_(0, idx, clean.throttle)
+                    fire.index_copy_(0, idx, clean.fire)
+                    nan_counts.append((k, clean.nan_count.sum()))
+                if not any(g >= 0 for g in self.game):
+                    break
+                obs, _, dones, infos = env.step({"rudder": rudder[:n], "throttle": throttle[:n], "fire": fire[:n]},
+                                                {"rudder": rudder[n:], "throttle": throttle[n:], "fire": fire[n:]})
+                self.step += 1
+                self.stats.steps += 1
+                self.stats.env_steps += n
+                if nan_counts:
+                    totals = torch.stack([c for _, c in nan_counts]).tolist()
+                    for (k, _), count in zip(nan_counts, totals):
+                        if count > 0:
+                            self._forfeit(k, f"returned NaN in its action ({int(count)} value(s) in one step)")
+                self._collect(dones, infos)
+        self.sink.batch_finished(self.batch_id)
+
+    # -- pieces --------------------------------------------------------------------------------------
+
+    def _act(self, k: int, observation: dict[str, "torch.Tensor"], count: int) -> Any:
+        from arena.env import check_action
+
+        try:
+            action = self.agents[k].act(observation)
+        except Exception as exc:  # noqa: BLE001 - any failure of a participant is its forfeit
+            self._forfeit(k, f"raised {_describe(exc)}")
+            return None
+        try:
+            return check_action(action, count, self.device, who="action")
+        except ValueError as exc:
+            self._forfeit(k, f"returned a malformed action: {_first_line(str(exc))}")
+            return None
+
+    def _call(self, k: int, what: str, fn: Any) -> None:
+        try:
+            fn(self.agents[k])
+        except Exception as exc:  # noqa: BLE001
+            self._forfeit(k, f"{what}() raised {_describe(exc)}")
+
+    def _next_game(self, s: int) -> None:
+        queue = self.queues[self.slot_unit[s]]
+        self.game[s] = queue.popleft() if queue else -1
+        self.began[s] = self.step
+
+    def _collect(self, dones: "torch.Tensor", infos: dict[str, Any]) -> None:
+        """Record games that ended this step and start the next game in their slots."""
+        import torch
+
+        ended = torch.nonzero(dones).flatten()
+        if ended.numel() == 0:
+            return
+        ep = infos["episode"]
+        table = torch.stack([infos["winner"].to(torch.float64), ep["length"].to(torch.float64),
+                             ep["return"]["p1"].to(torch.float64), ep["return"]["p2"].to(torch.float64),
+                             ep["missiles_fired"]["p1"].to(torch.float64),
+                             ep["missiles_fired"]["p2"].to(torch.float64)], 1)[ended].tolist()
+        results = []
+        for s, (winner, length, r1, r2, m1, m2) in zip(ended.tolist(), table):
+            if self.game[s] < 0:
+                continue  # an idle slot finished a game nobody asked for
+            results.append(GameResult(self.p1[s], self.p2[s], self.game[s], int(winner), int(length), r1, r2,
+                                      int(m1), int(m2), self.batch_id, s, self.seed))
+            self._next_game(s)
+        both = torch.cat([dones, dones])
+        for k, idx in self.index.items():
+            if k not in self.failed:
+                mask = both.index_select(0, idx)
+                self._call(k, "reset", lambda a, m=mask: a.reset(m))
+        self._report(results)
+
+    def _forfeit(self, k: int, reason: str) -> None:
+        """``k`` loses every game it still has in this batch."""
+        if k in self.failed:
+            return
+        self.failed.add(k)
+        reason = f"{self.names[k]} {reason}"[:REASON_MAX]
+        results = []
+        for s in range(self.num_envs):
+            if self.game[s] >= 0 and k in (self.p1[s], self.p2[s]):
+                results.append(self._forfeit_result(s, self.game[s], k, self.step - self.began[s], reason))
+                self.game[s] = -1
+        for u, unit in enumerate(self.batch.units):
+            if k in (unit.p1, unit.p2):
+                first = sum(self.batch.slots[:u])
+                while self.queues[u]:
+                    results.append(self._forfeit_result(first, self.queues[u].popleft(), k, 0, reason))
+        self._report(results)
+
+    def _forfeit_result(self, s: int, game: int, k: int, length: int, reason: str) -> GameResult:
+        p1, p2 = self.p1[s], self.p2[s]
+        nan = float("nan")
+        return GameResult(p1, p2, game, P2_WINS if k == p1 else P1_WINS, length, nan, nan, 0, 0, self.batch_id, s,
+                          self.seed, forfeit_by=k, forfeit_reason=reason)
+
+    def _report(self, results: list[GameResult]) -> None:
+        if not results:
+            return
+        self.sink.games_finished(results)
+        self.stats.games += len(results)
+        self.stats.forfeits += sum(r.forfeit for r in results)
+        if self.progress is not None:
+            self.progress.update(self.stats.games, forfeits=self.stats.forfeits)
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _describe(exc: BaseException) -> str:
+    text = _first_line(str(exc))
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

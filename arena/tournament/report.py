@@ -1,0 +1,315 @@
+"""Leaderboard and head-to-head tables (pandas), and the files written from them.
+
+Everything here is computed from the stored games, so ``arena leaderboard`` can rebuild it at any time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from arena.tournament.config import RatingConfig
+from arena.tournament.ratings import bradley_terry, trueskill_ratings
+from arena.tournament.results import DRAW, P1_WINS, GameResult
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+LEADERBOARD_COLUMNS = ("rank", "name", "agent", "checkpoint", "mu", "sigma", "mu_minus_3sigma", "games", "wins",
+                       "draws", "losses", "forfeits", "score", "elo", "elo_low", "elo_high")
+FILES = {"leaderboard": "leaderboard.csv", "head_to_head": "head_to_head.csv", "markdown": "report.md",
+         "picture": "head_to_head.png"}
+
+
+@dataclass(frozen=True)
+class Entrant:
+    """What the report needs to know about a participant."""
+
+    name: str
+    agent: str
+    checkpoint: str | None = None
+    key: str = ""  # stable identity (database key) that fixes the TrueSkill order
+
+
+@dataclass
+class TournamentReport:
+    """The result handed to ``arena_tournament_finished`` observers and printed by the CLI."""
+
+    name: str
+    output_dir: Path
+    leaderboard: "pd.DataFrame"  # one row per participant, LEADERBOARD_COLUMNS, best first
+    head_to_head: "pd.DataFrame"  # score of the row against the column (draws half), leaderboard order
+    forfeits: "pd.DataFrame"  # participant, reason, games
+    games: int  # games rated
+    expected_games: int  # games the schedule asks for
+    files: dict[str, Path] = field(default_factory=dict)
+    run: dict[str, Any] = field(default_factory=dict)  # what this run did: games played, wall time, …
+
+    @property
+    def complete(self) -> bool:
+        return self.games >= self.expected_games
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "output": str(self.output_dir), "games": self.games,
+            "expected_games": self.expected_games, "complete": self.complete, **self.run,
+            "leaderboard": records(self.leaderboard),
+            "forfeits": records(self.forfeits),
+            "files": {k: str(v) for k, v in self.files.items()},
+        }
+
+
+def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequence[Entrant],
+                 games: Sequence[GameResult], rating: RatingConfig, seed: int = 0,
+                 expected_games: int | None = None) -> TournamentReport:
+    """Rate ``games`` (participant positions as ids) and tabulate them."""
+    import pandas as pd
+
+    n = len(entrants)
+    keys = [e.key or e.name for e in entrants]
+    skills = trueskill_ratings(games, n, rating, keys, seed)
+    fit = bradley_terry(games, n, rating.bootstrap_rounds, seed)
+    tally = [dict(games=0, wins=0, draws=0, losses=0, forfeits=0) for _ in range(n)]
+    points = [[0.0] * n for _ in range(n)]
+    played = [[0] * n for _ in range(n)]
+    forfeit_rows: dict[tuple[str, str], int] = {}
+    for g in games:
+        for me, other in ((g.p1, g.p2), (g.p2, g.p1)):
+            tally[me]["games"] += 1
+            played[me][other] += 1
+        if g.winner == DRAW:
+            tally[g.p1]["draws"] += 1
+            tally[g.p2]["draws"] += 1
+            points[g.p1][g.p2] += 0.5
+            points[g.p2][g.p1] += 0.5
+        else:
+            win, lose = (g.p1, g.p2) if g.winner == P1_WINS else (g.p2, g.p1)
+            tally[win]["wins"] += 1
+            tally[lose]["losses"] += 1
+            points[win][lose] += 1.0
+        if g.forfeit_by is not None:
+            tally[g.forfeit_by]["forfeits"] += 1
+            key = (entrants[g.forfeit_by].name, g.forfeit_reason or "")
+            forfeit_rows[key] = forfeit_rows.get(key, 0) + 1
+
+    rows = []
+    for i, e in enumerate(entrants):
+        t = tally[i]
+        rows.append({
+            "name": e.name, "agent": e.agent, "checkpoint": _show_path(e.checkpoint),
+            "mu": skills[i].mu, "sigma": skills[i].sigma, "mu_minus_3sigma": skills[i].conservative,
+            **t, "score": (t["wins"] + 0.5 * t["draws"]) / t["games"] if t["games"] else math.nan,
+            "elo": float(fit.elo[i]), "elo_low": float(fit.low[i]), "elo_high": float(fit.high[i]),
+        })
+    board = pd.DataFrame(rows)
+    board = board.sort_values(["mu_minus_3sigma", "name"], ascending=[False, True], kind="mergesort")
+    board.insert(0, "rank", range(1, n + 1))
+    board = board.reset_index(drop=True)[list(LEADERBOARD_COLUMNS)]
+
+    order = [next(i for i, e in enumerate(entrants) if e.name == nm) for nm in board["name"]]
+    h2h = pd.DataFrame(
+        [[points[i][j] / played[i][j] if played[i][j] else math.nan for j in order] for i in order],
+        index=pd.Index([entrants[i].name for i in order], name="player"),
+        columns=[entrants[j].name for j in order])
+    forfeits = pd.DataFrame([{"participant": who, "reason": why, "games": count}
+                             for (who, why), count in sorted(forfeit_rows.items())],
+                            columns=["participant", "reason", "games"])
+    return TournamentReport(name, Path(output_dir), board, h2h, forfeits, len(games),
+                            expected_games if expected_games is not None else len(games))
+
+
+def _show_path(path: str | None) -> str:
+    if not path:
+        return ""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive
+        return path
+    return path if rel.startswith("..") else rel
+
+
+# -- text forms --------------------------------------------------------------------------------------
+
+
+def display_frame(board: "pd.DataFrame") -> "pd.DataFrame":
+    """The leaderboard with numbers rounded for people (the CSV keeps full precision)."""
+    import pandas as pd
+
+    out = pd.DataFrame({
+        "rank": board["rank"], "name": board["name"],
+        "mu": board["mu"].map("{:.2f}".format), "sigma": board["sigma"].map("{:.2f}".format),
+        "mu-3σ": board["mu_minus_3sigma"].map("{:.2f}".format),
+        "games": board["games"], "W": board["wins"], "D": board["draws"], "L": board["losses"],
+        "forfeits": board["forfeits"], "score": board["score"].map(_pct),
+        "elo": board["elo"].map(lambda x: f"{x:.0f}"),
+        "elo 95% CI": [_interval(lo, hi) for lo, hi in zip(board["elo_low"], board["elo_high"])],
+    })
+    return out
+
+
+def _pct(x: float) -> str:
+    return "" if x != x else f"{100.0 * x:.1f}%"
+
+
+def _interval(lo: float, hi: float) -> str:
+    return "" if lo != lo or hi != hi else f"{lo:.0f}–{hi:.0f}"
+
+
+def format_table(board: "pd.DataFrame") -> str:
+    return display_frame(board).to_string(index=False)
+
+
+def markdown_table(frame: "pd.DataFrame", index: bool = False) -> str:
+    """A GitHub-flavoured Markdown table (no ``tabulate`` dependency)."""
+    df = frame.reset_index() if index else frame
+    cols = [str(c) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |",
+             "|" + "|".join("---:" if _numeric(df[c]) else "---" for c in df.columns) + "|"]
+    for row in df.itertuples(index=False):
+        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def _numeric(series: Any) -> bool:
+    import pandas as pd
+
+    return bool(pd.api.types.is_numeric_dtype(series))
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return "" if value != value else f"{value:.3g}" if abs(value) < 1 else f"{value:.2f}"
+    return str(value).replace("|", "\\|")
+
+
+def records(frame: "pd.DataFrame") -> list[dict[str, Any]]:
+    """Rows as plain dicts with NaN as None, ready for JSON."""
+    out = []
+    for row in frame.to_dict(orient="records"):
+        out.append({str(k): (None if isinstance(v, float) and v != v else _plain(v)) for k, v in row.items()})
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalar
+        return value.item()
+    return value
+
+
+def markdown_report(report: TournamentReport) -> str:
+    h2h = report.head_to_head.map(lambda x: "" if x != x else f"{100.0 * x:.0f}%")
+    parts = [
+        f"# Tournament {report.name}",
+        "",
+        f"{report.games:,} games rated" + ("" if report.complete else
+                                            f" of {report.expected_games:,} scheduled (incomplete: run the "
+                                            f"tournament again to play the rest)") + ".",
+        "",
+        "## Leaderboard",
+        "",
+        "Sorted by TrueSkill μ−3σ, a conservative skill estimate. Score counts a draw as half a win. Elo is a "
+        "Bradley-Terry fit to the same games (league average 1000) with a bootstrap 95 % interval.",
+        "",
+        markdown_table(display_frame(report.leaderboard)),
+        "",
+        "## Head to head",
+        "",
+        "Score of the row's player against the column's player.",
+        "",
+        markdown_table(h2h, index=True),
+        "",
+        "## Forfeits",
+        "",
+    ]
+    if report.forfeits.empty:
+        parts.append("None: every game was played out.")
+    else:
+        parts.append("A forfeit counts as a loss for the participant that misbehaved.")
+        parts.append("")
+        parts.append(markdown_table(report.forfeits))
+    return "\n".join(parts) + "\n"
+
+
+# -- files -------------------------------------------------------------------------------------------
+
+
+def write_report(report: TournamentReport, directory: str | os.PathLike[str] | None = None) -> dict[str, Path]:
+    """Write the CSVs, Markdown and the head-to-head picture; returns their paths."""
+    out = Path(directory) if directory is not None else report.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {k: out / v for k, v in FILES.items()}
+    report.leaderboard.to_csv(paths["leaderboard"], index=False)
+    report.head_to_head.to_csv(paths["head_to_head"])
+    paths["markdown"].write_text(markdown_report(report), encoding="utf-8")
+    plot_head_to_head(report.head_to_head, paths["picture"], title=f"{report.name}: head to head")
+    report.files = paths
+    return paths
+
+
+def plot_head_to_head(h2h: "pd.DataFrame", path: str | os.PathLike[str], title: str = "") -> None:
+    """A red-to-blue matrix of scores. Uses the Agg canvas directly: no display, no global backend."""
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    n = len(h2h)
+    size = max(4.0, 0.45 * n + 2.5)
+    fig = Figure(figsize=(size + 1.0, size))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    values = h2h.to_numpy(dtype=float)
+    image = ax.imshow(np.ma.masked_invalid(values), cmap="RdBu", vmin=0.0, vmax=1.0)
+    ax.set_xticks(range(n), labels=[str(c) for c in h2h.columns], rotation=60, ha="right", fontsize=8)
+    ax.set_yticks(range(n), labels=[str(i) for i in h2h.index], fontsize=8)
+    ax.set_xlabel("opponent")
+    ax.set_ylabel("player")
+    if n <= 24:
+        for i in range(n):
+            for j in range(n):
+                if values[i, j] == values[i, j]:
+                    ax.text(j, i, f"{100 * values[i, j]:.0f}", ha="center", va="center", fontsize=7,
+                            color="white" if abs(values[i, j] - 0.5) > 0.3 else "black")
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="score (draw = ½)")
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(str(path), dpi=110)
+
+
+def to_json_text(report: TournamentReport) -> str:
+    return json.dumps(report.to_json(), indent=2, default=str)
+
+
+RENDER_FORMATS = ("table", "csv", "markdown", "json")
+
+
+def render(report: TournamentReport, fmt: str = "table") -> str:
+    """The leaderboard as the CLI prints it: ``table`` (rounded, for people), ``csv`` (every column,
+    full precision), ``markdown`` or ``json`` (one object with the report's figures)."""
+    if fmt == "csv":
+        return report.leaderboard.to_csv(index=False).rstrip("\n")
+    if fmt == "markdown":
+        return markdown_table(display_frame(report.leaderboard))
+    if fmt == "json":
+        return to_json_text(report)
+    if fmt != "table":
+        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(RENDER_FORMATS)}")
+    head = f"{report.name}: {report.games:,} games" + ("" if report.complete else f" of {report.expected_games:,}")
+    run = report.run
+    if run.get("played") == 0:
+        head += " (nothing left to play: every scheduled game is stored)"
+    elif run.get("played") is not None:
+        head += (f" ({run['played']:,} played now in {run['wall_s']:.1f} s, {run['games_per_second']:,.0f} games/s; "
+                 f"rating {run['rating_s']:.2f} s)")
+    lines = [head, format_table(report.leaderboard)]
+    if not report.forfeits.empty:
+        lines.append("forfeits:")
+        lines.extend(f"  {r.participant}: {r.games} game(s) — {r.reason}" for r in report.forfeits.itertuples())
+    if report.files:
+        lines.append(f"reports: {report.output_dir}")
+    return "\n".join(lines)

@@ -1,0 +1,33 @@
+"""The record of one finished game, shared by the executor (which produces it) and the store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DRAW, P1_WINS, P2_WINS = 0, 1, 2  # the env's ``infos["winner"]`` codes
+
+
+@dataclass(frozen=True)
+class GameResult:
+    """One game. ``p1``/``p2``/``forfeit_by`` identify participants (positions in the executor, database
+    ids in the store). A forfeit is a loss for ``forfeit_by``; its length is the steps played before the
+    participant misbehaved (0 for games it never started) and its returns are NaN."""
+
+    p1: int
+    p2: int
+    game_index: int  # number of this game within the ordered pairing (p1, p2)
+    winner: int  # DRAW, P1_WINS or P2_WINS
+    length: int  # decision steps
+    return_p1: float
+    return_p2: float
+    missiles_p1: int = 0
+    missiles_p2: int = 0
+    batch: int = -1  # batch number (the store's batch id)
+    slot: int = -1  # env index inside the batch
+    seed: int = 0  # the batch's env seed: replaying the batch replays the game
+    forfeit_by: int | None = None
+    forfeit_reason: str | None = None
+
+    @property
+    def forfeit(self) -> bool:
+        return self.forfeit_by is not None

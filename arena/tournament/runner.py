@@ -1,0 +1,235 @@
+"""A whole tournament: validate, load, resume from the database, play what is missing, rate, report.
+
+Everything a user can get wrong is checked before the first game: the file (``config``), the device,
+every agent name and every checkpoint — the agents are built up front, so a corrupt checkpoint stops
+the run at once instead of forfeiting an hour later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from arena.tournament.config import ConfigError, RatingConfig, TournamentConfig
+from arena.tournament.executor import ExecutionStats, play
+from arena.tournament.report import Entrant, TournamentReport, build_report, write_report
+from arena.tournament.results import GameResult
+from arena.tournament.schedule import Unit, missing, pairings, total_games, units
+from arena.tournament.store import ResultStore, RunRecord, StoreError, db_path
+
+if TYPE_CHECKING:
+    from arena.agents import Agent, Registry
+
+
+@dataclass(frozen=True)
+class Participant:
+    """A participant with its identity settled: canonical agent name, checkpoint hash, database key."""
+
+    name: str
+    agent: str
+    params: dict[str, Any]
+    checkpoint: str | None
+    checkpoint_sha256: str | None
+    key: str
+    spec_key: str  # where it came from in the file
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def resolve_participants(config: TournamentConfig, registry: "Registry[type]") -> list[Participant]:
+    """Look every agent up and hash every checkpoint; unknown agents are a :class:`ConfigError`."""
+    from arena.agents import UnknownNameError
+
+    out = []
+    for spec in config.participants:
+        try:
+            agent = registry.entry(spec.agent).name
+        except UnknownNameError as exc:
+            raise ConfigError(config.file, f"{spec.key}.agent", f"{exc}; see `arena agents`") from None
+        sha = file_sha256(spec.checkpoint) if spec.checkpoint is not None else None
+        params = dict(spec.params)
+        identity = json.dumps({"name": spec.name, "agent": agent, "params": params, "checkpoint_sha256": sha},
+                              sort_keys=True, default=str)
+        key = hashlib.sha256(identity.encode()).hexdigest()[:32]
+        out.append(Participant(spec.name, agent, params, str(spec.checkpoint) if spec.checkpoint else None, sha, key,
+                               spec.key))
+    return out
+
+
+def build_agents(config: TournamentConfig, participants: Sequence[Participant], device: Any, env_config: Any,
+                 registry: "Registry[type]") -> list["Agent"]:
+    """One agent per participant, in eval mode; a bad checkpoint or parameter is a :class:`ConfigError`."""
+    from arena.agents import build_agent
+
+    agents = []
+    for p in participants:
+        spec = p.agent if p.checkpoint is None else f"{p.agent}:{p.checkpoint}"
+        try:
+            agent = build_agent(spec, device=device, env_config=env_config, registry=registry, **p.params)
+        except (ValueError, TypeError, LookupError) as exc:
+            where = f"{p.spec_key}.checkpoint" if p.checkpoint else f"{p.spec_key}.params" if p.params else p.spec_key
+            raise ConfigError(config.file, where, str(exc)) from None
+        agent.eval()
+        agents.append(agent)
+    return agents
+
+
+class _StoreSink:
+    """Executor results → database rows (positions become participant ids)."""
+
+    def __init__(self, store: ResultStore, run_id: int, ids: Sequence[int], device: str) -> None:
+        self.store, self.run_id, self.ids, self.device = store, run_id, list(ids), device
+        self.games = 0
+        self.forfeits = 0
+
+    def batch_started(self, number: int, seed: int, num_envs: int, games: int) -> int:
+        return self.store.start_batch(self.run_id, seed, num_envs, games, self.device)
+
+    def games_finished(self, results: list[GameResult]) -> None:
+        ids = self.ids
+        self.store.add_games(replace(r, p1=ids[r.p1], p2=ids[r.p2],
+                                     forfeit_by=ids[r.forfeit_by] if r.forfeit_by is not None else None)
+                             for r in results)
+        self.games += len(results)
+        self.forfeits += sum(r.forfeit for r in results)
+
+    def batch_finished(self, batch_id: int) -> None:
+        self.store.finish_batch(batch_id)
+
+
+def schedule_units(num: int, fmt: str, candidates: Sequence[int], games_per_pairing: int) -> list[Unit]:
+    return units(pairings(num, fmt, candidates), games_per_pairing)
+
+
+def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "Registry[type] | None" = None,
+                   progress: bool = True, stream: TextIO | None = None, max_batches: int | None = None,
+                   notify: bool = True) -> TournamentReport:
+    """Play what the database is missing and return the report (also written to ``config.output``).
+
+    Raises :class:`ConfigError` / :class:`StoreError` before anything is played when the league cannot
+    be run; ``KeyboardInterrupt`` after flushing every finished game (the next run resumes).
+    """
+    import torch
+
+    from arena import __version__
+    from arena.agents import agent_registry
+    from arena.env import EnvConfig, resolve_device
+    from arena.progress import Progress
+
+    try:
+        device = resolve_device(config.device)
+    except ValueError as exc:
+        raise ConfigError(config.file, "device", str(exc)) from None
+    env_config = EnvConfig.from_dict(dict(config.env))
+    registry = registry if registry is not None else agent_registry()
+    participants = resolve_participants(config, registry)
+    agents = build_agents(config, participants, device, env_config, registry)
+
+    store = ResultStore(db_path(config.output), fresh=fresh)
+    try:
+        env_text = json.dumps(env_config.to_dict(), sort_keys=True)
+        stored_env = store.meta("env_config")
+        if stored_env is None:
+            store.set_meta("env_config", env_text)
+        elif stored_env != env_text:
+            raise StoreError(f"{store.path}: its games were played with other env settings than "
+                             f"{config.file or 'this config'} asks for; use --fresh to start over, or another "
+                             f"output directory")
+        ids = [store.participant_id(p.key, p.name, p.agent, p.params, p.checkpoint, p.checkpoint_sha256)
+               for p in participants]
+        names = [p.name for p in participants]
+        cand = [names.index(c) for c in config.candidates]
+        planned = schedule_units(len(participants), config.format, cand, config.games_per_pairing)
+        stored = store.stored_indices(ids)
+        position = {pid: i for i, pid in enumerate(ids)}
+        stored_pos = {(position[a], position[b]): v for (a, b), v in stored.items()}
+        todo = missing(planned, stored_pos)
+        versions = {"arena": __version__, "torch": torch.__version__, "python": sys.version.split()[0]}
+        run_id = store.start_run(config.to_dict(), ids, str(device), versions)
+        sink = _StoreSink(store, run_id, ids, str(device))
+        todo_games = total_games(todo)
+        status = "failed"
+        stats = ExecutionStats()
+        bar = Progress(todo_games, unit="games", label=config.name, stream=stream, enabled=progress and todo_games > 0)
+        try:
+            stats = play(agents, todo, sink, device=device, env_config=env_config, max_envs=config.max_envs,
+                         seed=config.seed, first_batch=store.batch_count(), names=names, progress=bar,
+                         max_batches=max_batches)
+            status = "finished" if max_batches is None else "stopped"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            bar.close()
+            store.finish_run(run_id, status, sink.games)
+        t0 = time.perf_counter()
+        report = league_report(store, store.latest_run())
+        rating_s = time.perf_counter() - t0
+        report.run = {"played": sink.games, "forfeited": sink.forfeits,
+                      "already_stored": total_games(planned) - todo_games,
+                      "wall_s": round(stats.wall_s, 3), "games_per_second": round(stats.games_per_second, 1),
+                      "rating_s": round(rating_s, 3), "device": str(device), "batches": stats.batches}
+        write_report(report)
+    finally:
+        store.close()
+    if notify:
+        notify_finished(report)
+    return report
+
+
+def league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
+    """The report of the league of ``run`` (participants, schedule and rating settings as that run had
+    them), from the games in the database: only games of its schedule and within its games per pairing."""
+    cfg = run.config
+    ids = run.participant_ids
+    records = store.participants(ids)
+    names = [r.name for r in records]
+    games_per_pairing = int(cfg["games_per_pairing"])
+    cand = [names.index(c) for c in cfg.get("candidates", []) if c in names]
+    planned = schedule_units(len(ids), cfg.get("format", "round-robin"), cand, games_per_pairing)
+    wanted = {(ids[u.p1], ids[u.p2]) for u in planned}
+    position = {pid: i for i, pid in enumerate(ids)}
+    games = [replace(g, p1=position[g.p1], p2=position[g.p2],
+                     forfeit_by=position[g.forfeit_by] if g.forfeit_by is not None else None)
+             for g in store.games(ids, max_index=games_per_pairing // 2) if (g.p1, g.p2) in wanted]
+    entrants = [Entrant(r.name, r.agent, r.checkpoint, r.key) for r in records]
+    rating = RatingConfig(**cfg.get("rating", {}))
+    return build_report(cfg.get("name", "tournament"), Path(cfg.get("output", store.path.parent)), entrants, games,
+                        rating, int(cfg.get("seed", 0)), total_games(planned))
+
+
+def rebuild_report(directory: str | Path, write: bool = True) -> TournamentReport:
+    """The report of the latest run stored in ``directory`` (no games played); files rewritten there."""
+    directory = Path(directory)
+    path = directory if directory.name.endswith(".sqlite") else db_path(directory)
+    store = ResultStore(path, create=False)
+    try:
+        report = league_report(store, store.latest_run())
+    finally:
+        store.close()
+    report.output_dir = path.parent
+    if write:
+        write_report(report, path.parent)
+    return report
+
+
+def notify_finished(report: TournamentReport) -> None:
+    """Call ``arena_tournament_finished``; an observer's failure is reported, not fatal."""
+    from arena.plugins import get_host
+
+    try:
+        get_host().hook.arena_tournament_finished(report=report)
+    except Exception as exc:  # noqa: BLE001 - the tournament's results are already safe on disk
+        print(f"arena: a plugin's arena_tournament_finished failed: {type(exc).__name__}: {exc}", file=sys.stderr)

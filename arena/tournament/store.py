@@ -1,0 +1,260 @@
+"""The results database: ``<output>/results.sqlite``.
+
+The database is the tournament's memory. Every game is a row keyed by ``(p1, p2, game_index)``, so a
+re-run asks it which games exist and plays only the rest; ratings and reports are computed from it
+alone, so they can be rebuilt at any time (``arena leaderboard``). Games are committed as they arrive
+(one small transaction per env step that finished any; WAL mode makes that cheap), so a killed run
+loses only the games still in flight. ``commit_every`` can space commits out for very slow disks.
+
+A participant is identified by a key over its name, agent, parameters and the SHA-256 of its
+checkpoint file: overwrite a checkpoint and it is a new participant with no games, not the old one
+with a new brain.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arena.tournament.results import GameResult
+
+DB_NAME = "results.sqlite"
+SCHEMA_VERSION = "1"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS participants (
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, name TEXT NOT NULL, agent TEXT NOT NULL,
+    params TEXT NOT NULL, checkpoint TEXT, checkpoint_sha256 TEXT, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY, started REAL NOT NULL, finished REAL, status TEXT NOT NULL,
+    device TEXT NOT NULL, config TEXT NOT NULL, versions TEXT NOT NULL, games_played INTEGER DEFAULT 0);
+CREATE TABLE IF NOT EXISTS run_participants (
+    run_id INTEGER NOT NULL REFERENCES runs(id), position INTEGER NOT NULL,
+    participant_id INTEGER NOT NULL REFERENCES participants(id), PRIMARY KEY (run_id, position));
+CREATE TABLE IF NOT EXISTS batches (
+    id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), seed INTEGER NOT NULL,
+    num_envs INTEGER NOT NULL, games INTEGER NOT NULL, device TEXT NOT NULL, started REAL NOT NULL, finished REAL);
+CREATE TABLE IF NOT EXISTS games (
+    id INTEGER PRIMARY KEY,
+    p1 INTEGER NOT NULL REFERENCES participants(id), p2 INTEGER NOT NULL REFERENCES participants(id),
+    game_index INTEGER NOT NULL, winner INTEGER NOT NULL, length INTEGER NOT NULL,
+    return_p1 REAL, return_p2 REAL, missiles_p1 INTEGER, missiles_p2 INTEGER,
+    batch_id INTEGER REFERENCES batches(id), slot INTEGER, seed INTEGER,
+    forfeit_by INTEGER REFERENCES participants(id), forfeit_reason TEXT, finished_at REAL NOT NULL,
+    UNIQUE (p1, p2, game_index));
+"""
+
+
+class StoreError(RuntimeError):
+    """The database cannot be used as asked (missing, from a newer version, played under other rules)."""
+
+
+@dataclass(frozen=True)
+class ParticipantRecord:
+    id: int
+    key: str
+    name: str
+    agent: str
+    params: dict[str, Any]
+    checkpoint: str | None
+    checkpoint_sha256: str | None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: int
+    started: float
+    finished: float | None
+    status: str
+    device: str
+    config: dict[str, Any]
+    participant_ids: list[int]  # by league position
+    games_played: int
+
+
+def db_path(output: str | os.PathLike[str]) -> Path:
+    return Path(output) / DB_NAME
+
+
+class ResultStore:
+    """A thin typed layer over the SQLite file; one instance per process, used from one thread."""
+
+    def __init__(self, path: str | os.PathLike[str], *, fresh: bool = False, create: bool = True,
+                 commit_every: float = 0.0) -> None:
+        self.path = Path(path)
+        if fresh:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(str(self.path) + suffix).unlink(missing_ok=True)
+        if not self.path.exists():
+            if not create:
+                raise StoreError(f"{self.path}: no results database here (expected {DB_NAME} written by "
+                                 f"`arena tournament`)")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(str(self.path))
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        self.conn.executescript(SCHEMA)
+        version = self.meta("schema_version")
+        if version is None:
+            self.set_meta("schema_version", SCHEMA_VERSION)
+        elif version != SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: schema version {version}, this arena reads {SCHEMA_VERSION}; "
+                             f"use --fresh or another output directory")
+        self.conn.commit()
+        self.commit_every = commit_every
+        self._last_commit = time.monotonic()
+        self._pending = 0
+
+    # -- metadata ------------------------------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        self.conn.commit()
+
+    # -- participants --------------------------------------------------------------------------------
+
+    def participant_id(self, key: str, name: str, agent: str, params: dict[str, Any], checkpoint: str | None,
+                       checkpoint_sha256: str | None) -> int:
+        """The id of the participant with ``key``, inserting it the first time it is seen."""
+        row = self.conn.execute("SELECT id FROM participants WHERE key = ?", (key,)).fetchone()
+        if row is not None:
+            return int(row[0])
+        cur = self.conn.execute(
+            "INSERT INTO participants (key, name, agent, params, checkpoint, checkpoint_sha256, created) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (key, name, agent, json.dumps(params, sort_keys=True, default=str), checkpoint, checkpoint_sha256,
+             time.time()))
+        self.conn.commit()
+        return int(cur.lastrowid)  # type: ignore[arg-type]
+
+    def participants(self, ids: Sequence[int]) -> list[ParticipantRecord]:
+        rows = {r[0]: r for r in self.conn.execute(
+            "SELECT id, key, name, agent, params, checkpoint, checkpoint_sha256 FROM participants")}
+        return [ParticipantRecord(int(r[0]), r[1], r[2], r[3], json.loads(r[4]), r[5], r[6])
+                for r in (rows[i] for i in ids)]
+
+    # -- runs and batches ----------------------------------------------------------------------------
+
+    def start_run(self, config: dict[str, Any], participant_ids: Sequence[int], device: str,
+                  versions: dict[str, str]) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO runs (started, status, device, config, versions) VALUES (?, 'running', ?, ?, ?)",
+            (time.time(), device, json.dumps(config, sort_keys=True, default=str),
+             json.dumps(versions, sort_keys=True)))
+        run_id = int(cur.lastrowid)  # type: ignore[arg-type]
+        self.conn.executemany("INSERT INTO run_participants (run_id, position, participant_id) VALUES (?, ?, ?)",
+                              [(run_id, pos, pid) for pos, pid in enumerate(participant_ids)])
+        self.conn.commit()
+        return run_id
+
+    def finish_run(self, run_id: int, status: str, games_played: int) -> None:
+        self.flush()
+        self.conn.execute("UPDATE runs SET finished = ?, status = ?, games_played = ? WHERE id = ?",
+                          (time.time(), status, games_played, run_id))
+        self.conn.commit()
+
+    def latest_run(self) -> RunRecord:
+        row = self.conn.execute("SELECT id, started, finished, status, device, config, games_played FROM runs "
+                                "ORDER BY id DESC LIMIT 1").fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: no tournament has been run into this database yet")
+        ids = [int(r[0]) for r in self.conn.execute(
+            "SELECT participant_id FROM run_participants WHERE run_id = ? ORDER BY position", (row[0],))]
+        return RunRecord(int(row[0]), row[1], row[2], row[3], row[4], json.loads(row[5]), ids, int(row[6] or 0))
+
+    def start_batch(self, run_id: int, seed: int, num_envs: int, games: int, device: str) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO batches (run_id, seed, num_envs, games, device, started) VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, seed, num_envs, games, device, time.time()))
+        self.conn.commit()
+        return int(cur.lastrowid)  # type: ignore[arg-type]
+
+    def finish_batch(self, batch_id: int) -> None:
+        self.conn.execute("UPDATE batches SET finished = ? WHERE id = ?", (time.time(), batch_id))
+        self.flush()
+
+    def batch_count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM batches").fetchone()[0])
+
+    # -- games ---------------------------------------------------------------------------------------
+
+    def add_games(self, games: Iterable[GameResult]) -> None:
+        """Queue finished games; they are committed at most ``commit_every`` seconds later (or on
+        :meth:`flush`). A game already stored is left as it is."""
+        now = time.time()
+        rows = [(g.p1, g.p2, g.game_index, g.winner, g.length, _real(g.return_p1), _real(g.return_p2),
+                 g.missiles_p1, g.missiles_p2, g.batch if g.batch >= 0 else None, g.slot, g.seed,
+                 g.forfeit_by, g.forfeit_reason, now) for g in games]
+        if not rows:
+            return
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO games (p1, p2, game_index, winner, length, return_p1, return_p2, missiles_p1, "
+            "missiles_p2, batch_id, slot, seed, forfeit_by, forfeit_reason, finished_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        self._pending += len(rows)
+        if time.monotonic() - self._last_commit >= self.commit_every:
+            self.flush()
+
+    def flush(self) -> None:
+        self.conn.commit()
+        self._last_commit = time.monotonic()
+        self._pending = 0
+
+    def stored_indices(self, participant_ids: Sequence[int]) -> dict[tuple[int, int], set[int]]:
+        """``{(p1 id, p2 id): {game indices}}`` over games between the given participants."""
+        ids = set(participant_ids)
+        out: dict[tuple[int, int], set[int]] = {}
+        for p1, p2, idx in self.conn.execute("SELECT p1, p2, game_index FROM games"):
+            if p1 in ids and p2 in ids:
+                out.setdefault((p1, p2), set()).add(int(idx))
+        return out
+
+    def games(self, participant_ids: Sequence[int] | None = None, max_index: int | None = None) -> list[GameResult]:
+        """Stored games, optionally only those between ``participant_ids`` with ``game_index <
+        max_index``, in a fixed order (p1, p2, game_index) that does not depend on when they were played."""
+        ids = set(participant_ids) if participant_ids is not None else None
+        out = []
+        for r in self.conn.execute(
+                "SELECT p1, p2, game_index, winner, length, return_p1, return_p2, missiles_p1, missiles_p2, "
+                "batch_id, slot, seed, forfeit_by, forfeit_reason FROM games ORDER BY p1, p2, game_index"):
+            if ids is not None and (r[0] not in ids or r[1] not in ids):
+                continue
+            if max_index is not None and r[2] >= max_index:
+                continue
+            out.append(GameResult(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), _float(r[5]), _float(r[6]),
+                                  int(r[7] or 0), int(r[8] or 0), int(r[9]) if r[9] is not None else -1,
+                                  int(r[10]) if r[10] is not None else -1, int(r[11] or 0),
+                                  int(r[12]) if r[12] is not None else None, r[13]))
+        return out
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            self.conn.close()
+
+    def __enter__(self) -> "ResultStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _real(x: float) -> float | None:
+    return None if x != x else float(x)  # NaN → NULL
+
+
+def _float(x: Any) -> float:
+    return float("nan") if x is None else float(x)

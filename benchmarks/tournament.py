@@ -1,0 +1,131 @@
+"""Tournament throughput: a 16-participant round-robin played, stored and rated end to end.
+
+    python benchmarks/tournament.py                                   # 256 games per pairing, CPU
+    python benchmarks/tournament.py --games-per-pairing 32 --device cuda --max-envs 65536
+
+The league is CrankAgent variants and seeded placeholders, plus PPO checkpoints found by
+``--checkpoints`` (default ``runs/*/ckpt_*.pt``, the newest few) when there are any; the script says
+which it used. It runs ``arena.tournament.run_tournament`` on a fresh database in a temporary folder,
+so the wall time includes building agents, writing every game to SQLite, rating and writing reports.
+Printed: play wall time, games/s, env-steps/s, and the time spent in rating (TrueSkill, and the
+Bradley-Terry fit with its bootstrap, timed again separately).
+
+It runs torch on one CPU thread by default: on a small machine shared with other processes, torch's
+default thread pool spins against them and made the env an order of magnitude slower in our
+measurements (``--threads 0`` restores torch's default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from arena.tournament import RatingConfig, ResultStore, bradley_terry, parse_config, run_tournament, trueskill_ratings
+
+CRANK_VARIANTS = [
+    {},
+    {"fire_range_frac": 1.0},
+    {"fire_range_frac": 0.6},
+    {"fire_range_frac": 0.4},
+    {"cooldown_s": 4.0},
+    {"cooldown_s": 20.0},
+    {"crank_angle_deg": 30.0},
+    {"defend_range_m": 10000.0},
+    {"defend_range_m": 25000.0},
+    {"crank_s": 5.0},
+    {"fire_angle_deg": 15.0},
+]
+
+
+def league(size: int, checkpoints: str, max_ckpts: int) -> tuple[list[dict], str]:
+    files = sorted(glob.glob(checkpoints), key=os.path.getmtime)[-max_ckpts:] if max_ckpts else []
+    participants: list[dict] = [{"name": f"ppo-{i}", "agent": "ppo", "checkpoint": os.path.abspath(f)}
+                                for i, f in enumerate(files)]
+    note = (f"{len(files)} PPO checkpoint(s) from {checkpoints}" if files
+            else f"no PPO checkpoint matches {checkpoints}: league is CrankAgent variants and placeholders only")
+    n_placeholder = 3
+    for i, params in enumerate(CRANK_VARIANTS):
+        if len(participants) >= size - n_placeholder:
+            break
+        participants.append({"name": f"crank-{i}", "agent": "crank", "params": params})
+    i = 0
+    while len(participants) < size:
+        participants.append({"name": f"placeholder-{i}", "agent": "placeholder", "params": {"seed": i}})
+        i += 1
+    return participants, note
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--participants", type=int, default=16)
+    ap.add_argument("--games-per-pairing", type=int, default=256)
+    ap.add_argument("--max-envs", type=int, default=16384)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--checkpoints", default="runs/*/ckpt_*.pt", help="glob of PPO checkpoints to include")
+    ap.add_argument("--max-checkpoints", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch CPU threads (0: torch's default); 1 is far faster on a CPU shared with other work")
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    participants, note = league(args.participants, args.checkpoints, args.max_checkpoints)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = {"name": "bench", "output": tmp, "seed": 0, "device": args.device, "max_envs": args.max_envs,
+                "games_per_pairing": args.games_per_pairing, "participants": participants}
+        config = parse_config(data, Path(tmp) / "bench.yaml")
+        t0 = time.perf_counter()
+        report = run_tournament(config, fresh=True, progress=True, notify=False)
+        total = time.perf_counter() - t0
+        store = ResultStore(Path(tmp) / "results.sqlite", create=False)
+        run = store.latest_run()
+        games = store.games(run.participant_ids)
+        env_steps = sum(g.length for g in games)
+        pos = {pid: i for i, pid in enumerate(run.participant_ids)}
+        from dataclasses import replace
+        games = [replace(g, p1=pos[g.p1], p2=pos[g.p2]) for g in games]
+        t = time.perf_counter()
+        trueskill_ratings(games, len(participants), RatingConfig())
+        ts_s = time.perf_counter() - t
+        t = time.perf_counter()
+        bradley_terry(games, len(participants), rounds=1000)
+        bt_s = time.perf_counter() - t
+        db_mb = os.path.getsize(Path(tmp) / "results.sqlite") / 1e6
+        store.close()
+
+    r = report.run
+    lengths = [g.length for g in games]
+    print()
+    print(f"league: {len(participants)} participants, {note}")
+    print(f"device {r['device']}, torch threads {torch.get_num_threads()}, max_envs {args.max_envs}, "
+          f"{r['batches']} batch(es)")
+    print()
+    rows = [
+        ("games", f"{report.games:,}"),
+        ("mean game length (steps)", f"{sum(lengths) / len(lengths):.0f}"),
+        ("play wall time (s)", f"{r['wall_s']:.1f}"),
+        ("games / s", f"{r['games_per_second']:,.0f}"),
+        ("game-steps / s", f"{env_steps / r['wall_s']:,.0f}"),
+        ("rating + reports (s)", f"{r['rating_s']:.2f}"),
+        ("  TrueSkill alone (s)", f"{ts_s:.2f}"),
+        ("  Bradley-Terry + 1000 bootstrap (s)", f"{bt_s:.2f}"),
+        ("whole run incl. agent loading (s)", f"{total:.1f}"),
+        ("results.sqlite (MB)", f"{db_mb:.1f}"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    print(f"| {'figure':<{width}} | value |")
+    print(f"|{'-' * (width + 2)}|------:|")
+    for k, v in rows:
+        print(f"| {k:<{width}} | {v} |")
+    print()
+    print(report.leaderboard[["rank", "name", "mu", "sigma", "mu_minus_3sigma", "score", "elo"]].to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from arena.tournament import ConfigError, load_config, run_tournament
+
+from tourney_helpers import LEAGUE
+
+
+def test_full_config(tmp_path: Path, write_league) -> None:
+    (tmp_path / "ckpts" / "a").mkdir(parents=True)
+    (tmp_path / "ckpts" / "b").mkdir(parents=True)
+    for p in ("ckpts/a/ckpt_1.pt", "ckpts/a/ckpt_2.pt", "ckpts/b/ckpt_1.pt", "single.pt"):
+        (tmp_path / p).write_text("10")
+    path = write_league([
+        "pursuer",
+        "fromfile:single.pt",
+        {"name": "far", "agent": "pursuer", "params": {"fire_km": 25}},
+        {"agent": "fromfile", "checkpoints": "ckpts/*/ckpt_*.pt"},
+        {"agent": "fromfile", "name": "solo", "checkpoint": "single.pt"},
+    ], format="gauntlet", candidates=["fromfile:*"], rating={"mu": 30, "draw_probability": 0.2})
+    cfg = load_config(path)
+    names = [p.name for p in cfg.participants]
+    assert names == ["pursuer", "fromfile:single", "far", "fromfile:a/ckpt_1", "fromfile:a/ckpt_2",
+                     "fromfile:b/ckpt_1", "solo"]
+    assert cfg.participants[1].checkpoint == (tmp_path / "single.pt").resolve()
+    assert cfg.participants[2].params == {"fire_km": 25}
+    assert cfg.output == (tmp_path / "out").resolve()  # relative to the YAML's folder
+    assert cfg.candidates == ("fromfile:single", "fromfile:a/ckpt_1", "fromfile:a/ckpt_2", "fromfile:b/ckpt_1")
+    assert cfg.rating.mu == 30.0 and cfg.rating.draw_probability == 0.2
+    assert cfg.games_per_pairing == 4 and cfg.max_envs == 64 and cfg.seed == 3
+    assert cfg.warnings == ()
+
+
+def test_empty_glob_is_a_warning(write_league) -> None:
+    cfg = load_config(write_league(LEAGUE + [{"agent": "fromfile", "checkpoints": "runs/*/ckpt_*.pt"}]))
+    assert len(cfg.participants) == 3
+    assert "matches no file" in cfg.warnings[0] and "participants[3]" in cfg.warnings[0]
+
+
+BAD = [
+    ({"colour": "red"}, "colour", "expected one of"),
+    ({"seed": "zero"}, "seed", "expected an integer"),
+    ({"seed": True}, "seed", "expected an integer"),
+    ({"games_per_pairing": 5}, "games_per_pairing", "expected an even integer"),
+    ({"max_envs": 0}, "max_envs", "expected a positive integer"),
+    ({"format": "swiss"}, "format", "expected one of round-robin, gauntlet"),
+    ({"format": "gauntlet"}, "candidates", "expected a list of participant names"),
+    ({"format": "gauntlet", "candidates": ["nobody"]}, "candidates[0]", "expected one of"),
+    ({"candidates": ["far"]}, "candidates", "only used with format: gauntlet"),
+    ({"env": {"gravity": 1}}, "env", "expected some of"),
+    ({"env": {"max_time": "long"}}, "env", "must be float"),
+    ({"rating": {"mu": "high"}}, "rating.mu", "expected a number"),
+    ({"rating": {"sigma": -1}}, "rating.sigma", "expected a positive number"),
+    ({"rating": {"draw_probabilty": 0.1}}, "rating.draw_probabilty", "did you mean 'draw_probability'"),
+    ({"participants": []}, "participants", "expected a non-empty list"),
+    ({"participants": ["pursuer"]}, "participants", "expected at least 2"),
+    ({"participants": ["pursuer", "pursuer"]}, "participants[1]", "expected unique names"),
+    ({"participants": ["pursuer", 7]}, "participants[1]", "expected an agent name"),
+    ({"participants": ["pursuer", {"name": "x"}]}, "participants[1].agent", "expected the agent's name"),
+    ({"participants": ["pursuer", {"agent": "idle", "parms": {}}]}, "participants[1].parms", "did you mean 'params'"),
+    ({"participants": ["pursuer", {"agent": "idle", "params": [1]}]}, "participants[1].params", "expected a mapping"),
+    ({"participants": ["pursuer", {"agent": "fromfile", "checkpoint": "missing.pt"}]},
+     "participants[1].checkpoint", "expected an existing checkpoint file"),
+    ({"participants": ["pursuer", "fromfile:missing.pt"]}, "participants[1].checkpoint", "no such file"),
+]
+
+
+@pytest.mark.parametrize("settings,key,expected", BAD, ids=[b[1] + ":" + b[2][:20] for b in BAD])
+def test_config_errors_name_file_key_and_expectation(write_league, settings, key, expected) -> None:
+    settings = dict(settings)
+    participants = settings.pop("participants", LEAGUE)
+    path = write_league(participants, **settings)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: {key}: "), message
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_malformed_yaml_and_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("participants: [crank, placeholder\nseed: 1\n")
+    with pytest.raises(ConfigError, match=r"broken.yaml: not valid YAML \(line \d+, column \d+"):
+        load_config(path)
+    path.write_text("- just\n- a list\n")
+    with pytest.raises(ConfigError, match="expected a mapping of settings"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="no such file"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_unknown_agent_and_bad_checkpoint_stop_before_play(tmp_path: Path, write_league, registry) -> None:
+    path = write_league(LEAGUE + ["crankk"])
+    with pytest.raises(ConfigError, match=r"participants\[3\]\.agent: unknown agent 'crankk'"):
+        run_tournament(load_config(path), registry=registry, progress=False)
+    (tmp_path / "bad.pt").write_text("not a number")
+    path = write_league(LEAGUE + ["fromfile:bad.pt"])
+    with pytest.raises(ConfigError, match=r"participants\[3\]\.checkpoint: .*not a fromfile checkpoint"):
+        run_tournament(load_config(path), registry=registry, progress=False)
+    path = write_league(LEAGUE + [{"agent": "pursuer", "name": "odd", "params": {"fire_miles": 3}}])
+    with pytest.raises(ConfigError, match=r"participants\[3\]\.params: .*fire_miles"):
+        run_tournament(load_config(path), registry=registry, progress=False)
+    path = write_league(LEAGUE, device="cuda:7")
+    with pytest.raises(ConfigError, match=r"device: "):
+        run_tournament(load_config(path), registry=registry, progress=False)
+    assert not (tmp_path / "out" / "results.sqlite").exists()  # nothing was played, nothing stored

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+
+from arena.env import EnvConfig
+from arena.tournament.executor import ListSink, play
+from arena.tournament.results import P1_WINS, P2_WINS
+from arena.tournament.schedule import pairings, total_games, units
+from tourney_helpers import FAST_ENV, Faulty, Idle, Pursuer
+
+ENV = EnvConfig.from_dict(FAST_ENV)
+
+
+def league(extra=None):
+    agents = [Pursuer(fire_km=8.0), Pursuer(fire_km=25.0), Idle()]
+    if extra is not None:
+        agents.append(extra)
+    return agents
+
+
+def run(agents, games=4, max_envs=64, seed=0, **kw):
+    sink = ListSink()
+    us = units(pairings(len(agents)), games)
+    stats = play(agents, us, sink, env_config=ENV, max_envs=max_envs, seed=seed, **kw)
+    return sink, stats, us
+
+
+@pytest.mark.parametrize("max_envs", [5, 64])
+def test_every_game_played_exactly_once(max_envs: int) -> None:
+    sink, stats, us = run(league(), games=6, max_envs=max_envs)
+    keys = Counter((r.p1, r.p2, r.game_index) for r in sink.results)
+    assert set(keys) == {(u.p1, u.p2, g) for u in us for g in u.games}
+    assert max(keys.values()) == 1
+    assert stats.games == total_games(us) == 18 and stats.forfeits == 0
+    assert all(r.winner in (0, 1, 2) and 0 < r.length <= 60 for r in sink.results)
+    if max_envs == 5:
+        assert stats.batches > 1 and all(b[2] <= 5 for b in sink.batches)
+
+
+def test_each_participant_acts_once_per_step_on_all_its_envs() -> None:
+    agents = league()
+    sink, stats, _ = run(agents, games=4, max_envs=64)
+    assert stats.batches == 1
+    for agent in agents[:2]:
+        # 2 opponents × 2 sides × 2 games per side = 8 slots, seen together in every single call
+        assert agent.calls == [8] * stats.steps
+
+
+def test_same_seed_same_games() -> None:
+    a, _, _ = run(league(), seed=5)
+    b, _, _ = run(league(), seed=5)
+    c, _, _ = run(league(), seed=6)
+    key = lambda r: (r.p1, r.p2, r.game_index)  # noqa: E731
+    assert sorted(a.results, key=key) == sorted(b.results, key=key)
+    assert sorted(a.results, key=key) != sorted(c.results, key=key)
+
+
+@pytest.mark.parametrize("mode,reason", [
+    ("raise", "raised RuntimeError: boom"),
+    ("nan", "returned NaN in its action"),
+    ("shape", "returned a malformed action: action['rudder']: expected shape"),
+    ("keys", "returned a malformed action: action: missing key(s) ['fire']"),
+])
+def test_misbehaving_participant_forfeits_its_batch_games(mode: str, reason: str) -> None:
+    Faulty.armed = True
+    faulty = Faulty(mode=mode, after=3)
+    agents = league(faulty)
+    sink, stats, us = run(agents, games=4, max_envs=64)
+    assert stats.batches == 1
+    mine = [r for r in sink.results if 3 in (r.p1, r.p2)]
+    others = [r for r in sink.results if 3 not in (r.p1, r.p2)]
+    assert len(mine) == 12 and all(r.forfeit_by == 3 for r in mine)
+    assert all(reason in r.forfeit_reason for r in mine), mine[0].forfeit_reason
+    assert all(r.forfeit_reason.startswith("#3 ") for r in mine)
+    assert all(r.winner == (P2_WINS if r.p1 == 3 else P1_WINS) for r in mine)
+    assert all(r.length <= 3 for r in mine)
+    # everyone else played their games out
+    assert len(others) == 12 and not any(r.forfeit for r in others)
+    assert stats.forfeits == 12 and stats.games == 24
+
+
+def test_forfeit_is_per_batch() -> None:
+    Faulty.armed = True
+    agents = league(Faulty(mode="raise", after=2, once=True))
+    sink, stats, _ = run(agents, games=4, max_envs=2)  # several small batches
+    assert stats.batches > 2
+    forfeits = [r for r in sink.results if r.forfeit]
+    assert 0 < len(forfeits) < 12
+    assert len({r.batch for r in forfeits}) == 1  # only the batch it failed in
+    later = [r for r in sink.results if 3 in (r.p1, r.p2) and r.batch > forfeits[0].batch]
+    assert later and not any(r.forfeit for r in later)  # a fresh chance in the next batches
+
+
+def test_ctrl_c_propagates_after_reporting_finished_games() -> None:
+    Faulty.armed = True
+    agents = league(Faulty(mode="interrupt", after=40))
+    sink = ListSink()
+    us = units(pairings(4), 4)
+    with pytest.raises(KeyboardInterrupt):
+        play(agents, us, sink, env_config=ENV, max_envs=4, seed=0)
+    assert 0 < len(sink.results) < total_games(us)
+
+
+def test_actions_reach_the_right_env_and_side() -> None:
+    """An agent that only ever fires proves its fire flags land on its own side: its missiles count."""
+
+    class Trigger(Idle):
+        def act(self, observation):
+            out = super().act(observation)
+            out["fire"] = torch.ones_like(out["fire"])
+            return out
+
+    sink, _, _ = run([Idle(), Trigger()], games=4)
+    for r in sink.results:
+        trig_missiles = r.missiles_p1 if r.p1 == 1 else r.missiles_p2
+        idle_missiles = r.missiles_p2 if r.p1 == 1 else r.missiles_p1
+        assert trig_missiles > 0 and idle_missiles == 0

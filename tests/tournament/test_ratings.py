@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import trueskill
+
+from arena.tournament import GameResult, RatingConfig, bradley_terry, rating_order, trueskill_ratings
+from arena.tournament.ratings import ELO_SCALE
+
+
+def synthetic(strengths, games_per_ordered_pair, seed=0, draw=0.0):
+    rng = np.random.default_rng(seed)
+    out = []
+    n = len(strengths)
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                continue
+            p = 1.0 / (1.0 + np.exp(-(strengths[i] - strengths[j])))
+            for g in range(games_per_ordered_pair):
+                u = rng.random()
+                winner = 0 if u < draw else (1 if rng.random() < p else 2)
+                out.append(GameResult(i, j, g, winner, 100, 0.0, 0.0))
+    return out
+
+
+def test_trueskill_equals_sequential_package_updates() -> None:
+    games = synthetic([0.0, 1.0, -0.5, 2.0], 30, draw=0.15)
+    settings = RatingConfig(mu=20.0, sigma=6.0, beta=3.0, tau=0.1, draw_probability=0.15)
+    keys = ["a", "b", "c", "d"]
+    ours = trueskill_ratings(games, 4, settings, keys, seed=7)
+
+    env = trueskill.TrueSkill(mu=20.0, sigma=6.0, beta=3.0, tau=0.1, draw_probability=0.15)
+    ratings = [env.create_rating() for _ in range(4)]
+    for i in rating_order(games, keys, 7):
+        g = games[i]
+        if g.winner == 0:
+            ratings[g.p1], ratings[g.p2] = trueskill.rate_1vs1(ratings[g.p1], ratings[g.p2], drawn=True, env=env)
+        elif g.winner == 1:
+            ratings[g.p1], ratings[g.p2] = trueskill.rate_1vs1(ratings[g.p1], ratings[g.p2], env=env)
+        else:
+            ratings[g.p2], ratings[g.p1] = trueskill.rate_1vs1(ratings[g.p2], ratings[g.p1], env=env)
+    for mine, theirs in zip(ours, ratings):
+        assert abs(mine.mu - theirs.mu) < 1e-9 and abs(mine.sigma - theirs.sigma) < 1e-9
+    assert ours[3].mu > ours[1].mu > ours[0].mu > ours[2].mu
+
+
+def test_trueskill_order_is_fixed_by_seed_not_by_input_order() -> None:
+    games = synthetic([0.0, 1.0, 0.5], 10, draw=0.1)
+    shuffled = games[:]
+    random.Random(1).shuffle(shuffled)
+    keys = ["x", "y", "z"]
+    a = trueskill_ratings(games, 3, RatingConfig(), keys, seed=2)
+    b = trueskill_ratings(shuffled, 3, RatingConfig(), keys, seed=2)
+    c = trueskill_ratings(games, 3, RatingConfig(), keys, seed=3)
+    assert a == b
+    assert a != c
+
+
+def test_bradley_terry_recovers_known_strengths() -> None:
+    truth = np.array([0.0, 0.7, -0.4, 1.5, -1.2])
+    games = synthetic(truth, 300, seed=4)
+    fit = bradley_terry(games, 5, rounds=200, seed=0)
+    est = (fit.elo - 1000.0) / ELO_SCALE
+    assert np.allclose(est, truth - truth.mean(), atol=0.12)
+    truth_elo = 1000.0 + ELO_SCALE * (truth - truth.mean())
+    assert np.all(fit.low <= fit.elo) and np.all(fit.elo <= fit.high)
+    assert np.all((fit.low - 25 <= truth_elo) & (truth_elo <= fit.high + 25))
+    assert np.all(fit.high - fit.low < 120)
+    assert abs(fit.elo.mean() - 1000.0) < 1e-6
+
+
+def test_bradley_terry_is_order_independent_and_finite_for_perfect_records() -> None:
+    games = synthetic([0.0, 0.3, 9.0], 40, seed=1)
+    reordered = games[::-1]
+    a = bradley_terry(games, 3, rounds=100, seed=5)
+    b = bradley_terry(reordered, 3, rounds=100, seed=5)
+    assert np.allclose(a.elo, b.elo) and np.allclose(a.low, b.low) and np.allclose(a.high, b.high)
+    assert np.all(np.isfinite(a.elo)) and a.elo[2] > a.elo[1] + 500
+
+
+def test_bradley_terry_without_bootstrap_has_no_interval() -> None:
+    fit = bradley_terry(synthetic([0.0, 1.0], 10), 2, rounds=0)
+    assert np.all(np.isnan(fit.low)) and np.all(np.isfinite(fit.elo))

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from arena.tournament import LEADERBOARD_COLUMNS, load_config, run_tournament
+from tourney_helpers import LEAGUE
+
+
+def test_report_files_columns_and_forfeits(write_league, registry) -> None:
+    shaky = {"name": "shaky", "agent": "faulty", "params": {"mode": "nan", "after": 2}}
+    config = load_config(write_league(LEAGUE + [shaky]))
+    report = run_tournament(config, registry=registry, progress=False)
+    out = config.output
+    for name in ("leaderboard.csv", "head_to_head.csv", "report.md", "head_to_head.png"):
+        assert (out / name).stat().st_size > 0
+
+    csv = pd.read_csv(out / "leaderboard.csv")
+    assert tuple(csv.columns) == LEADERBOARD_COLUMNS
+    assert list(csv["rank"]) == [1, 2, 3, 4]
+    assert list(csv["mu_minus_3sigma"]) == sorted(csv["mu_minus_3sigma"], reverse=True)
+    assert np.allclose(csv["mu_minus_3sigma"], csv["mu"] - 3 * csv["sigma"])
+    assert (csv["wins"] + csv["draws"] + csv["losses"] == csv["games"]).all()
+    assert np.allclose(csv["score"], (csv["wins"] + 0.5 * csv["draws"]) / csv["games"])
+    row = csv.set_index("name").loc["shaky"]
+    assert row["forfeits"] == row["games"] == 12 and row["losses"] == 12
+    assert (csv["elo_low"] <= csv["elo"]).all() and (csv["elo"] <= csv["elo_high"]).all()
+
+    h2h = pd.read_csv(out / "head_to_head.csv", index_col=0)
+    assert list(h2h.index) == list(csv["name"]) == list(h2h.columns)
+    m = h2h.to_numpy()
+    off = ~np.eye(len(m), dtype=bool)
+    assert np.allclose((m + m.T)[off], 1.0) and np.isnan(np.diag(m)).all()
+
+    md = (out / "report.md").read_text()
+    assert "## Forfeits" in md and "returned NaN" in md and "shaky" in md
+    assert report.forfeits["games"].sum() == 12
+    assert report.to_json()["leaderboard"][0]["rank"] == 1
