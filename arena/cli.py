@@ -172,7 +172,9 @@ def parse_env_overrides(items: tuple[str, ...]) -> "EnvConfig | None":
             value = raw
         head, _, sub = key.strip().partition(".")
         if sub:
-            data.setdefault(head, {})[sub] = value
+            if not isinstance(data.setdefault(head, {}), dict):
+                raise ArenaError(f"--env {item!r}: {head} was already set to {data[head]!r}, not a mapping")
+            data[head][sub] = value
         else:
             data[head] = value
     try:
@@ -285,7 +287,8 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
-              help="torch CPU threads (0: torch's default). On a shared CPU, 1 avoids threads spinning against each other.")
+              help="torch CPU threads (0: torch's default). On a shared CPU, 1 avoids threads spinning against "
+                   "each other.")
 def tournament(file: str, fresh: bool, device: str | None, as_json: bool, quiet: bool, threads: int) -> None:
     """Play the league in FILE (YAML), rate it and write reports.
 
@@ -301,6 +304,13 @@ def tournament(file: str, fresh: bool, device: str | None, as_json: bool, quiet:
         config = load_config(file).with_device(device)
     except ConfigError as exc:
         raise ArenaError(str(exc)) from None
+    if device is not None:  # checked here so that the message blames the option, not the file's key
+        from arena.env import resolve_device
+
+        try:
+            resolve_device(device)
+        except ValueError as exc:
+            raise ArenaError(f"--device: {exc}") from None
     for warning in config.warnings:
         click.echo(f"warning: {warning}", err=True)
     if threads:
@@ -312,6 +322,8 @@ def tournament(file: str, fresh: bool, device: str | None, as_json: bool, quiet:
         report = run_tournament(config, fresh=fresh, progress=not quiet)
     except (ConfigError, StoreError) as exc:
         raise ArenaError(str(exc)) from None
+    except OSError as exc:  # a checkpoint that cannot be read, a report that cannot be written
+        raise ArenaError(f"{exc.filename or config.output}: {exc.strerror or exc}") from None
     except KeyboardInterrupt:
         click.echo(f"interrupted: finished games are stored in {config.output}; run the same command again "
                    f"to play the rest", err=True)
@@ -339,10 +351,15 @@ def leaderboard(directory: str, csv_path: str | None, fmt: str, as_json: bool) -
     try:
         if target.is_file() and target.suffix in (".yaml", ".yml"):
             target = load_config(target).output
+        elif target.is_file() and target.suffix != ".sqlite":
+            raise ArenaError(f"{target}: expected a tournament's output directory, its results.sqlite or its "
+                             f"YAML file")
         report = rebuild_report(target)
+        if csv_path:
+            Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
+            report.leaderboard.to_csv(csv_path, index=False)
     except (ConfigError, StoreError) as exc:
         raise ArenaError(str(exc)) from None
-    if csv_path:
-        Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
-        report.leaderboard.to_csv(csv_path, index=False)
+    except OSError as exc:
+        raise ArenaError(f"{exc.filename or csv_path or target}: cannot write ({exc.strerror or exc})") from None
     click.echo(render(report, "json" if as_json else fmt))

@@ -45,6 +45,8 @@ def test_play_json_has_exactly_the_documented_keys():
     (["play", "crank", "placeholder", "--env", "max_tim=3"], "--env: unknown EnvConfig key(s): max_tim"),
     (["play", "crank", "placeholder", "--env", "max_time"], "expected KEY=VALUE"),
     (["play", "crank", "placeholder:x.pt"], "does not load checkpoints"),
+    (["play", "crank", "placeholder", "--env", "reward.win=big"], "EnvConfig.reward.win must be float, got 'big'"),
+    (["play", "crank", "placeholder", "--env", "reward=3", "--env", "reward.win=2"], "reward was already set to 3"),
 ])
 def test_user_mistakes_give_one_line_and_a_non_zero_exit(args, message, tmp_path):
     if args[-1] == "placeholder:x.pt":

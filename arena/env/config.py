@@ -11,6 +11,8 @@ keeps both ranges in place.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -100,29 +102,38 @@ class EnvConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "EnvConfig":
-        """Build from plain data (YAML, checkpoints), refusing unknown keys by name."""
+    def from_dict(cls, data: Mapping[str, Any]) -> "EnvConfig":
+        """Build from plain data (YAML, checkpoints, ``--env`` flags), refusing unknown keys and wrong
+        types by name, so a bad value fails here and not deep inside the first step."""
         data = dict(data)
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown EnvConfig key(s): {', '.join(unknown)}; expected some of: {', '.join(sorted(known))}")
         reward = data.pop("reward", None)
-        if isinstance(reward, dict):
-            rknown = {f.name for f in fields(RewardConfig)}
-            bad = sorted(set(reward) - rknown)
-            if bad:
-                raise ValueError(f"unknown EnvConfig.reward key(s): {', '.join(bad)}; expected some of: {', '.join(sorted(rknown))}")
-            data["reward"] = RewardConfig(**reward)
-        elif reward is not None:
-            data["reward"] = reward
-        defaults = cls()
-        for key, value in data.items():
-            expected = type(getattr(defaults, key))
-            if key == "reward":
-                continue
-            if expected is float and isinstance(value, int) and not isinstance(value, bool):
-                data[key] = float(value)
-            elif not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
-                raise ValueError(f"EnvConfig.{key} must be {expected.__name__}, got {value!r}")
-        return replace(defaults, **data)
+        values = _checked(cls(), data, "EnvConfig")
+        if reward is not None:
+            if isinstance(reward, RewardConfig):
+                values["reward"] = reward
+            elif isinstance(reward, Mapping):
+                values["reward"] = replace(RewardConfig(), **_checked(RewardConfig(), dict(reward), "EnvConfig.reward"))
+            else:
+                raise ValueError(f"EnvConfig.reward must be a mapping with some of "
+                                 f"{', '.join(f.name for f in fields(RewardConfig))}, got {reward!r}")
+        return replace(cls(), **values)
+
+
+def _checked(defaults: Any, data: dict[str, Any], where: str) -> dict[str, Any]:
+    """``data`` checked against the fields of the dataclass instance ``defaults``: known keys, and
+    values of the default's type (an int is accepted for a float; floats must be finite)."""
+    known = [f.name for f in fields(defaults) if f.name != "reward"]
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ValueError(f"unknown {where} key(s): {', '.join(unknown)}; expected some of: {', '.join(sorted(known))}")
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        expected = type(getattr(defaults, key))
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
+            raise ValueError(f"{where}.{key} must be {expected.__name__}, got {value!r}")
+        if expected is float and not math.isfinite(value):
+            raise ValueError(f"{where}.{key} must be a finite number, got {value!r}")
+        out[key] = value
+    return out

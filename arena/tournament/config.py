@@ -15,7 +15,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from arena.env.config import EnvConfig
 
 Format = Literal["round-robin", "gauntlet"]
 FORMATS: tuple[str, ...] = ("round-robin", "gauntlet")
@@ -233,7 +236,7 @@ def _check_env(env: Mapping[str, Any], err: _Errors) -> None:
     from arena.env.config import EnvConfig
 
     try:
-        EnvConfig.from_dict(dict(env))
+        EnvConfig.from_dict(env)
     except (ValueError, TypeError) as exc:
         raise err("env", f"{exc}") from None
 
@@ -267,16 +270,17 @@ def _rating(raw: Any, err: _Errors) -> RatingConfig:
 def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list[str]) -> list[ParticipantSpec]:
     """One list entry → zero (an empty glob), one or many participants."""
     if isinstance(entry, str):
-        text = entry.strip()
-        if not text:
+        from arena.agents import AgentSpecError, parse_spec
+
+        if not entry.strip():
             raise err(key, f"expected {PARTICIPANT_FORMS}, got an empty string")
-        agent, sep, path = text.partition(":")
-        if sep and len(agent) > 1 and not any(c in agent for c in "/\\"):
-            if not path:
-                raise err(key, f"expected a checkpoint path after {agent + ':'!r}")
-            entry = {"agent": agent, "checkpoint": path}
-        else:
-            entry = {"agent": text}
+        try:
+            agent, path = parse_spec(entry)
+        except AgentSpecError as exc:  # 'ppo:' without a path
+            raise err(key, str(exc)) from None
+        if agent is None:  # a bare path: the league file names the agent, it does not open files to find out
+            raise err(key, f"{entry!r}: expected AGENT:CHECKPOINT, e.g. 'ppo:{path}'")
+        entry = {"agent": agent} if path is None else {"agent": agent, "checkpoint": path}
     if not isinstance(entry, Mapping):
         raise err(key, f"expected {PARTICIPANT_FORMS}, got {_kind(entry)}")
     for k in entry:
@@ -313,7 +317,8 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
         raw = _get(entry, "checkpoint", str, err, "", key + ".")
         checkpoint = (base / raw).resolve() if not os.path.isabs(raw) else Path(raw)
         if not checkpoint.is_file():
-            raise err(f"{key}.checkpoint", f"no such file: {raw} (looked at {checkpoint}); expected an existing "
+            problem = "not a file" if checkpoint.exists() else "no such file"
+            raise err(f"{key}.checkpoint", f"{problem}: {raw} (looked at {checkpoint}); expected an existing "
                                            f"checkpoint file, relative to the tournament file's folder")
     if name is None:
         name = agent if checkpoint is None else f"{agent}:{checkpoint.with_suffix('').name}"

@@ -132,7 +132,7 @@ def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "
         device = resolve_device(config.device)
     except ValueError as exc:
         raise ConfigError(config.file, "device", str(exc)) from None
-    env_config = EnvConfig.from_dict(dict(config.env))
+    env_config = EnvConfig.from_dict(config.env)
     registry = registry if registry is not None else agent_registry()
     participants = resolve_participants(config, registry)
     agents = build_agents(config, participants, device, env_config, registry)
@@ -141,12 +141,11 @@ def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "
     try:
         env_text = json.dumps(env_config.to_dict(), sort_keys=True)
         stored_env = store.meta("env_config")
-        if stored_env is None:
-            store.set_meta("env_config", env_text)
-        elif stored_env != env_text:
+        if stored_env not in (None, env_text) and store.game_count():  # without games, nothing to mix
             raise StoreError(f"{store.path}: its games were played with other env settings than "
                              f"{config.file or 'this config'} asks for; use --fresh to start over, or another "
                              f"output directory")
+        store.set_meta("env_config", env_text)
         ids = [store.participant_id(p.key, p.name, p.agent, p.params, p.checkpoint, p.checkpoint_sha256)
                for p in participants]
         names = [p.name for p in participants]
@@ -219,17 +218,18 @@ def rebuild_report(directory: str | Path, write: bool = True) -> TournamentRepor
         report = league_report(store, store.latest_run())
     finally:
         store.close()
-    report.output_dir = path.parent
+    report.output_dir = path.parent.resolve()
     if write:
-        write_report(report, path.parent)
+        write_report(report, report.output_dir)
     return report
 
 
 def notify_finished(report: TournamentReport) -> None:
-    """Call ``arena_tournament_finished``; an observer's failure is reported, not fatal."""
-    from arena.plugins import get_host
+    """Call ``arena_tournament_finished`` on each observer; one that fails is reported by the plugin
+    host and the others are still called (the results are already safe on disk)."""
+    from arena.plugins import PluginError, get_host
 
     try:
-        get_host().hook.arena_tournament_finished(report=report)
-    except Exception as exc:  # noqa: BLE001 - the tournament's results are already safe on disk
-        print(f"arena: a plugin's arena_tournament_finished failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        get_host().notify("arena_tournament_finished", report=report)
+    except PluginError as exc:  # ARENA_STRICT_PLUGINS=1
+        print(str(exc), file=sys.stderr)

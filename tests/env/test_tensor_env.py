@@ -281,5 +281,11 @@ def test_config_from_dict_validates() -> None:
         EnvConfig.from_dict({"substeps": "four"})
     with pytest.raises(ValueError, match="reward key.*bonus"):
         EnvConfig.from_dict({"reward": {"bonus": 1.0}})
+    with pytest.raises(ValueError, match="EnvConfig.reward.win must be float"):
+        EnvConfig.from_dict({"reward": {"win": "big"}})
+    with pytest.raises(ValueError, match="EnvConfig.reward must be a mapping"):
+        EnvConfig.from_dict({"reward": 3})
+    with pytest.raises(ValueError, match="EnvConfig.max_time must be a finite number"):
+        EnvConfig.from_dict({"max_time": float("inf")})
     with pytest.raises(ValueError, match="obs_mode"):
         EnvConfig(obs_mode="full")  # type: ignore[arg-type]

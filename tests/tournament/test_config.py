@@ -65,6 +65,13 @@ BAD = [
     ({"participants": ["pursuer", {"agent": "fromfile", "checkpoint": "missing.pt"}]},
      "participants[1].checkpoint", "expected an existing checkpoint file"),
     ({"participants": ["pursuer", "fromfile:missing.pt"]}, "participants[1].checkpoint", "no such file"),
+    ({"participants": ["pursuer", {"agent": "fromfile", "checkpoint": "."}]}, "participants[1].checkpoint",
+     "not a file"),
+    ({"participants": ["pursuer", "runs/a.pt"]}, "participants[1]", "expected AGENT:CHECKPOINT"),
+    ({"participants": ["pursuer", "fromfile:"]}, "participants[1]", "expected a checkpoint path"),
+    ({"env": {"reward": {"win": "big"}}}, "env", "reward.win must be float, got 'big'"),
+    ({"env": {"reward": {"win": float("inf")}}}, "env", "reward.win must be a finite number"),
+    ({"env": {"reward": 3}}, "env", "reward must be a mapping"),
 ]
 
 
