@@ -297,7 +297,10 @@ def build_agent(spec: str, device: "str | torch.device" = "cpu", env_config: "En
     except AgentSpecError:
         raise
     except Exception as exc:  # noqa: BLE001 - any failure to load is the file's problem as the user sees it
-        raise AgentSpecError(f"checkpoint {path}: agent {entry.name!r} could not load it: {first_line(exc)}") from exc
+        text = first_line(exc)
+        if path in text:  # the loader's own message already names the file: say it once
+            raise AgentSpecError(text.partition(": ")[2]) from exc
+        raise AgentSpecError(f"checkpoint {path}: agent {entry.name!r} could not load it: {text}") from exc
 
 
 def checkpoint_agent_name(path: str) -> str:

@@ -94,9 +94,9 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
     meter = Progress(games, unit="games", label=f"{name_a} vs {name_b}", enabled=progress)
     start = time.perf_counter()
     try:
-        for agent, _, _ in roles:
+        for agent, name, role in roles:
             agent.eval()
-            agent.reset(None)
+            checked_reset(agent, None, name, role)
         obs = env.reset()
         with torch.no_grad():
             for step in range(1, env.config.max_steps + 1):
@@ -115,8 +115,8 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
                 ret_p1 = torch.where(first, episode["return"]["p1"], ret_p1)
                 ret_p2 = torch.where(first, episode["return"]["p2"], ret_p2)
                 finished |= dones
-                agent_a.reset(dones)
-                agent_b.reset(dones)
+                for agent, name, role in roles:  # auto-reset envs start a new battle: clear their memory
+                    checked_reset(agent, dones, name, role)
 
                 if step % SYNC_EVERY == 0 or step == env.config.max_steps:
                     done_count, nan_a, nan_b = torch.cat((finished.sum().view(1), nans)).tolist()
@@ -148,16 +148,26 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
 def checked_act(agent: "Agent", obs: dict[str, "torch.Tensor"], name: str, role: str, num_envs: int,
                 device: "torch.device") -> "CleanAction":
     """Call ``agent.act`` and validate what comes back, blaming the agent by name for any fault."""
+    from arena.agents import first_line
     from arena.env import check_action
 
     try:
         action = agent.act(obs)
     except Exception as exc:  # noqa: BLE001 - any failure inside an agent is that agent's fault
-        raise AgentFailure(name, role, f"raised {type(exc).__name__}: {exc}") from exc
+        raise AgentFailure(name, role, f"raised {first_line(exc)}") from exc
     try:
         return check_action(action, num_envs, device, who="action")
     except ValueError as exc:
         raise AgentFailure(name, role, f"returned a bad action: {exc}") from None
+
+
+def checked_reset(agent: "Agent", mask: "torch.Tensor | None", name: str, role: str) -> None:
+    from arena.agents import first_line
+
+    try:
+        agent.reset(mask)
+    except Exception as exc:  # noqa: BLE001
+        raise AgentFailure(name, role, f"reset() raised {first_line(exc)}") from exc
 
 
 def merge_actions(a_is_p1: "torch.Tensor", act_a: "CleanAction", act_b: "CleanAction"

@@ -23,6 +23,10 @@ class Straight(BaseAgent):
         self.training = training
         self.calls = 0
 
+    def reset(self, env_mask=None):
+        if self.bad == "reset" and env_mask is not None and bool(env_mask.any()):
+            raise RuntimeError("stale memory\nsecond line")
+
     def act(self, observation):
         self.calls += 1
         n = observation["x"].shape[0]
@@ -72,6 +76,7 @@ def test_sides_are_swapped_fairly():
 
 @pytest.mark.parametrize("bad, words", [
     ("raise", "raised RuntimeError: network exploded"),
+    ("reset", "reset() raised RuntimeError: stale memory"),
     ("keys", "missing key(s) ['fire']"),
     ("shape", "expected shape [4], got [5]"),
     ("nan", "NaN"),
@@ -80,7 +85,7 @@ def test_a_misbehaving_agent_is_named(bad, words):
     with pytest.raises(AgentFailure) as exc:
         play_match(Straight(), Straight(bad=bad), 4, env_config=SHORT, name_b="wobbly")
     assert exc.value.agent == "wobbly" and exc.value.role == "B"
-    assert "agent 'wobbly' (B)" in str(exc.value) and words in str(exc.value)
+    assert "agent 'wobbly' (B)" in str(exc.value) and words in str(exc.value) and "\n" not in str(exc.value)
 
 
 def test_agents_play_in_eval_mode_and_get_their_mode_back():

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from arena.agents import first_line
 from arena.tournament.results import P1_WINS, P2_WINS, GameResult
 from arena.tournament.schedule import Unit
 
@@ -276,7 +277,7 @@ class _BatchRun:
         try:
             action = self.agents[k].act(observation)
         except Exception as exc:  # noqa: BLE001 - any failure of a participant is its forfeit
-            self._forfeit(k, f"raised {_describe(exc)}")
+            self._forfeit(k, f"raised {first_line(exc)}")
             return None
         try:
             return check_action(action, count, self.device, who="action")
@@ -288,7 +289,7 @@ class _BatchRun:
         try:
             fn(self.agents[k])
         except Exception as exc:  # noqa: BLE001
-            self._forfeit(k, f"{what}() raised {_describe(exc)}")
+            self._forfeit(k, f"{what}() raised {first_line(exc)}")
 
     def _next_game(self, s: int) -> None:
         queue = self.queues[self.slot_unit[s]]
@@ -358,8 +359,3 @@ class _BatchRun:
 def _first_line(text: str) -> str:
     lines = text.strip().splitlines()
     return lines[0] if lines else ""
-
-
-def _describe(exc: BaseException) -> str:
-    text = _first_line(str(exc))
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

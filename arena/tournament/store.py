@@ -89,19 +89,11 @@ class ResultStore:
     def __init__(self, path: str | os.PathLike[str], *, fresh: bool = False, create: bool = True,
                  commit_every: float = 0.0) -> None:
         self.path = Path(path)
-        if fresh:
-            for suffix in ("", "-wal", "-shm", "-journal"):
-                Path(str(self.path) + suffix).unlink(missing_ok=True)
-        if not self.path.exists():
-            if not create:
-                raise StoreError(f"{self.path}: no results database here (expected {DB_NAME} written by "
-                                 f"`arena tournament`)")
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(str(self.path))
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.execute("PRAGMA foreign_keys=ON")
-        self.conn.executescript(SCHEMA)
+        try:
+            self.conn = self._open(fresh, create)
+        except (OSError, sqlite3.Error) as exc:  # an output path that is a file, unwritable, not a database
+            raise StoreError(f"{self.path}: cannot be used as the results database ({_reason(exc)}); expected a "
+                             f"writable output directory holding {DB_NAME} written by `arena tournament`") from None
         version = self.meta("schema_version")
         if version is None:
             self.set_meta("schema_version", SCHEMA_VERSION)
@@ -112,6 +104,30 @@ class ResultStore:
         self.commit_every = commit_every
         self._last_commit = time.monotonic()
         self._pending = 0
+
+    def _open(self, fresh: bool, create: bool) -> sqlite3.Connection:
+        if fresh:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(str(self.path) + suffix).unlink(missing_ok=True)
+        if not self.path.exists():
+            if not create:
+                raise StoreError(f"{self.path}: no results database here (expected {DB_NAME} written by "
+                                 f"`arena tournament`)")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(self.path))
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not create and not {"meta", "games"} <= tables:  # someone else's database: leave it alone
+                raise StoreError(f"{self.path}: not an arena results database (expected {DB_NAME} written by "
+                                 f"`arena tournament`)")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.executescript(SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     # -- metadata ------------------------------------------------------------------------------------
 
@@ -188,6 +204,9 @@ class ResultStore:
     def batch_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM batches").fetchone()[0])
 
+    def game_count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+
     # -- games ---------------------------------------------------------------------------------------
 
     def add_games(self, games: Iterable[GameResult]) -> None:
@@ -250,6 +269,12 @@ class ResultStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror + (f": {exc.filename}" if exc.filename else "")
+    return str(exc) or type(exc).__name__
 
 
 def _real(x: float) -> float | None:

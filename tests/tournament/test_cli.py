@@ -75,10 +75,24 @@ def test_user_errors_are_one_line_without_traceback(plugin, write_league, tmp_pa
     res = runner.invoke(main, ["tournament", str(write_league(LEAGUE + ["nobody"]))])
     assert res.exit_code == 2 and "participants[3].agent: unknown agent 'nobody'" in res.stderr
     assert "Traceback" not in res.output
+    res = runner.invoke(main, ["tournament", str(write_league(LEAGUE)), "--device", "tpu"])
+    assert res.exit_code == 2 and res.stderr.startswith("Error: --device: invalid device 'tpu'"), res.output
     empty = tmp_path / "empty"
     empty.mkdir()
     res = runner.invoke(main, ["leaderboard", str(empty)])
     assert res.exit_code == 2 and "no results database" in res.stderr
+    note = tmp_path / "notes.txt"
+    note.write_text("not a tournament")
+    res = runner.invoke(main, ["leaderboard", str(note)])
+    assert res.exit_code == 2 and "expected a tournament's output directory" in res.stderr
+
+
+def test_leaderboard_csv_that_cannot_be_written(plugin, write_league, tmp_path) -> None:
+    path = write_league(LEAGUE)
+    runner = CliRunner()
+    assert runner.invoke(main, ["tournament", str(path), "-q"]).exit_code == 0
+    res = runner.invoke(main, ["leaderboard", str(path), "--csv", str(path / "board.csv")])  # under a file
+    assert res.exit_code == 2 and "cannot write" in res.stderr and "Traceback" not in res.output, res.output
 
 
 def test_empty_glob_warns_and_plays(plugin, write_league) -> None:

@@ -118,3 +118,41 @@ def test_actions_reach_the_right_env_and_side() -> None:
         trig_missiles = r.missiles_p1 if r.p1 == 1 else r.missiles_p2
         idle_missiles = r.missiles_p2 if r.p1 == 1 else r.missiles_p1
         assert trig_missiles > 0 and idle_missiles == 0
+
+
+
+class Memory(Pursuer):
+    """Remembers where it was in each env. Within a battle it moves at most ~0.01 of the arena per step; a
+    bigger jump is a new battle's spawn, so a jump in an env it was not reset for means that reset(mask)
+    was missed or cleared other envs."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.last: torch.Tensor | None = None
+        self.fresh: torch.Tensor | None = None
+        self.resets = 0
+
+    def reset(self, env_mask=None) -> None:
+        if env_mask is None or self.last is None:
+            self.last = self.fresh = None
+            return
+        self.resets += int(env_mask.sum())
+        self.fresh = self.fresh | env_mask
+
+    def act(self, observation):
+        pos = torch.stack([observation["x"], observation["y"]], 1)
+        if self.last is not None:
+            stale = ~self.fresh & ((pos - self.last).abs().amax(1) > 0.05)
+            if bool(stale.any()):
+                raise AssertionError(f"memory of a finished battle kept in env(s) {stale.nonzero().flatten().tolist()}")
+        self.last, self.fresh = pos, torch.zeros(pos.shape[0], dtype=torch.bool)
+        return super().act(observation)
+
+
+def test_per_env_memory_is_cleared_when_a_slot_starts_its_next_game() -> None:
+    agents = [Memory(fire_km=8.0), Memory(fire_km=25.0), Idle()]
+    sink, stats, us = run(agents, games=8, max_envs=3)  # few slots: each plays several games back to back
+    assert stats.forfeits == 0, [r.forfeit_reason for r in sink.results if r.forfeit][:1]
+    assert stats.games == total_games(us)
+    for agent in agents[:2]:
+        assert agent.resets >= 8 * 2  # at least every game it played ended with a reset of its env

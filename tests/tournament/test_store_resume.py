@@ -93,3 +93,30 @@ def test_games_per_pairing_change_and_env_mismatch(write_league, registry) -> No
 def test_missing_database(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="no results database"):
         rebuild_report(tmp_path)
+
+
+def test_env_settings_may_change_while_no_game_is_stored(write_league, registry) -> None:
+    run_tournament(load_config(write_league(LEAGUE)), registry=registry, progress=False, max_batches=0)
+    report = run_tournament(load_config(write_league(LEAGUE, env={"max_time": 30.0})), registry=registry,
+                            progress=False)
+    assert report.run["played"] == 3 * 4
+
+
+def test_unusable_output_is_a_store_error_and_is_left_alone(tmp_path: Path, write_league, registry) -> None:
+    (tmp_path / "taken").write_text("a file, not a folder")
+    with pytest.raises(StoreError, match="cannot be used as the results database"):
+        run_tournament(load_config(write_league(LEAGUE, output="taken")), registry=registry, progress=False)
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "results.sqlite").write_text("garbage")
+    with pytest.raises(StoreError, match="not a database"):
+        run_tournament(load_config(write_league(LEAGUE, output="corrupt")), registry=registry, progress=False)
+    assert (corrupt / "results.sqlite").read_text() == "garbage"
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    with sqlite3.connect(foreign / "results.sqlite") as conn:
+        conn.execute("CREATE TABLE notes (text)")
+    with pytest.raises(StoreError, match="not an arena results database"):
+        rebuild_report(foreign)
+    with sqlite3.connect(foreign / "results.sqlite") as conn:
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("notes",)]

@@ -48,6 +48,10 @@ class CrankAgent(BaseAgent):
         self.params = dict(fire_range_frac=fire_range_frac, fire_angle_deg=fire_angle_deg, cooldown_s=cooldown_s,
                            crank_angle_deg=crank_angle_deg, crank_s=crank_s, defend_range_m=defend_range_m,
                            defend_exit_margin_m=defend_exit_margin_m, turn_gain=turn_gain, throttle=throttle)
+        not_numbers = [f"{k}={v!r}" for k, v in self.params.items()
+                       if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)]
+        if not_numbers:  # a tournament file's `params: {cooldown_s: "10"}`
+            raise ValueError(f"expected numbers, got {', '.join(not_numbers)}")
         checks = {
             "fire_range_frac": 0.0 < fire_range_frac <= 1.5,
             "fire_angle_deg": 0.0 < fire_angle_deg <= 180.0,

@@ -108,6 +108,8 @@ def test_parameters_make_variants_and_bad_ones_are_refused():
     assert "fire_range_frac=0.5" in repr(agent)
     with pytest.raises(ValueError, match="fire_angle_deg"):
         CrankAgent.create(fire_angle_deg=-1.0)
+    with pytest.raises(ValueError, match="expected numbers, got cooldown_s='10'"):
+        CrankAgent.create(cooldown_s="10")
 
 
 def test_meets_the_agent_contract():

@@ -32,8 +32,11 @@ class PlaceholderAgent(BaseAgent):
                  seed: int = 0, fire_prob: float = 0.003) -> None:
         # Keyword parameters come from `create(**params)`: a tournament file's `params:` mapping.
         super().__init__(device, env_config)  # sets self.device, self.env_config, self.training
-        if not 0.0 <= fire_prob <= 1.0:
-            raise ValueError(f"fire_prob must be in [0, 1], got {fire_prob}")
+        # Check parameters here, so that a bad one stops a tournament before it starts.
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
+        if isinstance(fire_prob, bool) or not isinstance(fire_prob, (int, float)) or not 0.0 <= fire_prob <= 1.0:
+            raise ValueError(f"fire_prob must be a number in [0, 1], got {fire_prob!r}")
         self.seed = seed
         self.fire_prob = fire_prob
         self._generator: torch.Generator | None = None

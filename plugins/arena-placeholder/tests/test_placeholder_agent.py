@@ -1,7 +1,8 @@
-"""Tests of the placeholder plugin — the three checks every agent plugin should copy."""
+"""Tests of the placeholder plugin — the checks every agent plugin should copy."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from arena.agents import agent_registry
@@ -29,3 +30,10 @@ def test_same_seed_same_actions():
     a.reset()  # a full reset replays the stream
     assert torch.equal(a.act(obs)["rudder"], first["rudder"])
     assert not torch.equal(PlaceholderAgent(seed=4).act(obs)["rudder"], first["rudder"])
+
+
+def test_bad_parameters_are_refused_when_built():
+    """A tournament builds every agent before its first game: a typo in `params` stops it there."""
+    for params in ({"seed": "7"}, {"seed": 1.5}, {"fire_prob": 2.0}, {"fire_prob": "often"}):
+        with pytest.raises(ValueError):
+            PlaceholderAgent(**params)
