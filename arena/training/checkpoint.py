@@ -1,0 +1,123 @@
+"""Checkpoint files: written atomically, read back without unpickling arbitrary objects.
+
+A checkpoint is a plain dict of tensors, numbers, strings and containers, so
+``torch.load(path, weights_only=True)`` accepts it and a file from an untrusted source cannot run
+code. Every arena checkpoint names the agent that wrote it (``"agent"``) and its layout
+(``"format_version"``); that is how ``arena play run/ckpt.pt`` finds the class to load it with.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+    from arena.env import EnvConfig
+
+CHECKPOINT_PATTERN = re.compile(r"^ckpt_(\d+)\.pt$")
+REQUIRED_KEYS = ("agent", "format_version")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is missing, unreadable, or not what the caller expected; the message names the file."""
+
+
+def checkpoint_name(step: int) -> str:
+    """File name of the checkpoint taken after ``step`` environment steps; sorts by step."""
+    return f"ckpt_{int(step):09d}.pt"
+
+
+def checkpoint_step(path: str | os.PathLike[str]) -> int | None:
+    """The step encoded in a checkpoint file name, or None for other names."""
+    match = CHECKPOINT_PATTERN.match(Path(path).name)
+    return int(match.group(1)) if match else None
+
+
+def list_checkpoints(directory: str | os.PathLike[str]) -> list[Path]:
+    """This run's checkpoints in ``directory``, oldest first (temp files of unfinished writes excluded)."""
+    root = Path(directory)
+    if not root.is_dir():
+        return []
+    found = [(checkpoint_step(p), p) for p in root.iterdir() if p.is_file()]
+    return [p for step, p in sorted((s, p) for s, p in found if s is not None)]
+
+
+def save_checkpoint(payload: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write ``payload`` to ``path`` atomically.
+
+    The data goes to a temporary file in the same directory, is flushed to disk, and only then
+    replaces ``path``: a crash or Ctrl-C mid-write leaves the previous file intact and never a
+    truncated one that a resume or a self-play opponent pool would choke on.
+    """
+    import torch
+
+    missing = [k for k in REQUIRED_KEYS if k not in payload]
+    if missing:
+        raise ValueError(f"checkpoint payload lacks {missing}; "
+                         "every arena checkpoint names its agent and format version")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            torch.save(dict(payload), handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def load_checkpoint(path: str | os.PathLike[str], *, map_location: "str | torch.device" = "cpu",
+                    expect_agent: str | None = None, max_version: int | None = None) -> dict[str, Any]:
+    """Read a checkpoint with ``weights_only=True`` and check that it is an arena checkpoint.
+
+    ``expect_agent`` refuses a file written by another agent; ``max_version`` refuses a layout newer
+    than the reader understands. Every failure is a :class:`CheckpointError` naming the file.
+    """
+    import torch
+
+    file = Path(path)
+    if not file.exists():
+        raise CheckpointError(f"checkpoint {file}: no such file")
+    if not file.is_file():
+        raise CheckpointError(f"checkpoint {file}: not a file")
+    try:
+        data = torch.load(file, map_location=map_location, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file; all mean "unreadable"
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(f"checkpoint {file}: not a readable torch checkpoint ({reason[:200]})") from exc
+    if not isinstance(data, dict) or any(k not in data for k in REQUIRED_KEYS):
+        raise CheckpointError(f"checkpoint {file}: not an arena checkpoint (expected a dict with keys "
+                              f"{list(REQUIRED_KEYS)}; is it a file from another tool?)")
+    if expect_agent is not None and data["agent"] != expect_agent:
+        raise CheckpointError(f"checkpoint {file}: written by agent {data['agent']!r}, not {expect_agent!r}")
+    version = data["format_version"]
+    if max_version is not None and (not isinstance(version, int) or version > max_version):
+        raise CheckpointError(f"checkpoint {file}: format version {version!r} is newer than this reader "
+                              f"understands (<= {max_version}); upgrade the plugin that wrote it")
+    return data
+
+
+def load_agent_checkpoint(path: str | os.PathLike[str], device: "str | torch.device" = "cpu",
+                          env_config: "EnvConfig | None" = None) -> Any:
+    """Build the agent a checkpoint was written by, through the agent registry (no plugin is named here)."""
+    from arena.agents import UnknownNameError, agent_registry
+
+    data = load_checkpoint(path)
+    try:
+        cls = agent_registry().get(str(data["agent"]))
+    except UnknownNameError as exc:
+        raise CheckpointError(f"checkpoint {path}: {exc}") from exc
+    loader = getattr(cls, "load", None)
+    if loader is None:
+        raise CheckpointError(f"checkpoint {path}: agent {data['agent']!r} cannot load checkpoints")
+    return loader(str(path), device=device, env_config=env_config)

@@ -1,0 +1,46 @@
+"""Ctrl-C during training: finish the update in progress, save, then stop.
+
+The first SIGINT only raises a flag that the training loop checks after each update, so the
+checkpoint it writes is a consistent one (no half-collected rollout) and ``--resume`` continues
+exactly. A second Ctrl-C interrupts at once (``KeyboardInterrupt``), for when waiting is not an option.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+
+class StopRequest:
+    """Context manager installing the two-stage SIGINT handler (main thread only; a no-op elsewhere)."""
+
+    def __init__(self,
+                 message: str = "stopping after this update and saving a checkpoint (Ctrl-C again to abort)") -> None:
+        self.requested = False
+        self.message = message
+        self._previous: Any = None
+        self._installed = False
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print(f"\n{self.message}", file=sys.stderr, flush=True)
+
+    def request(self) -> None:
+        """Ask the loop to stop at its next check (tests, budgets)."""
+        self.requested = True
+
+    def __enter__(self) -> "StopRequest":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+            self._installed = False

@@ -1,0 +1,408 @@
+"""Opponent pools: who the learner plays against, in which envs.
+
+``--vs`` specs read ``NAME[=WEIGHT]``: an agent name (``crank``), a frozen checkpoint
+(``ckpt:runs/a/ckpt_000500000.pt``), or ``self`` — this run's own past checkpoints, drawn by
+prioritized fictitious self-play (PFSP). The batch of envs is cut into contiguous slices, one per
+opponent, sized by weight, so every opponent acts once per step on its whole slice.
+
+The learner is always p1 here: each player sees the world from its own side, so a policy trained as
+p1 plays p2 just as well.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from arena.training.checkpoint import list_checkpoints
+
+if TYPE_CHECKING:
+    import torch
+
+OpponentKind = Literal["agent", "checkpoint", "self"]
+SELF = "self"
+CKPT_PREFIX = "ckpt:"
+
+
+class OpponentSpecError(ValueError):
+    """A ``--vs`` value that cannot be understood."""
+
+
+@dataclass(frozen=True)
+class OpponentSpec:
+    """One parsed ``--vs`` entry."""
+
+    kind: OpponentKind
+    target: str  # agent name, checkpoint path, or "self"
+    weight: float = 1.0
+
+    @property
+    def label(self) -> str:
+        """Short name for logs and metric columns."""
+        if self.kind == "checkpoint":
+            return f"ckpt:{Path(self.target).stem}"
+        return self.target
+
+    def __str__(self) -> str:
+        head = CKPT_PREFIX + self.target if self.kind == "checkpoint" else self.target
+        return head if self.weight == 1.0 else f"{head}={self.weight:g}"
+
+
+def parse_opponent_spec(text: str) -> OpponentSpec:
+    """Parse ``NAME[=WEIGHT]``; the weight is a positive finite number (default 1)."""
+    raw = text.strip()
+    if not raw:
+        raise OpponentSpecError("empty --vs value; expected NAME[=WEIGHT], "
+                                "e.g. crank, placeholder=0.2, ckpt:PATH, self")
+    name, weight = raw, 1.0
+    if "=" in raw:
+        name, _, wtext = raw.rpartition("=")
+        try:
+            weight = float(wtext)
+        except ValueError:
+            raise OpponentSpecError(f"--vs {text!r}: weight {wtext!r} is not a number; "
+                                    "expected NAME[=WEIGHT]") from None
+        if not math.isfinite(weight) or weight <= 0:
+            raise OpponentSpecError(f"--vs {text!r}: weight must be a positive number, got {wtext}")
+        name = name.strip()
+    if not name:
+        raise OpponentSpecError(f"--vs {text!r}: missing opponent name before '='")
+    if name.startswith(CKPT_PREFIX):
+        path = name[len(CKPT_PREFIX):]
+        if not path:
+            raise OpponentSpecError(f"--vs {text!r}: ckpt: needs a path, e.g. ckpt:runs/a/ckpt_000500000.pt")
+        return OpponentSpec("checkpoint", path, weight)
+    if name == SELF:
+        return OpponentSpec("self", SELF, weight)
+    if any(ch in name for ch in "/\\") or name.endswith(".pt"):
+        raise OpponentSpecError(f"--vs {text!r}: looks like a path; write ckpt:{name} for a checkpoint opponent")
+    return OpponentSpec("agent", name, weight)
+
+
+def parse_opponent_specs(texts: Iterable[str]) -> list[OpponentSpec]:
+    """Parse every ``--vs`` value; the same opponent twice is refused (give it a weight instead)."""
+    specs = [parse_opponent_spec(t) for t in texts]
+    if not specs:
+        raise OpponentSpecError("no opponent: give at least one --vs")
+    seen: set[tuple[str, str]] = set()
+    for spec in specs:
+        key = (spec.kind, spec.target)
+        if key in seen:
+            raise OpponentSpecError(f"--vs {spec.label} given twice; use one entry with a weight (NAME=WEIGHT)")
+        seen.add(key)
+    return specs
+
+
+def split_envs(weights: Sequence[float], num_envs: int) -> list[int]:
+    """Env counts proportional to ``weights`` (largest remainder), each at least 1, summing to ``num_envs``."""
+    if not weights:
+        raise ValueError("no weights to split envs by")
+    if num_envs < len(weights):
+        raise OpponentSpecError(f"{len(weights)} opponents need at least {len(weights)} envs, "
+                                f"got --num-envs {num_envs}")
+    total = float(sum(weights))
+    spare = num_envs - len(weights)  # everyone gets one env first
+    exact = [spare * w / total for w in weights]
+    counts = [int(math.floor(x)) for x in exact]
+    order = sorted(range(len(weights)), key=lambda i: (-(exact[i] - counts[i]), i))
+    for i in order[: spare - sum(counts)]:
+        counts[i] += 1
+    return [c + 1 for c in counts]
+
+
+# -- per-env memory of opponents, for exact resume ------------------------------------------------
+
+def capture_agent_memory(agent: object) -> dict[str, Any]:
+    """What an opponent remembers between steps (cooldowns, state machines, random generators).
+
+    Agents that define ``get_state()``/``set_state()`` decide themselves. Otherwise the tensors and
+    ``torch.Generator`` states among the agent's own attributes are taken: that is where a vectorized
+    rule-based agent keeps its per-env memory, and restoring it makes a resumed run continue exactly.
+    """
+    import torch
+
+    getter = getattr(agent, "get_state", None)
+    if callable(getter):
+        return {"custom": getter()}
+    memory: dict[str, Any] = {}
+    for name, value in vars(agent).items():
+        if isinstance(value, torch.Tensor):
+            memory[f"tensor:{name}"] = value.detach().clone()
+        elif isinstance(value, torch.Generator):
+            memory[f"generator:{name}"] = value.get_state()
+    return memory
+
+
+def restore_agent_memory(agent: object, memory: dict[str, Any]) -> None:
+    """Put back what :func:`capture_agent_memory` took."""
+    import torch
+
+    if "custom" in memory:
+        agent.set_state(memory["custom"])  # type: ignore[attr-defined]
+        return
+    for key, value in memory.items():
+        kind, _, name = key.partition(":")
+        if kind == "tensor":
+            current = getattr(agent, name, None)
+            device = current.device if isinstance(current, torch.Tensor) else value.device
+            setattr(agent, name, value.to(device))
+        elif kind == "generator":
+            current = getattr(agent, name, None)
+            if not isinstance(current, torch.Generator):  # created lazily by the agent: create it now
+                current = torch.Generator(device=getattr(agent, "device", "cpu"))
+                setattr(agent, name, current)
+            current.set_state(value)
+
+
+# -- prioritized fictitious self-play -------------------------------------------------------------
+
+@dataclass
+class Record:
+    """Games the learner played against one past checkpoint, from the learner's side."""
+
+    wins: float = 0.0
+    draws: float = 0.0
+    losses: float = 0.0
+
+    @property
+    def games(self) -> float:
+        return self.wins + self.draws + self.losses
+
+    def win_probability(self) -> float:
+        """Learner's score against it, with a uniform prior so an unplayed checkpoint reads 0.5."""
+        return (self.wins + 0.5 * self.draws + 1.0) / (self.games + 2.0)
+
+
+@dataclass
+class SelfPlayPool:
+    """This run's past checkpoints, sampled with priority to those the learner beats least.
+
+    The PFSP weighting ``(1 - p)^power`` (p = learner's estimated score against a checkpoint)
+    concentrates play on opponents that still give trouble while every checkpoint keeps a little
+    probability (``floor``), so forgotten skills get re-tested. New checkpoints are picked up by
+    :meth:`refresh`, which the trainer calls at the start of each rollout.
+    """
+
+    directory: Path
+    loader: Callable[[Path], Any]  # checkpoint path -> frozen agent in eval mode
+    power: float = 2.0
+    floor: float = 0.05
+    cache_size: int = 8
+    records: dict[str, Record] = field(default_factory=dict)  # file name -> record
+    _cache: "OrderedDict[str, Any]" = field(default_factory=OrderedDict)
+
+    def refresh(self) -> None:
+        for path in list_checkpoints(self.directory):
+            self.records.setdefault(path.name, Record())
+
+    def weights(self) -> dict[str, float]:
+        return {name: max((1.0 - rec.win_probability()) ** self.power, self.floor) for name,
+                rec in self.records.items()}
+
+    def sample(self, count: int, generator: "torch.Generator") -> list[str]:
+        """``count`` checkpoint names drawn by PFSP weight (with replacement); empty when none exist yet."""
+        import torch
+
+        weights = self.weights()
+        if not weights:
+            return []
+        names = list(weights)
+        probs = torch.tensor([weights[n] for n in names], dtype=torch.float64)
+        picks = torch.multinomial(probs, count, replacement=True, generator=generator)
+        return [names[i] for i in picks.tolist()]
+
+    def agent(self, name: str) -> Any:
+        if name in self._cache:
+            self._cache.move_to_end(name)
+            return self._cache[name]
+        agent = self.loader(self.directory / name)
+        self._cache[name] = agent
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return agent
+
+    def record(self, name: str, wins: float, draws: float, losses: float) -> None:
+        rec = self.records.setdefault(name, Record())
+        rec.wins += wins
+        rec.draws += draws
+        rec.losses += losses
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"records": {n: [r.wins, r.draws, r.losses] for n, r in self.records.items()}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.records = {n: Record(*map(float, v)) for n, v in state.get("records", {}).items()}
+
+
+# -- the pool -------------------------------------------------------------------------------------
+
+@dataclass
+class Slot:
+    """A contiguous slice of envs played by one opponent agent."""
+
+    group: int
+    start: int
+    stop: int
+    agent: Any = None
+    checkpoint: str | None = None  # self-play: file name of the snapshot playing here
+
+    @property
+    def size(self) -> int:
+        return self.stop - self.start
+
+
+@dataclass
+class Tally:
+    wins: float = 0.0
+    draws: float = 0.0
+    losses: float = 0.0
+
+    @property
+    def games(self) -> float:
+        return self.wins + self.draws + self.losses
+
+
+class OpponentPool:
+    """Acts for p2 in every env: each slot's agent on its slice of envs.
+
+    ``make_agent(spec)`` builds fixed opponents (agent names, frozen checkpoints); ``self_play`` serves
+    the ``self`` entry, whose envs are shared among up to ``self_slots`` snapshots re-drawn at each
+    :meth:`begin_rollout`. Until this run has written a checkpoint, ``self`` plays ``snapshot()``, a
+    frozen copy of the learner as it is now.
+    """
+
+    def __init__(self, specs: Sequence[OpponentSpec], num_envs: int, make_agent: Callable[[OpponentSpec], Any],
+                 self_play: SelfPlayPool | None = None, snapshot: Callable[[], Any] | None = None,
+                 self_slots: int = 4) -> None:
+        if any(s.kind == "self" for s in specs) and (self_play is None or snapshot is None):
+            raise ValueError("a 'self' opponent needs a SelfPlayPool and a snapshot function")
+        self.specs = list(specs)
+        self.num_envs = num_envs
+        self.self_play = self_play
+        self.snapshot = snapshot
+        self.counts = split_envs([s.weight for s in self.specs], num_envs)
+        self.slots: list[Slot] = []
+        start = 0
+        for g, (spec, count) in enumerate(zip(self.specs, self.counts)):
+            if spec.kind == "self":
+                pieces = split_envs([1.0] * min(self_slots, count), count)
+                for piece in pieces:
+                    self.slots.append(Slot(g, start, start + piece))
+                    start += piece
+            else:
+                self.slots.append(Slot(g, start, start + count, agent=make_agent(spec)))
+                start += count
+        self._fallback: Any = None
+        self.tallies = [Tally() for _ in self.specs]
+
+    @property
+    def labels(self) -> list[str]:
+        return [s.label for s in self.specs]
+
+    def group_slices(self) -> list[tuple[OpponentSpec, int, int]]:
+        """(spec, first env, end env) of each ``--vs`` entry."""
+        out, start = [], 0
+        for spec, count in zip(self.specs, self.counts):
+            out.append((spec, start, start + count))
+            start += count
+        return out
+
+    def begin_rollout(self, generator: "torch.Generator") -> None:
+        """Pick up new checkpoints and redraw the self-play snapshots (PFSP)."""
+        self_slots = [s for s in self.slots if self.specs[s.group].kind == "self"]
+        if not self_slots:
+            return
+        assert self.self_play is not None and self.snapshot is not None
+        self.self_play.refresh()
+        names = self.self_play.sample(len(self_slots), generator)
+        if not names:
+            if self._fallback is None:
+                self._fallback = self.snapshot()
+            for slot in self_slots:
+                slot.agent, slot.checkpoint = self._fallback, None
+            return
+        self._fallback = None
+        for slot, name in zip(self_slots, names):
+            self.assign(slot, name)
+
+    def assign(self, slot: Slot, name: str) -> None:
+        assert self.self_play is not None
+        slot.agent, slot.checkpoint = self.self_play.agent(name), name
+        reset = getattr(slot.agent, "reset", None)
+        if callable(reset):
+            reset(None)
+
+    def act(self, observation: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
+        """p2's action for every env, each slot's agent acting on its slice."""
+        import torch
+
+        if len(self.slots) == 1:
+            return self.slots[0].agent.act(observation)
+        parts = [slot.agent.act({k: v[slot.start:slot.stop] for k, v in observation.items()}) for slot in self.slots]
+        return {key: torch.cat([p[key] for p in parts]) for key in parts[0]}
+
+    def reset(self, env_mask: "torch.Tensor | None" = None) -> None:
+        for slot in self.slots:
+            reset = getattr(slot.agent, "reset", None)
+            if callable(reset):
+                reset(None if env_mask is None else env_mask[slot.start:slot.stop])
+
+    def record(self, wins: "torch.Tensor", draws: "torch.Tensor", losses: "torch.Tensor") -> None:
+        """Credit finished games ([N] counts per env, learner's side) to opponents and snapshots."""
+        import torch
+
+        stacked = torch.stack([wins, draws, losses]).float()
+        sums = torch.stack([stacked[:, s.start:s.stop].sum(-1) for s in self.slots]).cpu().tolist()
+        for slot, (w, d, l) in zip(self.slots, sums):
+            tally = self.tallies[slot.group]
+            tally.wins += w
+            tally.draws += d
+            tally.losses += l
+            if slot.checkpoint is not None and self.self_play is not None:
+                self.self_play.record(slot.checkpoint, w, d, l)
+
+    def take_tallies(self) -> list[Tally]:
+        """Per-opponent results since the last call."""
+        out, self.tallies = self.tallies, [Tally() for _ in self.specs]
+        return out
+
+    # -- resume -----------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "specs": [str(s) for s in self.specs],
+            "slots": [{"checkpoint": s.checkpoint,
+                       "memory": capture_agent_memory(s.agent) if s.agent is not None else {}}
+                      for s in self.slots],
+            "self_play": self.self_play.state_dict() if self.self_play is not None else None,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore snapshots, PFSP records and opponents' per-env memory; the specs must match."""
+        specs = [str(s) for s in self.specs]
+        if state.get("specs") != specs:
+            raise ValueError(f"the run was trained --vs {' '.join(state.get('specs') or [])}; "
+                             f"now --vs {' '.join(specs)}")
+        if self.self_play is not None and state.get("self_play"):
+            self.self_play.load_state_dict(state["self_play"])
+        for slot, saved in zip(self.slots, state["slots"]):
+            if saved.get("checkpoint"):
+                if not (self.self_play is not None and (self.self_play.directory / saved["checkpoint"]).exists()):
+                    continue  # the snapshot file is gone: the slot gets a fresh draw at the next rollout
+                self.assign(slot, saved["checkpoint"])
+            elif self.specs[slot.group].kind == "self":
+                if self._fallback is None and self.snapshot is not None:
+                    self._fallback = self.snapshot()
+                slot.agent = self._fallback
+            if slot.agent is not None and saved.get("memory"):
+                restore_agent_memory(slot.agent, saved["memory"])
+
+
+def describe_split(pool: OpponentPool) -> str:
+    """``crank 768 envs, self 256 envs`` for the start-up banner."""
+    return ", ".join(f"{spec.label} {stop - start} envs" for spec, start, stop in pool.group_slices())
+

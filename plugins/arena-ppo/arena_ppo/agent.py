@@ -1,0 +1,164 @@
+"""PPOAgent: the trained policy as an arena agent (``ppo``, or ``ppo:PATH`` to load a checkpoint).
+
+Train mode samples (squashed-Gaussian rudder, Bernoulli fire); eval mode is deterministic —
+``tanh(mean)`` and fire when p > 0.5 — which is how `arena play` and tournaments use it. Throttle is
+always full (seed 000). Observations are scaled with the normalizer statistics saved in the
+checkpoint, so a policy sees the same inputs in evaluation as in training.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from arena.agents import BaseAgent
+from arena.training.checkpoint import CheckpointError, load_checkpoint
+
+from arena_ppo.config import NetworkConfig
+
+if TYPE_CHECKING:  # torch loads when an agent is built, not when `arena agents` lists this class
+    import torch
+
+    from arena.env import EnvConfig
+    from arena_ppo.modules import PolicyOutput
+
+FORMAT_VERSION = 1
+
+
+class PPOAgent(BaseAgent):
+    """Actor-critic policy with its observation (and optional value) normalizers."""
+
+    name: ClassVar[str] = "ppo"
+    aliases: ClassVar[tuple[str, ...]] = ()
+    description: ClassVar[str] = "PPO policy (squashed-Gaussian rudder, Bernoulli fire); ppo:PATH loads a checkpoint"
+
+    def __init__(self, device: "str | torch.device" = "cpu", env_config: "EnvConfig | None" = None,
+                 network: NetworkConfig | dict[str, Any] | None = None, obs_norm: bool = True,
+                 privileged_critic: bool = False, value_norm: bool = False) -> None:
+        from arena.env.observations import obs_keys
+
+        from arena_ppo.modules import ActorCritic, RunningNormalizer, ValueNormalizer
+
+        super().__init__(device=device, env_config=env_config)
+        self.obs_keys = obs_keys(self.env_config)
+        net = NetworkConfig.from_dict(network) if isinstance(network, dict) else (network or NetworkConfig())
+        net.obs_dim = len(self.obs_keys)
+        if privileged_critic:
+            from arena.env.observations import global_state_size
+
+            net.critic_obs_dim = global_state_size(self.env_config)
+        else:
+            net.critic_obs_dim = net.obs_dim
+        self.network = net
+        self.privileged_critic = privileged_critic
+        self.model = ActorCritic(net).to(self.device)
+        self.obs_normalizer = RunningNormalizer(net.obs_dim).to(self.device) if obs_norm else None
+        self.critic_normalizer = (RunningNormalizer(net.critic_obs_dim).to(self.device)
+                                  if obs_norm and privileged_critic else None)
+        self.value_normalizer = ValueNormalizer().to(self.device) if value_norm else None
+        self.model.eval()
+
+    # -- acting -----------------------------------------------------------------------------------
+
+    def features(self, observation: "dict[str, torch.Tensor]") -> "torch.Tensor":
+        """The actor's input: the observation stacked in canonical order and normalized."""
+        from arena.env import obs_vector
+
+        x = obs_vector(observation, self.obs_keys)
+        return self.obs_normalizer(x) if self.obs_normalizer is not None else x
+
+    def critic_features(self, observation: "torch.Tensor", global_state: "torch.Tensor | None") -> "torch.Tensor":
+        if not self.privileged_critic:
+            return observation
+        if global_state is None:
+            raise ValueError("this agent's critic reads the global state; pass env.global_state(player)")
+        return self.critic_normalizer(global_state) if self.critic_normalizer is not None else global_state
+
+    def policy(self, features: "torch.Tensor", generator: "torch.Generator | None" = None) -> "PolicyOutput":
+        return self.model.act(features, deterministic=not self.training, generator=generator)
+
+    def value(self, critic_features: "torch.Tensor") -> "torch.Tensor":
+        """V(s) in return units (undoing value normalization)."""
+        v = self.model.value(critic_features)
+        return self.value_normalizer.denormalize(v) if self.value_normalizer is not None else v
+
+    def act(self, observation: "dict[str, torch.Tensor]") -> "dict[str, torch.Tensor]":
+        import torch
+
+        with torch.no_grad():
+            out = self.policy(self.features(observation))
+        return {"rudder": out.rudder, "throttle": torch.ones_like(out.rudder), "fire": out.fire > 0.5}
+
+    def train(self, mode: bool = True) -> "PPOAgent":
+        super().train(mode)
+        self.model.train(mode)
+        return self
+
+    def to(self, device: "str | torch.device") -> "PPOAgent":
+        super().to(device)
+        for module in (self.model, self.obs_normalizer, self.critic_normalizer, self.value_normalizer):
+            if module is not None:
+                module.to(self.device)
+        return self
+
+    # -- checkpoints ------------------------------------------------------------------------------
+
+    def options(self) -> dict[str, Any]:
+        return {"obs_norm": self.obs_normalizer is not None, "privileged_critic": self.privileged_critic,
+                "value_norm": self.value_normalizer is not None}
+
+    def weights(self) -> dict[str, Any]:
+        """Network weights and normalizer statistics: everything needed to act and to evaluate the critic."""
+        out: dict[str, Any] = {"model": self.model.state_dict()}
+        for key in ("obs_normalizer", "critic_normalizer", "value_normalizer"):
+            module = getattr(self, key)
+            if module is not None:
+                out[key] = module.state_dict()
+        return out
+
+    def checkpoint(self, **extra: Any) -> dict[str, Any]:
+        """A weights_only-loadable checkpoint dict; ``extra`` adds trainer state (optimizer, counters, RNG)."""
+        net = asdict(self.network)
+        net["actor_hidden"], net["critic_hidden"] = list(net["actor_hidden"]), list(net["critic_hidden"])
+        return {"format_version": FORMAT_VERSION, "agent": self.name, "network": net, "options": self.options(),
+                "env_config": self.env_config.to_dict(), **self.weights(), **extra}
+
+    def load_weights(self, data: dict[str, Any]) -> None:
+        self.model.load_state_dict(data["model"])
+        for key in ("obs_normalizer", "critic_normalizer", "value_normalizer"):
+            module = getattr(self, key)
+            if module is not None:
+                if key not in data:
+                    raise KeyError(key)
+                module.load_state_dict(data[key])
+
+    @classmethod
+    def load(cls, checkpoint: str | os.PathLike[str] | dict[str, Any], device: "str | torch.device" = "cpu",
+             env_config: "EnvConfig | None" = None) -> "PPOAgent":
+        """Rebuild an agent from a checkpoint file (or its loaded dict), in eval mode.
+
+        Without ``env_config`` the env settings saved in the checkpoint are used; with one, its
+        observation mode must match what the network was trained on.
+        """
+        from arena.env import EnvConfig
+
+        where = "checkpoint" if isinstance(checkpoint, dict) else f"checkpoint {checkpoint}"
+        data = checkpoint if isinstance(checkpoint, dict) else load_checkpoint(checkpoint, expect_agent=cls.name,
+                                                                               max_version=FORMAT_VERSION)
+        if data.get("agent") != cls.name:
+            raise CheckpointError(f"{where}: written by agent {data.get('agent')!r}, not {cls.name!r}")
+        try:
+            saved_env = EnvConfig.from_dict(data["env_config"])
+            if env_config is not None and env_config.obs_mode != saved_env.obs_mode:
+                raise CheckpointError(f"{where}: trained with obs_mode={saved_env.obs_mode!r}, but the env uses "
+                                      f"obs_mode={env_config.obs_mode!r}")
+            agent = cls(device=device, env_config=env_config or saved_env, network=dict(data["network"]),
+                        **data["options"])
+            agent.load_weights(data)
+        except CheckpointError:
+            raise
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            raise CheckpointError(f"{where}: damaged or incompatible PPO checkpoint "
+                                  f"({type(exc).__name__}: {exc})") from exc
+        return agent.eval()

@@ -1,0 +1,123 @@
+"""The PPO update (cleanrl's checklist; seed 000 §4): pure tensors in, losses out.
+
+The runner owns the envs, I/O and schedules; this class only turns a filled
+:class:`~arena_ppo.storage.RolloutStorage` into gradient steps, so it can be tested on a hand-made
+rollout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from arena_ppo.config import PPOConfig
+from arena_ppo.modules import ActorCritic, ValueNormalizer
+from arena_ppo.storage import RolloutStorage
+
+LR_MIN, LR_MAX = 1e-5, 1e-2  # bounds of the adaptive learning rate
+
+
+def gaussian_kl(mean_old: torch.Tensor, log_std_old: torch.Tensor, mean: torch.Tensor,
+                log_std: torch.Tensor) -> torch.Tensor:
+    """KL(old ‖ new) of the pre-squash Gaussians — equal to the KL of the squashed ones (tanh is a bijection)."""
+    var_old, var = torch.exp(2 * log_std_old), torch.exp(2 * log_std)
+    return log_std - log_std_old + (var_old + (mean_old - mean).square()) / (2 * var) - 0.5
+
+
+def bernoulli_kl(logit_old: torch.Tensor, logit: torch.Tensor) -> torch.Tensor:
+    p_old = torch.sigmoid(logit_old)
+    log_p, log_q = nn.functional.logsigmoid(logit_old), nn.functional.logsigmoid(logit)
+    log_1p, log_1q = nn.functional.logsigmoid(-logit_old), nn.functional.logsigmoid(-logit)
+    return p_old * (log_p - log_q) + (1 - p_old) * (log_1p - log_1q)
+
+
+class PPO:
+    """Clipped-surrogate PPO with the optional pieces of seeds 001/003/004 behind config flags."""
+
+    def __init__(self, model: ActorCritic, cfg: PPOConfig, value_normalizer: ValueNormalizer | None = None) -> None:
+        self.model = model
+        self.cfg = cfg
+        self.value_normalizer = value_normalizer
+        self.learning_rate = cfg.learning_rate
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
+
+    def set_learning_rate(self, lr: float) -> None:
+        self.learning_rate = float(lr)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate
+
+    def loss(self, batch: dict[str, torch.Tensor],
+             advantages: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Total loss of one minibatch (a scalar that back-propagates) and its parts, detached."""
+        cfg = self.cfg
+        log_prob, entropy, mean, log_std, logit = self.model.evaluate(batch["obs"], batch["u"], batch["fire"])
+        log_ratio = log_prob - batch["log_prob"]
+        ratio = torch.exp(log_ratio)
+        surrogate = -advantages * ratio
+        clipped = -advantages * ratio.clamp(1 - cfg.clip_epsilon, 1 + cfg.clip_epsilon)
+        policy_loss = torch.max(surrogate, clipped).mean()
+
+        value = self.model.value(batch["critic_obs"])
+        returns, old_value = batch["returns"], batch["value"]
+        if self.value_normalizer is not None:  # compare in the critic's normalized units
+            returns, old_value = self.value_normalizer.normalize(returns), self.value_normalizer.normalize(old_value)
+        if cfg.clip_value_loss:
+            value_clipped = old_value + (value - old_value).clamp(-cfg.clip_epsilon, cfg.clip_epsilon)
+            value_loss = torch.max((value - returns).square(), (value_clipped - returns).square()).mean()
+        else:
+            value_loss = (value - returns).square().mean()
+
+        entropy_mean = entropy.mean()
+        total = policy_loss + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy_mean
+        with torch.no_grad():
+            parts = {
+                "policy_loss": policy_loss.detach(),
+                "value_loss": value_loss.detach(),
+                "entropy": entropy_mean.detach(),
+                "approx_kl": ((ratio - 1) - log_ratio).mean(),  # cleanrl's low-variance estimator
+                "clip_fraction": ((ratio - 1).abs() > cfg.clip_epsilon).float().mean(),
+                "kl": (gaussian_kl(batch["mean"], batch["log_std"], mean, log_std)
+                       + bernoulli_kl(batch["fire_logit"], logit)).mean(),
+            }
+        return total, parts
+
+    def update(self, storage: RolloutStorage, generator: torch.Generator | None = None) -> dict[str, float]:
+        """Epochs of minibatch steps over a filled storage; returns the mean of each loss part."""
+        cfg = self.cfg
+        if self.value_normalizer is not None:
+            self.value_normalizer.update(storage.returns.reshape(-1, 1))
+        adv_all = storage.advantages
+        if cfg.normalize_advantages:
+            storage.advantages = (adv_all - adv_all.mean()) / (adv_all.std() + 1e-8)
+        sums: dict[str, torch.Tensor] = {}
+        batches = 0
+        self.model.train()
+        for batch in storage.mini_batches(cfg.batch_size, cfg.n_epochs, generator):
+            loss, parts = self.loss(batch, batch["advantages"])
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+            self.optimizer.step()
+            if cfg.lr_schedule == "adaptive":  # rsl_rl: keep the KL near its target, per minibatch
+                kl = float(parts["kl"])
+                if kl > 2.0 * cfg.desired_kl:
+                    self.set_learning_rate(max(LR_MIN, self.learning_rate / 1.5))
+                elif 0.0 < kl < cfg.desired_kl / 2.0:
+                    self.set_learning_rate(min(LR_MAX, self.learning_rate * 1.5))
+            for key, value in parts.items():
+                sums[key] = sums.get(key, 0.0) + value
+            batches += 1
+        storage.advantages = adv_all
+        out = {key: float(value) / max(batches, 1) for key, value in sums.items()}
+        out.pop("kl", None)
+        out["learning_rate"] = self.learning_rate
+        return out
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"optimizer": self.optimizer.state_dict(), "learning_rate": self.learning_rate}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.set_learning_rate(state["learning_rate"])

@@ -1,0 +1,12 @@
+"""Networks and normalizers."""
+
+from arena_ppo.modules.actor_critic import (
+    Actor, ActorCritic, Critic, PolicyOutput, bernoulli_log_prob, gaussian_log_prob, squash_correction,
+    squashed_log_prob,
+)
+from arena_ppo.modules.normalizer import RunningNormalizer, ValueNormalizer
+
+__all__ = [
+    "Actor", "ActorCritic", "Critic", "PolicyOutput", "RunningNormalizer", "ValueNormalizer", "bernoulli_log_prob",
+    "gaussian_log_prob", "squash_correction", "squashed_log_prob",
+]

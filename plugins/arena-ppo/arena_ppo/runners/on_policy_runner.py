@@ -1,0 +1,366 @@
+"""The training loop (rsl_rl's OnPolicyRunner): collect, compute returns, update, log, save, evaluate.
+
+The runner owns everything stateful about a run — env, opponents, counters, random generators,
+output files — so that a checkpoint holds all of it and ``--resume`` continues bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from arena.env import EnvConfig, TensorEnv, WorldState, obs_vector, resolve_device
+from arena.progress import Progress
+from arena.training import (
+    MetricLogger, OpponentPool, OpponentSpec, SelfPlayPool, StopRequest, checkpoint_name, evaluate,
+    parse_opponent_specs, save_checkpoint, tensorboard_writer, to_plain, write_config,
+)
+
+from arena_ppo.agent import PPOAgent
+from arena_ppo.algorithms import PPO
+from arena_ppo.config import TrainConfig
+from arena_ppo.storage import RolloutStorage, Transition
+
+RewardFn = Callable[..., torch.Tensor]
+METRIC_KEYS = ("episode_return", "episode_length", "policy_loss", "value_loss", "entropy", "approx_kl",
+               "clip_fraction", "learning_rate", "win_rate")
+
+
+@dataclass
+class Counters:
+    env_steps: int = 0
+    updates: int = 0
+    episodes: int = 0
+    last_save: int = 0  # env_steps at the last checkpoint
+    last_log: int = 0
+    last_eval: int = 0
+    elapsed: float = 0.0  # training wall time before this process (resumed runs)
+
+
+class OnPolicyRunner:
+    """One PPO run against an opponent pool.
+
+    ``make_opponent(spec)`` builds a fixed opponent for a ``--vs`` entry; ``reward_fn`` is the
+    shaping added to the env reward; ``on_checkpoint(path, step, metrics)`` observes every
+    checkpoint (the ``arena_checkpoint_saved`` hook).
+    """
+
+    def __init__(self, cfg: TrainConfig, out_dir: Path, make_opponent: Callable[[OpponentSpec], Any],
+                 reward_fn: RewardFn | None = None,
+                 on_checkpoint: Callable[[str, int, dict[str, float]], None] | None = None,
+                 console: Callable[[str], None] | None = print, progress: bool = True) -> None:
+        run, ppo = cfg.run, cfg.ppo
+        self.cfg = cfg
+        self.out_dir = Path(out_dir)
+        self.device = resolve_device(run.device)
+        self.reward_fn = reward_fn
+        self.on_checkpoint = on_checkpoint
+        self.console = console
+        self.show_progress = progress
+        self.make_opponent = make_opponent
+        self.counters = Counters()
+        self.last_metrics: dict[str, float] = {}
+
+        if run.threads > 0:
+            torch.set_num_threads(run.threads)
+        torch.manual_seed(run.seed)  # network initialization
+        self.env_config = EnvConfig(obs_mode=run.obs_mode)  # type: ignore[arg-type]
+        self.agent = PPOAgent(self.device, self.env_config, network=cfg.network, obs_norm=run.obs_norm,
+                              privileged_critic=run.privileged_critic, value_norm=ppo.value_norm)
+        cfg.network = self.agent.network  # resolved input sizes, for config.yaml
+        self.algorithm = PPO(self.agent.model, ppo, self.agent.value_normalizer)
+        self.env = TensorEnv(run.num_envs, self.device, seed=run.seed, config=self.env_config)
+        # Separate streams, so evaluation or a new opponent never shifts the training randomness.
+        self.action_generator = torch.Generator(device=self.device)
+        self.action_generator.manual_seed(run.seed + 1)
+        self.shuffle_generator = torch.Generator()
+        self.shuffle_generator.manual_seed(run.seed + 2)
+
+        self.specs = parse_opponent_specs(run.vs)
+        self_play = SelfPlayPool(self.out_dir,
+                                 self._load_snapshot) if any(s.kind == "self" for s in self.specs) else None
+        self.pool = OpponentPool(self.specs, run.num_envs, make_opponent, self_play=self_play,
+                                 snapshot=self._snapshot, self_slots=run.self_slots)
+        self.storage = RolloutStorage(ppo.n_steps, run.num_envs, self.agent.network.obs_dim,
+                                      self.agent.network.critic_obs_dim if run.privileged_critic else None, self.device)
+        self.obs = self.env.reset()
+        self._eval_opponents: dict[str, Any] = {}
+
+    # -- opponents from this run ------------------------------------------------------------------
+
+    def _load_snapshot(self, path: Path) -> PPOAgent:
+        return PPOAgent.load(path, device=self.device, env_config=self.env_config)
+
+    def _snapshot(self) -> PPOAgent:
+        """A frozen copy of the learner as it is now (self-play before the first checkpoint)."""
+        return PPOAgent.load(self.agent.checkpoint(), device=self.device, env_config=self.env_config)
+
+    # -- collection -------------------------------------------------------------------------------
+
+    def _critic_input(self, features: torch.Tensor) -> torch.Tensor:
+        if not self.agent.privileged_critic:
+            return features
+        state = self.env.global_state("p1")
+        if self.agent.critic_normalizer is not None:
+            self.agent.critic_normalizer.update(state)
+        return self.agent.critic_features(features, state)
+
+    @torch.no_grad()
+    def collect(self) -> dict[str, float]:
+        """Fill the storage with one rollout; returns episode statistics of the episodes that ended in it."""
+        agent, env, storage = self.agent, self.env, self.storage
+        n = env.num_envs
+        agent.train(True)
+        self.pool.begin_rollout(self.shuffle_generator)
+        stat_names = ("done", "ret", "len", "win", "draw", "loss", "missiles")
+        stats = {k: torch.zeros(n, device=self.device) for k in stat_names}
+        keys = agent.obs_keys
+        storage.clear()
+        for _ in range(storage.n_steps):
+            raw = obs_vector(self.obs["p1"], keys)
+            if agent.obs_normalizer is not None:
+                agent.obs_normalizer.update(raw)
+                features = agent.obs_normalizer(raw)
+            else:
+                features = raw
+            critic_in = self._critic_input(features)
+            out = agent.policy(features, self.action_generator)
+            value = agent.value(critic_in)
+            action = {"rudder": out.rudder, "throttle": torch.ones_like(out.rudder), "fire": out.fire > 0.5}
+            opponent_action = self.pool.act(self.obs["p2"])
+            next_obs, rewards, dones, infos = env.step(action, opponent_action)
+
+            reward = rewards["p1"]
+            final_p1 = infos["final_obs"]["p1"]  # = next obs where the episode goes on
+            if self.reward_fn is not None:
+                reward = reward + self.reward_fn(self.obs["p1"], final_p1, rewards["p1"], dones, infos)
+            truncated = infos["truncated"]
+            if agent.privileged_critic:
+                # The final global state is gone after the auto-reset; V(s_t) stands in for V(s_T).
+                final_value = value
+            else:
+                final_raw = obs_vector(final_p1, keys)
+                final_features = agent.obs_normalizer(final_raw) if agent.obs_normalizer is not None else final_raw
+                final_value = agent.value(final_features)
+            storage.add(Transition(
+                obs=features, critic_obs=critic_in if agent.privileged_critic else None, u=out.u, fire=out.fire,
+                log_prob=out.log_prob, value=value, reward=reward, done=dones,
+                bootstrap=torch.where(truncated, final_value, torch.zeros_like(final_value)),
+                mean=out.mean, log_std=out.log_std, fire_logit=out.fire_logit,
+            ))
+
+            done_f = dones.float()
+            winner = infos["winner"]
+            episode = infos["episode"]
+            stats["done"] += done_f
+            stats["ret"] += episode["return"]["p1"] * done_f
+            stats["len"] += episode["length"] * done_f
+            stats["missiles"] += episode["missiles_fired"]["p1"] * done_f
+            stats["win"] += (winner == 1).float()
+            stats["loss"] += (winner == 2).float()
+            stats["draw"] += (dones & (winner == 0)).float()
+            self.pool.reset(dones)
+            self.obs = next_obs
+
+        raw = obs_vector(self.obs["p1"], keys)
+        features = agent.obs_normalizer(raw) if agent.obs_normalizer is not None else raw
+        last_values = agent.value(self._critic_input_no_update(features))
+        storage.compute_returns(last_values, self.cfg.ppo.gamma, self.cfg.ppo.gae_lambda)
+        self.pool.record(stats["win"], stats["draw"], stats["loss"])
+        totals = {k: float(v) for k, v in zip(stats, torch.stack(list(stats.values())).sum(-1).tolist())}
+        self.counters.env_steps += n * storage.n_steps
+        self.counters.episodes += int(totals["done"])
+        episodes = totals["done"]
+        if episodes == 0:
+            nan = float("nan")
+            return {"episode_return": nan, "episode_length": nan, "win_rate": nan, "draw_rate": nan,
+                    "missiles_fired": nan, "episodes": 0.0}
+        return {"episode_return": totals["ret"] / episodes, "episode_length": totals["len"] / episodes,
+                "win_rate": totals["win"] / episodes, "draw_rate": totals["draw"] / episodes,
+                "missiles_fired": totals["missiles"] / episodes, "episodes": episodes}
+
+    def _critic_input_no_update(self, features: torch.Tensor) -> torch.Tensor:
+        if not self.agent.privileged_critic:
+            return features
+        return self.agent.critic_features(features, self.env.global_state("p1"))
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def schedule_learning_rate(self) -> None:
+        ppo = self.cfg.ppo
+        if ppo.lr_schedule == "linear":
+            frac = max(0.0, 1.0 - self.counters.env_steps / max(self.cfg.run.max_steps, 1))
+            self.algorithm.set_learning_rate(ppo.learning_rate * frac)
+
+    def learn(self, stop: StopRequest | None = None, max_time: float | None = None) -> dict[str, float]:
+        """Run updates until ``max_steps`` env steps (or ``max_time`` seconds of this process); a rollout once
+        started is always finished and used. Saves a final checkpoint; returns the last metrics."""
+        run = self.cfg.run
+        stop = stop or StopRequest()
+        self.prepare_outputs()
+        start = time.perf_counter()
+        start_steps = self.counters.env_steps
+        # The meter counts this session's steps, so its rate and ETA stay right on a resumed run.
+        meter = Progress(max(run.max_steps - start_steps, 1), unit="steps", label="ppo", enabled=self.show_progress)
+        try:
+            while self.counters.env_steps < run.max_steps and not stop.requested:
+                if max_time is not None and time.perf_counter() - start >= max_time:
+                    break
+                self.schedule_learning_rate()
+                t0 = time.perf_counter()
+                episode_stats = self.collect()
+                t1 = time.perf_counter()
+                losses = self.algorithm.update(self.storage, self.shuffle_generator)
+                t2 = time.perf_counter()
+                self.counters.updates += 1
+                steps = self.storage.n_steps * self.env.num_envs
+                wall = time.perf_counter() - start
+                metrics = {"step": self.counters.env_steps, "update": self.counters.updates,
+                           "time": round(self.counters.elapsed + wall, 3),
+                           **{k: episode_stats[k] for k in ("episode_return", "episode_length")},
+                           **{k: losses[k] for k in METRIC_KEYS[2:8]},
+                           "win_rate": episode_stats["win_rate"], "draw_rate": episode_stats["draw_rate"],
+                           "missiles_fired": episode_stats["missiles_fired"], "episodes": episode_stats["episodes"],
+                           "sps": steps / max(t2 - t0, 1e-9), "collect_sps": steps / max(t1 - t0, 1e-9)}
+                if len(self.specs) > 1:
+                    for spec, tally in zip(self.specs, self.pool.take_tallies()):
+                        metrics[f"win_rate_{spec.label}"] = tally.wins / tally.games if tally.games else float("nan")
+                else:
+                    self.pool.take_tallies()
+                self.last_metrics = metrics
+                self.metrics_log.log(metrics, step=self.counters.env_steps)
+                first = self.counters.env_steps - steps == start_steps
+                if first or self.counters.env_steps - self.counters.last_log >= run.log_interval:
+                    self.counters.last_log = self.counters.env_steps
+                    self._console(metrics)
+                meter.total = max(meter.total, self.counters.env_steps - start_steps)  # the last rollout may overshoot
+                meter.update(self.counters.env_steps - start_steps, win=metrics["win_rate"], draw=metrics["draw_rate"],
+                             ret=metrics["episode_return"])
+                for key in METRIC_KEYS[2:8]:
+                    if not math.isfinite(metrics[key]):
+                        raise FloatingPointError(f"{key} is {metrics[key]} at update {self.counters.updates}; "
+                                                 f"lower --learning-rate or enable --clip-value-loss")
+                if self.counters.env_steps - self.counters.last_save >= run.save_interval:
+                    self.save()
+                eval_every = run.eval_interval or run.save_interval
+                if run.eval_games > 0 and self.counters.env_steps - self.counters.last_eval >= eval_every:
+                    self.evaluate()
+        except KeyboardInterrupt:
+            self._echo("interrupted: saving the learner's weights as they are (the rollout in progress is lost)")
+            self.counters.elapsed += time.perf_counter() - start
+            self.save()
+            meter.close()
+            raise
+        self.counters.elapsed += time.perf_counter() - start
+        if run.eval_games > 0 and self.counters.updates > 0 and self.counters.last_eval != self.counters.env_steps:
+            self.evaluate()  # the final weights always get a deterministic evaluation
+        if self.counters.last_save != self.counters.env_steps or self.counters.updates == 0:
+            self.save()
+        meter.close()
+        self.metrics_log.close()
+        return self.last_metrics
+
+    def evaluate(self) -> dict[str, float]:
+        """Deterministic games against each fixed opponent, logged to eval.csv as win/draw/loss fractions."""
+        run = self.cfg.run
+        self.counters.last_eval = self.counters.env_steps
+        row: dict[str, float] = {"step": self.counters.env_steps, "update": self.counters.updates}
+        with torch.random.fork_rng(devices=[]):
+            for spec in self.specs:
+                if spec.kind == "self":
+                    continue
+                opponent = self._eval_opponents.get(spec.label)
+                if opponent is None:
+                    opponent = self._eval_opponents[spec.label] = self.make_opponent(spec)
+                result = evaluate(self.agent, opponent, run.eval_games, env_config=self.env_config, device=self.device,
+                                  seed=run.seed + 10_000)
+                row.update(result.as_row(spec.label))
+                self._echo(f"eval vs {spec.label} after {self.counters.env_steps:,} steps: "
+                           f"{result.wins}W {result.draws}D {result.losses}L of {result.games} (deterministic)")
+        self.agent.train(True)
+        self.eval_log.log(row, step=self.counters.env_steps, prefix="eval/")
+        self.last_metrics.update({k: v for k, v in row.items() if k.startswith("eval_")})
+        return row
+
+    # -- outputs ----------------------------------------------------------------------------------
+
+    def prepare_outputs(self) -> None:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        write_config(self.out_dir / "config.yaml", {**to_plain(self.cfg), "env": self.env_config.to_dict(),
+                                                     "device": str(self.device)})
+        tb = tensorboard_writer(self.out_dir / "tensorboard")
+        self.metrics_log = MetricLogger(self.out_dir / "metrics.csv", tensorboard=tb)
+        self.eval_log = MetricLogger(self.out_dir / "eval.csv", tensorboard=tb)
+
+    def _echo(self, text: str) -> None:
+        if self.console is not None:
+            self.console(text)
+
+    def _console(self, m: dict[str, float]) -> None:
+        self._echo(f"update {m['update']:>5}  steps {m['step']:>11,}  sps {m['sps']:>7,.0f}  win {m['win_rate']:.3f}  "
+                   f"draw {m['draw_rate']:.3f}  return {m['episode_return']:+.3f}  length {m['episode_length']:.0f}  "
+                   f"pl {m['policy_loss']:+.4f}  vl {m['value_loss']:.4f}  ent {m['entropy']:.3f}  "
+                   f"kl {m['approx_kl']:.4f}  clip {m['clip_fraction']:.3f}  lr {m['learning_rate']:.2e}")
+
+    # -- checkpoints ------------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """Everything beyond the agent's weights that an exact resume needs."""
+        env = self.env
+        env_state = {"generator": env.generator.get_state(),
+                     "world": {k: v.clone() for k, v in asdict_tensors(env.state).items()}}
+        for private in ("_ep_return", "_ep_missiles"):  # episode accumulators: only statistics depend on them
+            if isinstance(getattr(env, private, None), torch.Tensor):
+                env_state[private] = getattr(env, private).clone()
+        rng: dict[str, Any] = {"torch": torch.get_rng_state(), "action": self.action_generator.get_state(),
+                               "shuffle": self.shuffle_generator.get_state()}
+        if self.device.type == "cuda":
+            rng["cuda"] = torch.cuda.get_rng_state(self.device)
+        return {"algorithm": self.algorithm.state_dict(), "counters": asdict(self.counters), "rng": rng,
+                "env": env_state, "opponents": self.pool.state_dict(), "config": to_plain(self.cfg),
+                "metrics": {k: float(v) for k, v in self.last_metrics.items()}}
+
+    def save(self) -> Path:
+        self.counters.last_save = self.counters.env_steps
+        path = self.out_dir / checkpoint_name(self.counters.env_steps)
+        save_checkpoint(self.agent.checkpoint(**self.state()), path)
+        if self.on_checkpoint is not None:
+            self.on_checkpoint(str(path), self.counters.env_steps, dict(self.last_metrics))
+        return path
+
+    def restore(self, data: dict[str, Any]) -> None:
+        """Continue from a checkpoint written by :meth:`save` (weights, optimizer, LR, normalizers,
+        counters, RNG streams, env world and generator, opponents' memory)."""
+        self.agent.load_weights(data)
+        self.algorithm.load_state_dict(data["algorithm"])
+        self.counters = Counters(**data["counters"])
+        self.last_metrics = dict(data.get("metrics", {}))
+        rng = data["rng"]
+        torch.set_rng_state(rng["torch"])
+        self.action_generator.set_state(rng["action"])
+        self.shuffle_generator.set_state(rng["shuffle"])
+        if "cuda" in rng and self.device.type == "cuda":
+            torch.cuda.set_rng_state(rng["cuda"], self.device)
+        env_state = data["env"]
+        world = env_state["world"]
+        if world["x"].shape[0] != self.env.num_envs:
+            raise ValueError(f"the checkpoint ran {world['x'].shape[0]} envs; --num-envs is {self.env.num_envs}")
+        self.env.generator.set_state(env_state["generator"])
+        self.env.state = WorldState(**{k: v.to(self.device) for k, v in world.items()})
+        for private in ("_ep_return", "_ep_missiles"):
+            if private in env_state and isinstance(getattr(self.env, private, None), torch.Tensor):
+                setattr(self.env, private, env_state[private].to(self.device))
+        self.obs = self.env.observe()
+        self.pool.load_state_dict(data["opponents"])
+
+
+def asdict_tensors(state: WorldState) -> dict[str, torch.Tensor]:
+    from dataclasses import fields
+
+    return {f.name: getattr(state, f.name) for f in fields(state)}

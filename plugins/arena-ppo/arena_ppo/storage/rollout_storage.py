@@ -1,0 +1,125 @@
+"""Rollout storage on the training device (rsl_rl's RolloutStorage, seed 000's RolloutBuffer).
+
+Tensors are ``[n_steps, num_envs, ...]`` and allocated once; ``add`` writes one step in place, so a
+rollout costs no allocation and no host round trip. Returns and advantages are computed in place by
+:func:`compute_gae`, with episodes cut off by the time limit bootstrapped rather than treated as
+terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Transition:
+    """One step of every env, as the runner hands it to the storage."""
+
+    obs: torch.Tensor  # [N, F] normalized actor input
+    critic_obs: torch.Tensor | None  # [N, C] critic input when it differs from obs (privileged critic)
+    u: torch.Tensor  # [N] pre-squash rudder
+    fire: torch.Tensor  # [N] {0., 1.}
+    log_prob: torch.Tensor  # [N]
+    value: torch.Tensor  # [N] V(s) in return units
+    reward: torch.Tensor  # [N]
+    done: torch.Tensor  # [N] bool, episode ended (terminated or truncated)
+    bootstrap: torch.Tensor  # [N] V(final obs) where the episode was truncated, else 0
+    mean: torch.Tensor  # [N] policy parameters at collection time, for the KL of the adaptive LR
+    log_std: torch.Tensor
+    fire_logit: torch.Tensor
+
+
+def compute_gae(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, last_values: torch.Tensor,
+                gamma: float, lam: float, bootstrap: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalized advantage estimation over ``[T, N]`` tensors; returns ``(advantages, returns)``.
+
+    ``dones[t]`` ends the episode after step t: nothing flows back from ``t+1`` (which already
+    belongs to the next episode). When the episode ended by the time limit, its true continuation
+    value is not zero: ``bootstrap[t] = V(final_obs)`` is then added as ``γ·V`` to the reward
+    (time-outs bootstrapped, not terminal).
+    """
+    steps = rewards.shape[0]
+    advantages = torch.zeros_like(rewards)
+    not_done = 1.0 - dones.float()
+    rewards = rewards if bootstrap is None else rewards + gamma * bootstrap
+    next_adv = torch.zeros_like(last_values)
+    next_value = last_values
+    for t in reversed(range(steps)):
+        delta = rewards[t] + gamma * next_value * not_done[t] - values[t]
+        next_adv = delta + gamma * lam * not_done[t] * next_adv
+        advantages[t] = next_adv
+        next_value = values[t]
+    return advantages, advantages + values
+
+
+class RolloutStorage:
+    """Fixed-size buffer of ``n_steps`` transitions of ``num_envs`` envs."""
+
+    def __init__(self, n_steps: int, num_envs: int, obs_dim: int, critic_obs_dim: int | None,
+                 device: torch.device | str) -> None:
+        self.n_steps, self.num_envs, self.device = n_steps, num_envs, torch.device(device)
+        f = dict(device=self.device, dtype=torch.float32)
+        shape = (n_steps, num_envs)
+        self.obs = torch.zeros(*shape, obs_dim, **f)
+        self.critic_obs = torch.zeros(*shape, critic_obs_dim, **f) if critic_obs_dim else None
+        self.u = torch.zeros(shape, **f)
+        self.fire = torch.zeros(shape, **f)
+        self.log_prob = torch.zeros(shape, **f)
+        self.value = torch.zeros(shape, **f)
+        self.reward = torch.zeros(shape, **f)
+        self.done = torch.zeros(shape, dtype=torch.bool, device=self.device)
+        self.bootstrap = torch.zeros(shape, **f)
+        self.mean = torch.zeros(shape, **f)
+        self.log_std = torch.zeros(shape, **f)
+        self.fire_logit = torch.zeros(shape, **f)
+        self.advantages = torch.zeros(shape, **f)
+        self.returns = torch.zeros(shape, **f)
+        self.step = 0
+
+    @property
+    def full(self) -> bool:
+        return self.step >= self.n_steps
+
+    def add(self, t: Transition) -> None:
+        if self.full:
+            raise RuntimeError(f"rollout storage is full ({self.n_steps} steps); call clear() after the update")
+        i = self.step
+        self.obs[i] = t.obs
+        if self.critic_obs is not None:
+            if t.critic_obs is None:
+                raise ValueError("this storage keeps a separate critic observation; the transition has none")
+            self.critic_obs[i] = t.critic_obs
+        for name in ("u", "fire", "log_prob", "value", "reward", "done", "bootstrap", "mean", "log_std", "fire_logit"):
+            getattr(self, name)[i] = getattr(t, name)
+        self.step += 1
+
+    def clear(self) -> None:
+        """Start a new rollout; tensors are overwritten, not reallocated."""
+        self.step = 0
+
+    def compute_returns(self, last_values: torch.Tensor, gamma: float, lam: float) -> None:
+        if not self.full:
+            raise RuntimeError(f"rollout incomplete: {self.step}/{self.n_steps} steps")
+        self.advantages, self.returns = compute_gae(self.reward, self.value, self.done, last_values, gamma, lam,
+                                                    self.bootstrap)
+
+    def mini_batches(self, batch_size: int, n_epochs: int, generator: torch.Generator | None = None
+                     ) -> Iterator[dict[str, torch.Tensor]]:
+        """Shuffled minibatches of ``batch_size`` transitions, ``n_epochs`` passes over the rollout.
+
+        A last partial batch is kept (merged into no other), so every sample is used each epoch.
+        """
+        total = self.n_steps * self.num_envs
+        flat = {name: getattr(self, name).reshape(total, *getattr(self, name).shape[2:])
+                for name in ("obs", "u", "fire", "log_prob", "value", "advantages", "returns", "mean", "log_std",
+                             "fire_logit")}
+        flat["critic_obs"] = (self.critic_obs.reshape(total, -1) if self.critic_obs is not None else flat["obs"])
+        size = max(1, min(batch_size, total))
+        for _ in range(n_epochs):
+            order = torch.randperm(total, generator=generator, device="cpu").to(self.device)
+            for start in range(0, total, size):
+                idx = order[start:start + size]
+                yield {name: value[idx] for name, value in flat.items()}

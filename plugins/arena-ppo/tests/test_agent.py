@@ -1,0 +1,60 @@
+"""PPOAgent: acting in train and eval mode, checkpoints, and loading through the registry."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from arena.env import EnvConfig, TensorEnv
+from arena.training import CheckpointError, load_agent_checkpoint, save_checkpoint
+from arena_ppo.agent import PPOAgent
+
+
+def observation(n: int = 6, mode: str = "default"):
+    return TensorEnv(n, "cpu", seed=3, config=EnvConfig(obs_mode=mode)).reset()["p1"]
+
+
+def test_act_ranges_and_modes():
+    torch.manual_seed(0)
+    agent = PPOAgent()
+    obs = observation()
+    action = agent.act(obs)  # eval mode by default: deterministic
+    assert set(action) == {"rudder", "throttle", "fire"}
+    assert action["fire"].dtype == torch.bool and torch.all(action["throttle"] == 1.0)
+    assert torch.equal(agent.act(obs)["rudder"], action["rudder"])
+    agent.train()
+    samples = torch.stack([agent.act(obs)["rudder"] for _ in range(20)])
+    assert samples.abs().max() <= 1.0 and samples.std(0).min() > 0  # stochastic in train mode
+
+
+def test_checkpoint_round_trip_weights_only(tmp_path):
+    torch.manual_seed(0)
+    agent = PPOAgent(env_config=EnvConfig(obs_mode="extended"), obs_norm=True, value_norm=True)
+    agent.obs_normalizer.update(torch.randn(100, 15) * 3 + 1)
+    path = save_checkpoint(agent.checkpoint(), tmp_path / "ckpt_000000001.pt")
+    data = torch.load(path, weights_only=True)
+    assert data["agent"] == "ppo" and data["format_version"] == 1 and data["network"]["obs_dim"] == 15
+    loaded = PPOAgent.load(path)
+    assert loaded.env_config.obs_mode == "extended" and not loaded.training
+    obs = observation(mode="extended")
+    assert torch.equal(loaded.act(obs)["rudder"], agent.act(obs)["rudder"])
+    assert torch.equal(loaded.obs_normalizer.mean, agent.obs_normalizer.mean)
+    via_registry = load_agent_checkpoint(path)  # what `arena play PATH.pt` relies on
+    assert isinstance(via_registry, PPOAgent)
+    with pytest.raises(CheckpointError, match="obs_mode='extended'"):
+        PPOAgent.load(path, env_config=EnvConfig())
+
+
+def test_corrupt_and_foreign_checkpoints_are_rejected(tmp_path):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match=r"bad\.pt"):
+        PPOAgent.load(bad)
+    foreign = save_checkpoint({"agent": "crank", "format_version": 1}, tmp_path / "crank.pt")
+    with pytest.raises(CheckpointError, match="written by agent 'crank', not 'ppo'"):
+        PPOAgent.load(foreign)
+    broken = PPOAgent().checkpoint()
+    del broken["model"]
+    path = save_checkpoint(broken, tmp_path / "broken.pt")
+    with pytest.raises(CheckpointError, match=r"broken\.pt: damaged or incompatible"):
+        PPOAgent.load(path)

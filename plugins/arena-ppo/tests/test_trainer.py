@@ -1,0 +1,112 @@
+"""`arena train ppo` end to end: the seed's smoke test, several env counts, exact resume, bad input."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from arena.cli import main
+from arena.training import list_checkpoints
+
+TINY = ["--n-steps", "16", "--batch-size", "64", "--n-epochs", "2", "--eval-games", "0", "--no-progress",
+        "--threads", "1"]
+
+
+def run(args, out=None):
+    result = CliRunner().invoke(main, ["train", "ppo", *args] + (["--out", str(out)] if out else []))
+    return result
+
+
+def rows(path):
+    return list(csv.DictReader(path.open()))
+
+
+def test_seed_smoke_test_finishes_exactly_one_update(tmp_path):
+    out = tmp_path / "run"
+    result = run(["--vs", "rule_based", "--reward", "zero", "--num-envs", "8", "--n-steps", "256", "--max-steps",
+                  "1000", "--eval-games", "16", "--no-progress", "--threads", "1"], out)
+    assert result.exit_code == 0, result.output
+    metrics = rows(out / "metrics.csv")
+    assert len(metrics) == 1 and int(metrics[0]["step"]) == 2048
+    for key in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "learning_rate"):
+        value = float(metrics[0][key])
+        assert math.isfinite(value) and -100 <= value <= 100, (key, value)
+    for key in ("episode_return", "episode_length", "win_rate"):
+        assert key in metrics[0]
+    ckpts = list_checkpoints(out)
+    assert [p.name for p in ckpts] == ["ckpt_000002048.pt"]
+    data = torch.load(ckpts[0], weights_only=True)
+    assert data["agent"] == "ppo" and data["counters"]["updates"] == 1
+    assert {"algorithm", "rng", "env", "opponents", "obs_normalizer"} <= set(data)
+    assert (out / "config.yaml").exists()
+    assert rows(out / "eval.csv")[0]["eval_rule_based_win"] != ""
+
+
+@pytest.mark.parametrize("num_envs, vs", [(1, ["crank"]), (3, ["crank", "placeholder=0.5"]), (33, ["self", "crank"])])
+def test_several_env_counts_and_pools(tmp_path, num_envs, vs):
+    args = ["--num-envs", str(num_envs), "--max-steps", str(num_envs * 16 * 2), *TINY]
+    for v in vs:
+        args += ["--vs", v]
+    result = run(args + ["--save-interval", str(num_envs * 16)], tmp_path)
+    assert result.exit_code == 0, result.output
+    assert len(rows(tmp_path / "metrics.csv")) == 2
+    assert len(list_checkpoints(tmp_path)) == 2
+
+
+@pytest.mark.parametrize("options", [[], ["--privileged-critic", "--value-norm", "--layer-norm", "--obs-mode",
+                                          "extended",
+                                          "--lr-schedule", "adaptive", "--clip-value-loss", "--no-obs-norm"]])
+def test_resume_continues_exactly(tmp_path, options):
+    common = ["--vs", "crank", "--vs", "placeholder=0.5", "--vs", "self=0.5", "--num-envs", "12", "--seed", "5",
+              "--save-interval", "192", "--reward", "pursuit", *TINY, *options]
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    assert run(common + ["--max-steps", "576"], straight).exit_code == 0  # three updates of 12 x 16 steps
+    assert run(common + ["--max-steps", "384"], split).exit_code == 0  # stop after two
+    resumed = run(["--resume", str(split / "ckpt_000000384.pt"), "--max-steps", "576", "--no-progress"])
+    assert resumed.exit_code == 0, resumed.output
+    a = torch.load(straight / "ckpt_000000576.pt", weights_only=True)
+    b = torch.load(split / "ckpt_000000576.pt", weights_only=True)
+    for key, value in a["model"].items():
+        assert torch.equal(value, b["model"][key]), key
+    assert a["algorithm"]["learning_rate"] == b["algorithm"]["learning_rate"]
+    for group_a, group_b in zip(a["algorithm"]["optimizer"]["state"].values(),
+                                b["algorithm"]["optimizer"]["state"].values()):
+        assert all(torch.equal(group_a[k], group_b[k]) for k in group_a)
+    assert torch.equal(a["env"]["world"]["x"], b["env"]["world"]["x"])
+    ra, rb = rows(straight / "metrics.csv"), rows(split / "metrics.csv")
+    assert len(rb) == 3
+    assert [r["policy_loss"] for r in ra] == [r["policy_loss"] for r in rb]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--resume", "missing.pt"], "missing.pt: no such file"),
+    (["--vs", "crank=x"], "not a number"),
+    (["--vs", "cranky"], "unknown agent 'cranky'; did you mean crank"),
+    (["--vs", "ckpt:nowhere.pt"], "nowhere.pt: no such file"),
+    (["--reward", "pursuitt"], "unknown reward 'pursuitt'; did you mean pursuit"),
+    (["--device", "cuda:7"], "cuda"),
+])
+def test_bad_input_is_one_clear_line(tmp_path, args, message):
+    result = run(args + ["--max-steps", "1"], tmp_path / "bad")
+    assert result.exit_code != 0
+    assert message in result.output and "Traceback" not in result.output
+    assert not isinstance(result.exception, (AssertionError, TypeError, KeyError, AttributeError))
+
+
+def test_resume_rejects_foreign_file_and_structural_changes(tmp_path):
+    foreign = tmp_path / "f.pt"
+    torch.save({"weights": torch.zeros(1)}, foreign)
+    result = run(["--resume", str(foreign)])
+    assert result.exit_code != 0 and "not an arena checkpoint" in result.output
+    assert run(["--num-envs", "4", "--max-steps", "64", "--vs", "crank", *TINY], tmp_path / "r").exit_code == 0
+    result = run(["--resume", str(tmp_path / "r" / "ckpt_000000064.pt"), "--num-envs", "8"])
+    assert result.exit_code != 0 and "cannot change --num-envs" in result.output
+
+
+def test_unknown_trainer_suggests():
+    result = CliRunner().invoke(main, ["train", "ppp"])
+    assert result.exit_code != 0 and "did you mean ppo" in result.output

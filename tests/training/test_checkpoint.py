@@ -1,0 +1,97 @@
+"""Checkpoint files: atomic writes, weights_only reads, clear errors for bad files."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from arena.training import (
+    CheckpointError, checkpoint_name, checkpoint_step, list_checkpoints, load_checkpoint, save_checkpoint,
+)
+
+
+def payload(**extra):
+    return {"agent": "ppo", "format_version": 1, "weights": {"w": torch.arange(4.0)}, "rng": torch.get_rng_state(),
+            **extra}
+
+
+def test_round_trip_is_weights_only_loadable(tmp_path):
+    path = save_checkpoint(payload(step=7), tmp_path / "run" / checkpoint_name(7))
+    data = torch.load(path, weights_only=True)
+    assert data["step"] == 7 and torch.equal(data["weights"]["w"], torch.arange(4.0))
+    assert load_checkpoint(path, expect_agent="ppo", max_version=1)["agent"] == "ppo"
+    assert [p.name for p in (tmp_path / "run").iterdir()] == ["ckpt_000000007.pt"]  # no temp file left
+
+
+def test_names_sort_by_step_and_temp_files_are_ignored(tmp_path):
+    for step in (1200, 30, 5):
+        save_checkpoint(payload(), tmp_path / checkpoint_name(step))
+    (tmp_path / ".ckpt_000009999.pt.abc.tmp").write_bytes(b"partial")
+    (tmp_path / "notes.txt").write_text("x")
+    assert [checkpoint_step(p) for p in list_checkpoints(tmp_path)] == [5, 30, 1200]
+
+
+def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
+    target = tmp_path / "ckpt.pt"
+    save_checkpoint(payload(step=1), target)
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", boom)
+    with pytest.raises(OSError):
+        save_checkpoint(payload(step=2), target)
+    assert load_checkpoint(target)["step"] == 1
+    assert list(tmp_path.iterdir()) == [target]
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(CheckpointError, match=r"nope\.pt: no such file"):
+        load_checkpoint(tmp_path / "nope.pt")
+
+
+def test_corrupt_file(tmp_path):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"\x00garbage" * 10)
+    with pytest.raises(CheckpointError, match=r"bad\.pt: not a readable torch checkpoint"):
+        load_checkpoint(bad)
+
+
+def test_truncated_file(tmp_path):
+    path = save_checkpoint(payload(), tmp_path / "t.pt")
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(CheckpointError, match="not a readable torch checkpoint"):
+        load_checkpoint(path)
+
+
+class Evil:
+    def __reduce__(self):
+        return (print, ("pwned",))
+
+
+def test_pickled_objects_are_refused(tmp_path):
+    path = tmp_path / "evil.pt"
+    torch.save({"agent": "ppo", "format_version": 1, "x": Evil()}, path)
+    with pytest.raises(CheckpointError, match="evil.pt"):
+        load_checkpoint(path)
+
+
+def test_foreign_checkpoint(tmp_path):
+    path = tmp_path / "model.pt"
+    torch.save({"state_dict": {"w": torch.zeros(2)}}, path)
+    with pytest.raises(CheckpointError, match=r"model\.pt: not an arena checkpoint"):
+        load_checkpoint(path)
+
+
+def test_other_agent_and_newer_version(tmp_path):
+    path = save_checkpoint({"agent": "other", "format_version": 1}, tmp_path / "o.pt")
+    with pytest.raises(CheckpointError, match="written by agent 'other', not 'ppo'"):
+        load_checkpoint(path, expect_agent="ppo")
+    path = save_checkpoint({"agent": "ppo", "format_version": 9}, tmp_path / "n.pt")
+    with pytest.raises(CheckpointError, match="format version 9 is newer"):
+        load_checkpoint(path, max_version=1)
+
+
+def test_payload_must_name_agent_and_version(tmp_path):
+    with pytest.raises(ValueError, match="agent"):
+        save_checkpoint({"weights": 1}, tmp_path / "x.pt")
