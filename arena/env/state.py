@@ -1,4 +1,4 @@
-"""The batched world state: every field is a tensor whose first dimension is the env index.
+"""The batched world state: aircraft fields are [N, 2] tensors (env, player), missile fields [M, N, 2].
 
 Player index 0 is p1, 1 is p2. Coordinates are kept as separate x and y tensors rather than a
 trailing dimension of 2: reductions over a size-2 axis are slow, plain element-wise arithmetic is not.
@@ -6,9 +6,7 @@ trailing dimension of 2: reductions over a size-2 axis are slow, plain element-w
 Missiles live in fixed slots laid out ``[slot, env, target]``: ``[:, :, j]`` are the missiles chasing
 aircraft ``j``, fired by the other one. Slot first keeps every per-aircraft quantity ([N, 2]) a cheap
 leading-dimension broadcast against the missiles, and slot ``k`` holds the shooter's ``k``-th launch
-of the episode, so an aircraft never has more missiles in the air than it carried. Missiles live in fixed slots ``[env, owner, slot]``; slot ``k`` holds
-the owner's ``k``-th launch of the episode, so an aircraft can never have more missiles in the air
-than it carried.
+of the episode, so an aircraft never has more missiles in the air than it carried.
 """
 
 from __future__ import annotations

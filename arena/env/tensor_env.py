@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import torch
@@ -144,6 +145,34 @@ class TensorEnv:
         }
         rewards = {"p1": reward[:, 0], "p2": reward[:, 1]}
         return obs, rewards, dones, infos
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything that decides the env's future: world state, generator and episode accumulators.
+
+        Plain tensors only, so a checkpoint holding it loads with ``torch.load(..., weights_only=True)``;
+        :meth:`load_state_dict` on an env of the same size and config continues bit for bit.
+        """
+        return {
+            "num_envs": self.num_envs,
+            "world": {f.name: getattr(self.state, f.name).clone() for f in fields(self.state)},
+            "generator": self.generator.get_state(),
+            "episode_return": self._ep_return.clone(),
+            "episode_missiles": self._ep_missiles.clone(),
+        }
+
+    def load_state_dict(self, data: dict[str, Any]) -> Obs:
+        """Restore what :meth:`state_dict` saved; returns the current observation."""
+        if int(data["num_envs"]) != self.num_envs:
+            raise ValueError(f"env state is for {int(data['num_envs'])} envs; this env has {self.num_envs}")
+        names = {f.name for f in fields(WorldState)}
+        if set(data["world"]) != names:
+            raise ValueError(f"env state has fields {sorted(data['world'])}; expected {sorted(names)}")
+        self.state = WorldState(**{k: v.to(self.device) for k, v in data["world"].items()})
+        self.generator.set_state(data["generator"])
+        self._ep_return = data["episode_return"].to(self.device)
+        self._ep_missiles = data["episode_missiles"].to(self.device)
+        self._has_reset = True
+        return self.observe()
 
     # -- internals --------------------------------------------------------------------------------
 

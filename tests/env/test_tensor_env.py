@@ -289,3 +289,24 @@ def test_config_from_dict_validates() -> None:
         EnvConfig.from_dict({"max_time": float("inf")})
     with pytest.raises(ValueError, match="obs_mode"):
         EnvConfig(obs_mode="full")  # type: ignore[arg-type]
+
+
+def test_state_dict_round_trip_continues_bit_for_bit() -> None:
+    n = 16
+    env = TensorEnv(n, seed=9)
+    env.reset()
+    gen = torch.Generator().manual_seed(4)
+    for _ in range(40):
+        env.step(random_actions(n, gen, 0.1), random_actions(n, gen, 0.1))
+    saved = env.state_dict()
+    copy = TensorEnv(n, seed=123)
+    copy.load_state_dict(saved)
+    for _ in range(200):  # long enough for episodes to end and auto-reset from the generator
+        a1, a2 = random_actions(n, gen, 0.1), random_actions(n, gen, 0.1)
+        o, r, d, i = env.step(a1, a2)
+        co, cr, cd, ci = copy.step(a1, a2)
+        assert torch.equal(obs_vector(o["p1"]), obs_vector(co["p1"]))
+        assert torch.equal(r["p2"], cr["p2"]) and torch.equal(d, cd)
+        assert torch.equal(i["episode"]["return"]["p1"], ci["episode"]["return"]["p1"])
+    with pytest.raises(ValueError, match="16 envs"):
+        TensorEnv(8).load_state_dict(saved)

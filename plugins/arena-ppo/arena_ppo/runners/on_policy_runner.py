@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from arena.env import EnvConfig, TensorEnv, WorldState, obs_vector, resolve_device
+from arena.env import EnvConfig, TensorEnv, obs_vector, resolve_device
 from arena.progress import Progress
 from arena.training import (
     MetricLogger, OpponentPool, OpponentSpec, SelfPlayPool, StopRequest, checkpoint_name, evaluate,
@@ -207,7 +207,8 @@ class OnPolicyRunner:
         start = time.perf_counter()
         start_steps = self.counters.env_steps
         # The meter counts this session's steps, so its rate and ETA stay right on a resumed run.
-        meter = Progress(max(run.max_steps - start_steps, 1), unit="steps", label="ppo", enabled=self.show_progress)
+        meter = Progress(max(run.max_steps - start_steps, 1), unit="steps", label="ppo", enabled=self.show_progress,
+                         time_limit=max_time)
         try:
             while self.counters.env_steps < run.max_steps and not stop.requested:
                 if max_time is not None and time.perf_counter() - start >= max_time:
@@ -312,18 +313,12 @@ class OnPolicyRunner:
 
     def state(self) -> dict[str, Any]:
         """Everything beyond the agent's weights that an exact resume needs."""
-        env = self.env
-        env_state = {"generator": env.generator.get_state(),
-                     "world": {k: v.clone() for k, v in asdict_tensors(env.state).items()}}
-        for private in ("_ep_return", "_ep_missiles"):  # episode accumulators: only statistics depend on them
-            if isinstance(getattr(env, private, None), torch.Tensor):
-                env_state[private] = getattr(env, private).clone()
         rng: dict[str, Any] = {"torch": torch.get_rng_state(), "action": self.action_generator.get_state(),
                                "shuffle": self.shuffle_generator.get_state()}
         if self.device.type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
         return {"algorithm": self.algorithm.state_dict(), "counters": asdict(self.counters), "rng": rng,
-                "env": env_state, "opponents": self.pool.state_dict(), "config": to_plain(self.cfg),
+                "env": self.env.state_dict(), "opponents": self.pool.state_dict(), "config": to_plain(self.cfg),
                 "metrics": {k: float(v) for k, v in self.last_metrics.items()}}
 
     def save(self) -> Path:
@@ -347,20 +342,8 @@ class OnPolicyRunner:
         self.shuffle_generator.set_state(rng["shuffle"])
         if "cuda" in rng and self.device.type == "cuda":
             torch.cuda.set_rng_state(rng["cuda"], self.device)
-        env_state = data["env"]
-        world = env_state["world"]
-        if world["x"].shape[0] != self.env.num_envs:
-            raise ValueError(f"the checkpoint ran {world['x'].shape[0]} envs; --num-envs is {self.env.num_envs}")
-        self.env.generator.set_state(env_state["generator"])
-        self.env.state = WorldState(**{k: v.to(self.device) for k, v in world.items()})
-        for private in ("_ep_return", "_ep_missiles"):
-            if private in env_state and isinstance(getattr(self.env, private, None), torch.Tensor):
-                setattr(self.env, private, env_state[private].to(self.device))
-        self.obs = self.env.observe()
+        if int(data["env"]["num_envs"]) != self.env.num_envs:
+            raise ValueError(f"the checkpoint ran {int(data['env']['num_envs'])} envs; --num-envs is {self.env.num_envs}")
+        self.obs = self.env.load_state_dict(data["env"])
         self.pool.load_state_dict(data["opponents"])
 
-
-def asdict_tensors(state: WorldState) -> dict[str, torch.Tensor]:
-    from dataclasses import fields
-
-    return {f.name: getattr(state, f.name) for f in fields(state)}
