@@ -12,7 +12,9 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 PLUGINS := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
 STAMP := $(VENV)/.installed
-DEMO_DIR ?= runs/demo
+# tournaments/league.yaml picks up the checkpoints written here.
+DEMO_DIR := runs/demo
+DEMO_TRAIN_SECONDS ?= 120
 
 .PHONY: install test demo bench clean
 
@@ -30,8 +32,9 @@ test: install
 	$(BIN)/python -m pytest -q
 
 demo: install
-	$(BIN)/arena env-info
-	$(BIN)/python benchmarks/env_throughput.py --sizes 1024,16384 --steps 30
+	rm -rf $(DEMO_DIR)
+	$(BIN)/arena train ppo --vs crank --max-time $(DEMO_TRAIN_SECONDS) --out $(DEMO_DIR)
+	$(BIN)/arena tournament tournaments/league.yaml --fresh
 
 bench: install
 	$(BIN)/python benchmarks/env_throughput.py

@@ -27,8 +27,9 @@ class Progress:
     """
 
     def __init__(self, total: int, unit: str = "steps", label: str = "", stream: TextIO | None = None,
-                 log_every: float = 10.0, enabled: bool = True) -> None:
+                 log_every: float = 10.0, enabled: bool = True, time_limit: float | None = None) -> None:
         self.total = max(int(total), 1)
+        self.time_limit = time_limit  # s; a run that stops on time as well shows the nearer of the two ETAs
         self.unit, self.label = unit, label
         self.stream = stream if stream is not None else sys.stderr
         self.live = bool(getattr(self.stream, "isatty", lambda: False)())
@@ -59,6 +60,9 @@ class Progress:
         now = now if now is not None else time.perf_counter()
         rate = self.rate(now)
         eta = (self.total - self.done) / rate if rate > 0 else float("nan")
+        if self.time_limit is not None:
+            left = max(self.time_limit - (now - self.start), 0.0)
+            eta = left if eta != eta else min(eta, left)
         pct = 100.0 * min(self.done, self.total) / self.total
         extra = "  ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in self.fields.items())
         head = f"{self.label} " if self.label else ""

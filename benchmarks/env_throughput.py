@@ -4,12 +4,15 @@
     python benchmarks/env_throughput.py --sizes 1024,16384 --steps 50 --device cpu
 
 Actions are random (5 % fire probability) and generated before timing, so the figures measure the
-simulation, not an agent. Memory per env is the size of the world state tensors.
+simulation, not an agent. Each size is timed ``--repeats`` times; the table gives the median and the
+best run, because a shared or virtual machine can vary by ±20 % from one run to the next. Memory per
+env is the size of the world state tensors.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from dataclasses import fields
 
@@ -29,7 +32,7 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def measure(num_envs: int, device: str, steps: int, obs_mode: str) -> tuple[float, float]:
+def measure(num_envs: int, device: str, steps: int, obs_mode: str, repeats: int) -> tuple[list[float], float]:
     env = TensorEnv(num_envs, device=device, seed=0, config=EnvConfig(obs_mode=obs_mode))  # type: ignore[arg-type]
     env.reset()
     gen = torch.Generator(device=env.device).manual_seed(0)
@@ -43,13 +46,15 @@ def measure(num_envs: int, device: str, steps: int, obs_mode: str) -> tuple[floa
     ]
     for i in range(5):  # warm-up
         env.step(pool[i % 8], pool[(i + 1) % 8])
-    sync(env.device)
-    start = time.perf_counter()
-    for i in range(steps):
-        env.step(pool[i % 8], pool[(i + 3) % 8])
-    sync(env.device)
-    elapsed = time.perf_counter() - start
-    return num_envs * steps / elapsed, state_bytes(env) / num_envs
+    rates = []
+    for _ in range(repeats):
+        sync(env.device)
+        start = time.perf_counter()
+        for i in range(steps):
+            env.step(pool[i % 8], pool[(i + 3) % 8])
+        sync(env.device)
+        rates.append(num_envs * steps / (time.perf_counter() - start))
+    return rates, state_bytes(env) / num_envs
 
 
 def main() -> None:
@@ -58,18 +63,23 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=0, help="timed steps per size (default: about 1 s of work)")
     parser.add_argument("--device", action="append", help="cpu, cuda, ... (repeatable; default cpu and cuda if present)")
     parser.add_argument("--obs-mode", default="default", choices=["default", "extended"])
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per size (default 3)")
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: torch's choice)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     devices = args.device or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, obs_mode={args.obs_mode}")
     for device in devices:
         name = torch.cuda.get_device_name(0) if device.startswith("cuda") else "cpu"
         print(f"\n{device} ({name})")
-        print(f"{'num_envs':>10} {'env-steps/s':>14} {'steps/s':>9} {'bytes/env':>10}")
+        print(f"{'num_envs':>10} {'env-steps/s':>14} {'best':>14} {'steps/s':>9} {'bytes/env':>10}")
         for n in sizes:
-            steps = args.steps or max(20, min(2000, int(2_000_000 / max(n, 1)) if device == "cpu" else 500))
-            sps, per_env = measure(n, device, steps, args.obs_mode)
-            print(f"{n:>10,} {sps:>14,.0f} {sps / n:>9,.1f} {per_env:>10,.0f}")
+            steps = args.steps or max(20, min(2000, int(1_000_000 / max(n, 1)) if device == "cpu" else 500))
+            rates, per_env = measure(n, device, steps, args.obs_mode, max(args.repeats, 1))
+            median = statistics.median(rates)
+            print(f"{n:>10,} {median:>14,.0f} {max(rates):>14,.0f} {median / n:>9,.1f} {per_env:>10,.0f}")
 
 
 if __name__ == "__main__":
