@@ -13,6 +13,8 @@ update); only ``m_active`` makes a missile count, and a launch overwrites its sl
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -71,31 +73,90 @@ def move_aircraft(state: WorldState, rudder: torch.Tensor, throttle: torch.Tenso
     return cos_h, sin_h
 
 
+@dataclass
+class Missiles:
+    """The missile fields being integrated, in one of two layouts.
+
+    Dense: the world's own [M, N, 2] slot tensors, against which per-aircraft [N, 2] tensors broadcast.
+    Packed: a [K] list of only the missiles in flight, gathered once per decision step; per-aircraft
+    values are gathered to match through ``aircraft`` (flat index ``env * 2 + target``). Packing pays on
+    the CPU, where most slots are empty and reading a tensor's size costs nothing; on a GPU the dense
+    layout avoids the host synchronisation that sizing a packed list would need.
+    """
+
+    x: torch.Tensor
+    y: torch.Tensor
+    heading: torch.Tensor
+    speed: torch.Tensor
+    age: torch.Tensor
+    active: torch.Tensor
+    locked: torch.Tensor
+    slots: torch.Tensor | None = None  # packed: flat indices into the [M, N, 2] slot tensors
+    aircraft: torch.Tensor | None = None  # packed: flat indices into the [N, 2] aircraft tensors
+
+    FIELDS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("x", "mx"), ("y", "my"), ("heading", "m_heading"), ("speed", "m_speed"), ("age", "m_age"),
+        ("active", "m_active"), ("locked", "m_locked"),
+    )
+
+    @classmethod
+    def dense(cls, state: WorldState) -> "Missiles":
+        return cls(*(getattr(state, name) for _, name in cls.FIELDS))
+
+    @classmethod
+    def packed(cls, state: WorldState) -> "Missiles":
+        slots = state.m_active.reshape(-1).nonzero().squeeze(1)
+        aircraft = slots % state.x.numel()  # the [M, N, 2] slot layout flattens to slot * 2N + env * 2 + target
+        return cls(*(getattr(state, name).reshape(-1)[slots] for _, name in cls.FIELDS), slots=slots, aircraft=aircraft)
+
+    def pick(self, t: torch.Tensor) -> torch.Tensor:
+        """A per-aircraft [N, 2] tensor, seen from each missile (its target's value)."""
+        return t if self.aircraft is None else t.reshape(-1)[self.aircraft]
+
+    def any_hit(self, hit: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+        """[N, 2] bool: which aircraft at least one missile hit."""
+        if self.aircraft is None:
+            out = hit[0]
+            for k in range(1, hit.shape[0]):  # a chain of | is far cheaper than any(0) on the CPU
+                out = out | hit[k]
+            return out
+        count = torch.zeros(like.numel(), device=hit.device).index_add_(0, self.aircraft, hit.float())
+        return (count > 0).view_as(like)
+
+    def store(self, state: WorldState) -> None:
+        """Write the integrated fields back into the world."""
+        for mine, name in self.FIELDS:
+            if self.slots is None:
+                setattr(state, name, getattr(self, mine))
+            else:
+                getattr(state, name).view(-1).index_copy_(0, self.slots, getattr(self, mine))
+
+
 class MissileIntegrator:
-    """Guidance, motor, drag and hit test of every missile slot, one substep at a time.
+    """Guidance, motor, drag and hit test of every missile, one substep at a time.
 
     Keeps the cosine and sine of the missile headings between substeps: each is computed once per
     substep, after the turn, and reused for the next guidance solution.
     """
 
-    def __init__(self, state: WorldState, cfg: EnvConfig, h: float) -> None:
+    def __init__(self, m: Missiles, cfg: EnvConfig, h: float) -> None:
         self.cfg, self.h = cfg, h
-        self.cos = torch.cos(state.m_heading)
-        self.sin = torch.sin(state.m_heading)
+        self.cos = torch.cos(m.heading)
+        self.sin = torch.sin(m.heading)
         self.cone_cos = math.cos(cfg.missile_seeker_half_angle)
         self.hit_r2 = cfg.missile_hit_radius**2
 
-    def guide_and_move(self, state: WorldState, tx: torch.Tensor, ty: torch.Tensor, tvx: torch.Tensor,
+    def guide_and_move(self, m: Missiles, tx: torch.Tensor, ty: torch.Tensor, tvx: torch.Tensor,
                        tvy: torch.Tensor, t_alive: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Proportional navigation against the targets ``t*`` ([N, 2], start of substep), then move.
+        """Proportional navigation against the targets ``t*`` (start of substep), then move.
 
         A target outside the seeker cone (or dead) breaks lock for good; the missile flies on straight.
         Returns the target-minus-missile offsets at the start of the substep, for the hit test.
         """
         cfg, h, cos_m, sin_m = self.cfg, self.h, self.cos, self.sin
-        rx, ry = tx - state.mx, ty - state.my
-        rvx = torch.addcmul(tvx, state.m_speed, cos_m, value=-1.0)
-        rvy = torch.addcmul(tvy, state.m_speed, sin_m, value=-1.0)
+        rx, ry = tx - m.x, ty - m.y
+        rvx = torch.addcmul(tvx, m.speed, cos_m, value=-1.0)
+        rvy = torch.addcmul(tvy, m.speed, sin_m, value=-1.0)
         dist2 = torch.addcmul(rx * rx, ry, ry).clamp_(min=1.0)
         inv_dist = dist2.rsqrt()
         # a = N · closing speed · LOS rate = -N (r·v_rel)(r×v_rel) / |r|³
@@ -104,27 +165,27 @@ class MissileIntegrator:
         lateral = dot.mul_(cross).mul_(inv_dist * inv_dist * inv_dist).mul_(-cfg.missile_nav_gain)
         lateral.clamp_(-cfg.missile_max_accel, cfg.missile_max_accel)
         facing = torch.addcmul(rx * cos_m, ry, sin_m).mul_(inv_dist)
-        locked = state.m_locked & t_alive & (facing >= self.cone_cos)
+        locked = m.locked & t_alive & (facing >= self.cone_cos)
         lateral.mul_(locked.float())
 
         # The motor burns for the part of this substep that lies before the end of the boost phase.
-        burn = (cfg.missile_boost_time - state.m_age).clamp_(0.0, h)
-        dv = (state.m_speed * state.m_speed).mul_(-cfg.missile_drag_coef * h)
-        speed = dv.add_(burn, alpha=cfg.missile_boost_accel).add_(state.m_speed).clamp_(min=1.0)
-        state.m_heading = state.m_heading + lateral.mul_(h).div_(speed)
-        self.cos, self.sin = torch.cos(state.m_heading), torch.sin(state.m_heading)
+        burn = (cfg.missile_boost_time - m.age).clamp_(0.0, h)
+        dv = (m.speed * m.speed).mul_(-cfg.missile_drag_coef * h)
+        speed = dv.add_(burn, alpha=cfg.missile_boost_accel).add_(m.speed).clamp_(min=1.0)
+        m.heading = m.heading + lateral.mul_(h).div_(speed)
+        self.cos, self.sin = torch.cos(m.heading), torch.sin(m.heading)
         step = speed * h
-        state.mx = torch.addcmul(state.mx, step, self.cos)
-        state.my = torch.addcmul(state.my, step, self.sin)
-        state.m_speed = speed
-        state.m_age = state.m_age + h
-        state.m_locked = locked
+        m.x = torch.addcmul(m.x, step, self.cos)
+        m.y = torch.addcmul(m.y, step, self.sin)
+        m.speed = speed
+        m.age = m.age + h
+        m.locked = locked
         return rx, ry
 
-    def hits(self, state: WorldState, rx0: torch.Tensor, ry0: torch.Tensor, t_alive: torch.Tensor) -> torch.Tensor:
-        """[M, N, 2] bool: the relative segment of this substep passed within the hit radius."""
-        rx1, ry1 = state.x - state.mx, state.y - state.my
-        return state.m_active & t_alive & (closest_approach_sq(rx0, ry0, rx1, ry1) <= self.hit_r2)
+    def hits(self, m: Missiles, rx0: torch.Tensor, ry0: torch.Tensor, tx1: torch.Tensor, ty1: torch.Tensor,
+             t_alive: torch.Tensor) -> torch.Tensor:
+        """Bool per missile: the relative segment of this substep passed within the hit radius."""
+        return m.active & t_alive & (closest_approach_sq(rx0, ry0, tx1 - m.x, ty1 - m.y) <= self.hit_r2)
 
 
 def closest_approach_sq(px0: torch.Tensor, py0: torch.Tensor, px1: torch.Tensor, py1: torch.Tensor) -> torch.Tensor:
@@ -141,34 +202,32 @@ def closest_approach_sq(px0: torch.Tensor, py0: torch.Tensor, px1: torch.Tensor,
     return torch.addcmul(cx * cx, cy, cy)
 
 
-def any_slot(mask: torch.Tensor) -> torch.Tensor:
-    """OR over the slot dimension; a chain of ``|`` on [N, 2] is far cheaper than ``any(0)`` on the CPU."""
-    out = mask[0]
-    for k in range(1, mask.shape[0]):
-        out = out | mask[k]
-    return out
+def advance(state: WorldState, rudder: torch.Tensor, throttle: torch.Tensor, cfg: EnvConfig,
+            packed: bool = False) -> None:
+    """Integrate one decision step in ``cfg.substeps`` substeps: move, score hits, expire, kill strays.
 
-
-def advance(state: WorldState, rudder: torch.Tensor, throttle: torch.Tensor, cfg: EnvConfig) -> None:
-    """Integrate one decision step in ``cfg.substeps`` substeps: move, score hits, expire, kill strays."""
+    ``packed`` integrates only the missiles in flight (see :class:`Missiles`); both layouts compute the
+    same physics.
+    """
     h = cfg.dt / cfg.substeps
-    missiles = MissileIntegrator(state, cfg, h)
+    m = Missiles.packed(state) if packed else Missiles.dense(state)
+    missiles = MissileIntegrator(m, cfg, h)
     size = cfg.arena_size
     cos_h, sin_h = torch.cos(state.heading), torch.sin(state.heading)
     for _ in range(cfg.substeps):
-        tx, ty, t_alive = state.x, state.y, state.alive
-        tvx, tvy = state.speed * cos_h, state.speed * sin_h
+        t_alive = m.pick(state.alive)
+        tx, ty = m.pick(state.x), m.pick(state.y)
+        tvx, tvy = m.pick(state.speed * cos_h), m.pick(state.speed * sin_h)
 
         cos_h, sin_h = move_aircraft(state, rudder, throttle, cfg, h)
-        rx0, ry0 = missiles.guide_and_move(state, tx, ty, tvx, tvy, t_alive)
+        rx0, ry0 = missiles.guide_and_move(m, tx, ty, tvx, tvy, t_alive)
 
-        hit = missiles.hits(state, rx0, ry0, t_alive)
-        spent = ((state.m_age >= cfg.missile_boost_time) & (state.m_speed < cfg.missile_min_speed)) | (
-            state.m_age >= cfg.missile_lifetime
-        )
-        state.m_active = state.m_active & ~(hit | spent)
-        state.m_locked = state.m_locked & state.m_active
+        hit = missiles.hits(m, rx0, ry0, m.pick(state.x), m.pick(state.y), t_alive)
+        spent = ((m.age >= cfg.missile_boost_time) & (m.speed < cfg.missile_min_speed)) | (m.age >= cfg.missile_lifetime)
+        m.active = m.active & ~(hit | spent)
+        m.locked = m.locked & m.active
         outside = (state.x < 0.0) | (state.x > size) | (state.y < 0.0) | (state.y > size)
-        state.alive = state.alive & ~(any_slot(hit) | outside)
+        state.alive = state.alive & ~(m.any_hit(hit, state.alive) | outside)
+    m.store(state)
     state.heading = torch.remainder(state.heading, TWO_PI)
     state.m_heading = torch.remainder(state.m_heading, TWO_PI)

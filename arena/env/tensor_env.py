@@ -40,19 +40,21 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 class TensorEnv:
     """A batch of ``num_envs`` independent battles between p1 and p2.
 
-    ``step`` never synchronises with the host: finished battles are reset in place (auto-reset) and
-    everything a trainer needs about them — who won, the last observation, episode statistics — comes
-    back as tensors in ``infos``.
+    Finished battles are reset in place (auto-reset), and everything a trainer needs about them — who
+    won, the last observation, episode statistics — comes back as tensors in ``infos``, so on a GPU
+    ``step`` never waits for the host.
     """
 
     def __init__(self, num_envs: int, device: str | torch.device | None = "cpu", seed: int = 0,
-                 config: EnvConfig | None = None) -> None:
+                 config: EnvConfig | None = None, packed_missiles: bool | None = None) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         self.num_envs = num_envs
         self.device = resolve_device(device)
         self.config = config if config is not None else EnvConfig()
         self.obs_keys = obs_keys(self.config)
+        # Integrate only the missiles in flight: a win on the CPU; on a GPU it would cost a host sync.
+        self.packed_missiles = self.device.type == "cpu" if packed_missiles is None else packed_missiles
         self.generator = torch.Generator(device=self.device)
         self.seed = seed
         self.generator.manual_seed(seed)
@@ -108,7 +110,7 @@ class TensorEnv:
 
         s = self.state
         fired = launch(s, fire, cfg)
-        advance(s, rudder, throttle, cfg)
+        advance(s, rudder, throttle, cfg, packed=self.packed_missiles)
         s.time = s.time + 1.0
 
         dead = ~s.alive
