@@ -161,8 +161,8 @@ def restore_agent_memory(agent: object, memory: dict[str, Any]) -> None:
 # -- prioritized fictitious self-play -------------------------------------------------------------
 
 @dataclass
-class Record:
-    """Games the learner played against one past checkpoint, from the learner's side."""
+class Tally:
+    """Games the learner played against one opponent (or one past checkpoint), from its own side."""
 
     wins: float = 0.0
     draws: float = 0.0
@@ -192,12 +192,12 @@ class SelfPlayPool:
     power: float = 2.0
     floor: float = 0.05
     cache_size: int = 8
-    records: dict[str, Record] = field(default_factory=dict)  # file name -> record
+    records: dict[str, Tally] = field(default_factory=dict)  # file name -> record
     _cache: "OrderedDict[str, Any]" = field(default_factory=OrderedDict)
 
     def refresh(self) -> None:
         for path in list_checkpoints(self.directory):
-            self.records.setdefault(path.name, Record())
+            self.records.setdefault(path.name, Tally())
 
     def weights(self) -> dict[str, float]:
         return {name: max((1.0 - rec.win_probability()) ** self.power, self.floor) for name,
@@ -226,7 +226,7 @@ class SelfPlayPool:
         return agent
 
     def record(self, name: str, wins: float, draws: float, losses: float) -> None:
-        rec = self.records.setdefault(name, Record())
+        rec = self.records.setdefault(name, Tally())
         rec.wins += wins
         rec.draws += draws
         rec.losses += losses
@@ -235,7 +235,7 @@ class SelfPlayPool:
         return {"records": {n: [r.wins, r.draws, r.losses] for n, r in self.records.items()}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.records = {n: Record(*map(float, v)) for n, v in state.get("records", {}).items()}
+        self.records = {n: Tally(*map(float, v)) for n, v in state.get("records", {}).items()}
 
 
 # -- the pool -------------------------------------------------------------------------------------
@@ -253,17 +253,6 @@ class Slot:
     @property
     def size(self) -> int:
         return self.stop - self.start
-
-
-@dataclass
-class Tally:
-    wins: float = 0.0
-    draws: float = 0.0
-    losses: float = 0.0
-
-    @property
-    def games(self) -> float:
-        return self.wins + self.draws + self.losses
 
 
 class OpponentPool:
