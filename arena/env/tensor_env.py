@@ -46,13 +46,16 @@ class TensorEnv:
     """
 
     def __init__(self, num_envs: int, device: str | torch.device | None = "cpu", seed: int = 0,
-                 config: EnvConfig | None = None, packed_missiles: bool | None = None) -> None:
+                 config: EnvConfig | None = None, packed_missiles: bool | None = None,
+                 final_global_state: bool = False) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         self.num_envs = num_envs
         self.device = resolve_device(device)
         self.config = config if config is not None else EnvConfig()
         self.obs_keys = obs_keys(self.config)
+        # Also hand back the global state before auto-reset: privileged critics bootstrap time-outs from it.
+        self.final_global_state = final_global_state
         # Integrate only the missiles in flight: a win on the CPU; on a GPU it would cost a host sync.
         self.packed_missiles = self.device.type == "cpu" if packed_missiles is None else packed_missiles
         self.generator = torch.Generator(device=self.device)
@@ -99,7 +102,8 @@ class TensorEnv:
         """Advance every battle by one decision step of ``config.dt`` seconds.
 
         Returns ``(obs, rewards, dones, infos)``. For envs where ``dones`` is set, ``obs`` is already
-        the first observation of the next episode and ``infos["final_obs"]`` holds the last one.
+        the first observation of the next episode and ``infos["final_obs"]`` holds the last one (and
+        ``infos["final_global_state"]`` the last global state, when the env was built to return it).
         """
         if not self._has_reset:
             raise RuntimeError("call reset() before step()")
@@ -130,6 +134,7 @@ class TensorEnv:
         self._ep_missiles += fired.float()
 
         final_obs = self.observe()
+        final_state = {p: self.global_state(p) for p in PLAYERS} if self.final_global_state else None
         episode = {
             "return": {"p1": self._ep_return[:, 0].clone(), "p2": self._ep_return[:, 1].clone()},
             "length": s.time.clone(),
@@ -145,6 +150,8 @@ class TensorEnv:
             "episode": episode,
             "nan_actions": {"p1": a1.nan_count, "p2": a2.nan_count},
         }
+        if final_state is not None:
+            infos["final_global_state"] = final_state
         rewards = {"p1": reward[:, 0], "p2": reward[:, 1]}
         return obs, rewards, dones, infos
 

@@ -331,3 +331,23 @@ def test_packed_and_dense_missile_layouts_fly_the_same_battles() -> None:
         assert torch.allclose(rp["p2"], rd["p2"], atol=1e-6)
         kills += int((ip["winner"] > 0).sum())
     assert kills > 50  # many games decided by hits, so the hit path of both layouts is compared
+
+
+def test_final_global_state_is_the_state_before_auto_reset() -> None:
+    cfg = EnvConfig(max_time=3.0)
+    env = TensorEnv(4, seed=2, config=cfg, final_global_state=True)
+    env.reset()
+    idle = good(4)
+    for _ in range(2):
+        _, _, dones, infos = env.step(idle, idle)
+        assert torch.allclose(infos["final_global_state"]["p2"], env.global_state("p2"))
+    before = env.global_state("p1")
+    _, _, dones, infos = env.step(idle, idle)  # time limit: every env resets
+    assert bool(dones.all())
+    last = infos["final_global_state"]["p1"]
+    assert torch.allclose(last[:, 0], torch.ones(4))  # elapsed fraction of the time limit: all of it
+    assert not torch.allclose(last, env.global_state("p1"))
+    assert torch.allclose(last[:, 1:3], before[:, 1:3], atol=0.01)  # 1 s of flight from the step before
+    plain = TensorEnv(2)
+    plain.reset()
+    assert "final_global_state" not in plain.step(good(2), good(2))[3]

@@ -75,7 +75,8 @@ class OnPolicyRunner:
                               privileged_critic=run.privileged_critic, value_norm=ppo.value_norm)
         cfg.network = self.agent.network  # resolved input sizes, for config.yaml
         self.algorithm = PPO(self.agent.model, ppo, self.agent.value_normalizer)
-        self.env = TensorEnv(run.num_envs, self.device, seed=run.seed, config=self.env_config)
+        self.env = TensorEnv(run.num_envs, self.device, seed=run.seed, config=self.env_config,
+                             final_global_state=run.privileged_critic)
         # Separate streams, so evaluation or a new opponent never shifts the training randomness.
         self.action_generator = torch.Generator(device=self.device)
         self.action_generator.manual_seed(run.seed + 1)
@@ -141,13 +142,10 @@ class OnPolicyRunner:
             if self.reward_fn is not None:
                 reward = reward + self.reward_fn(self.obs["p1"], final_p1, rewards["p1"], dones, infos)
             truncated = infos["truncated"]
-            if agent.privileged_critic:
-                # The final global state is gone after the auto-reset; V(s_t) stands in for V(s_T).
-                final_value = value
-            else:
-                final_raw = obs_vector(final_p1, keys)
-                final_features = agent.obs_normalizer(final_raw) if agent.obs_normalizer is not None else final_raw
-                final_value = agent.value(final_features)
+            final_raw = obs_vector(final_p1, keys)
+            final_features = agent.obs_normalizer(final_raw) if agent.obs_normalizer is not None else final_raw
+            final_state = infos["final_global_state"]["p1"] if agent.privileged_critic else None
+            final_value = agent.value(agent.critic_features(final_features, final_state))
             storage.add(Transition(
                 obs=features, critic_obs=critic_in if agent.privileged_critic else None, u=out.u, fire=out.fire,
                 log_prob=out.log_prob, value=value, reward=reward, done=dones,
