@@ -206,7 +206,7 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, env_ove
       arena play crank placeholder --games 1000
       arena play ppo:runs/a/ckpt_000500000.pt crank --json
     """
-    from arena.agents import AgentSpecError, DuplicateNameError, build_agent
+    from arena.agents import AgentSpecError, DuplicateNameError, build_agent, parse_spec
     from arena.env import resolve_device
     from arena.match import AgentFailure, play_match
     from arena.plugins import PluginError
@@ -221,6 +221,10 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, env_ove
         b = build_agent(agent_b, dev, env_config)
     except (AgentSpecError, DuplicateNameError, PluginError) as exc:
         raise ArenaError(str(exc)) from None
+    for spec, agent in ((agent_a, a), (agent_b, b)):
+        if callable(getattr(agent, "load", None)) and parse_spec(spec)[1] is None:
+            click.echo(f"note: {spec!r} names a learning agent without a checkpoint: it plays freshly "
+                       f"initialised weights (use {spec}:PATH)", err=True)
     try:
         result = play_match(a, b, games, env_config=env_config, device=dev, seed=seed, name_a=agent_a,
                             name_b=agent_b, progress=not quiet)

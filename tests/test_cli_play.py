@@ -37,6 +37,14 @@ def test_play_json_has_exactly_the_documented_keys():
     assert data["wins"] + data["draws"] + data["losses"] == 5
 
 
+def test_learning_agent_without_checkpoint_gets_a_note():
+    result = run("play", "ppo", "crank", "--games", "2", *FAST)
+    assert result.exit_code == 0, result.output
+    assert "'ppo' names a learning agent without a checkpoint" in result.stderr
+    quiet = run("play", "crank", "placeholder", "--games", "2", *FAST)
+    assert "learning agent" not in quiet.stderr
+
+
 @pytest.mark.parametrize("args, message", [
     (["play", "crnak", "placeholder"], "unknown agent 'crnak'; did you mean crank"),
     (["play", "crank", "placeholder", "--games", "0"], "0 is not in the range x>=1"),
