@@ -322,7 +322,7 @@ def read_checkpoint(path: str) -> Any:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - corrupt, truncated or not a torch file at all
-        raise AgentSpecError(f"checkpoint {path}: cannot be read as a torch checkpoint ({first_line(exc)}); "
+        raise AgentSpecError(f"checkpoint {path}: cannot be read as a torch checkpoint ({first_line(exc)[:200]}); "
                              f"expected a .pt file written by an arena trainer") from exc
 
 

@@ -18,7 +18,7 @@ from arena.match import play_match
 
 
 class MLPPolicy(nn.Module):
-    """The seed's actor: 10 -> 128 -> 64 (ReLU), a tanh-squashed Gaussian rudder head and a Bernoulli
+    """The PPO actor: 10 -> 128 -> 64 (ReLU), a tanh-squashed Gaussian rudder head and a Bernoulli
     fire head; throttle fixed at 1."""
 
     def __init__(self) -> None:

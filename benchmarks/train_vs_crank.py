@@ -3,7 +3,7 @@
     python benchmarks/train_vs_crank.py --minutes 15            # the figure docs/training.md reports
     python benchmarks/train_vs_crank.py --minutes 2 --games 400 # a quick look
 
-Prints the untrained policy's record against CrankAgent (the seed expects < 10 % wins), the
+Prints the untrained policy's record against CrankAgent (expected below 10 % wins), the
 training throughput (environment steps per second, collection and update together) and the
 record of the trained policy over ``--games`` deterministic games (half from each side; each
 game is one env's first episode). Wall-clock figures depend on what else the machine is running.

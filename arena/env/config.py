@@ -22,7 +22,7 @@ G = 9.81  # m/s², standard gravity
 
 @dataclass(frozen=True)
 class RewardConfig:
-    """The seed's three reward parts, paid to each player every decision step."""
+    """The three reward parts, paid to each player every decision step."""
 
     win: float = 1.0  # paid once to the winner (the loser gets -win); a draw pays 0
     survival: float = 0.001  # per decision step while the episode runs (and the player is alive)

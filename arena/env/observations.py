@@ -14,7 +14,7 @@ from arena.env.config import EnvConfig
 from arena.env.state import WorldState
 
 TWO_PI = 2.0 * math.pi
-SPEED_SCALE = 200.0  # m/s, speed normaliser of the seed's observation
+SPEED_SCALE = 200.0  # m/s, speed normaliser of the observation
 MISSILE_SPEED_SCALE = 1000.0  # m/s, velocity normaliser in the global state
 
 OBS_KEYS: tuple[str, ...] = (

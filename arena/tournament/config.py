@@ -59,11 +59,6 @@ class ParticipantSpec:
     checkpoint: Path | None = None  # absolute path, for agents loaded from a file
     key: str = ""  # where it came from in the file, for error messages: "participants[2]"
 
-    @property
-    def spec(self) -> str:
-        """The ``build_agent`` spec: ``NAME`` or ``NAME:PATH``."""
-        return self.agent if self.checkpoint is None else f"{self.agent}:{self.checkpoint}"
-
 
 @dataclass(frozen=True)
 class TournamentConfig:

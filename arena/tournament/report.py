@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.tournament.config import RatingConfig
-from arena.tournament.ratings import bradley_terry, trueskill_ratings
+from arena.tournament.ratings import bradley_terry, pairwise, trueskill_ratings
 from arena.tournament.results import DRAW, P1_WINS, GameResult
 
 if TYPE_CHECKING:
@@ -74,24 +74,19 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
     keys = [e.key or e.name for e in entrants]
     skills = trueskill_ratings(games, n, rating, keys, seed)
     fit = bradley_terry(games, n, rating.bootstrap_rounds, seed)
+    points, played = pairwise(games, n)  # [i, j]: i's points (draw ½) and games against j
     tally = [dict(games=0, wins=0, draws=0, losses=0, forfeits=0) for _ in range(n)]
-    points = [[0.0] * n for _ in range(n)]
-    played = [[0] * n for _ in range(n)]
     forfeit_rows: dict[tuple[str, str], int] = {}
     for g in games:
-        for me, other in ((g.p1, g.p2), (g.p2, g.p1)):
-            tally[me]["games"] += 1
-            played[me][other] += 1
+        tally[g.p1]["games"] += 1
+        tally[g.p2]["games"] += 1
         if g.winner == DRAW:
             tally[g.p1]["draws"] += 1
             tally[g.p2]["draws"] += 1
-            points[g.p1][g.p2] += 0.5
-            points[g.p2][g.p1] += 0.5
         else:
             win, lose = (g.p1, g.p2) if g.winner == P1_WINS else (g.p2, g.p1)
             tally[win]["wins"] += 1
             tally[lose]["losses"] += 1
-            points[win][lose] += 1.0
         if g.forfeit_by is not None:
             tally[g.forfeit_by]["forfeits"] += 1
             key = (entrants[g.forfeit_by].name, g.forfeit_reason or "")
@@ -113,7 +108,7 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
 
     order = [next(i for i, e in enumerate(entrants) if e.name == nm) for nm in board["name"]]
     h2h = pd.DataFrame(
-        [[points[i][j] / played[i][j] if played[i][j] else math.nan for j in order] for i in order],
+        [[float(points[i, j] / played[i, j]) if played[i, j] else math.nan for j in order] for i in order],
         index=pd.Index([entrants[i].name for i in order], name="player"),
         columns=[entrants[j].name for j in order])
     forfeits = pd.DataFrame([{"participant": who, "reason": why, "games": count}

@@ -4,7 +4,7 @@ Nothing here names a plugin: agents are found through the registries in :mod:`ar
 """
 
 from arena.training.checkpoint import (
-    CheckpointError, checkpoint_name, checkpoint_step, list_checkpoints, load_agent_checkpoint, load_checkpoint,
+    CheckpointError, checkpoint_name, checkpoint_step, list_checkpoints, load_checkpoint,
     save_checkpoint,
 )
 from arena.training.evaluation import EvalResult, evaluate
@@ -19,7 +19,7 @@ __all__ = [
     "CheckpointError", "EvalResult", "MetricLogger", "OpponentPool", "OpponentSpec", "OpponentSpecError",
     "SelfPlayPool",
     "StopRequest", "Tally", "capture_agent_memory", "checkpoint_name", "checkpoint_step", "default_run_dir",
-    "describe_split", "evaluate", "list_checkpoints", "load_agent_checkpoint", "load_checkpoint", "parse_opponent_spec",
+    "describe_split", "evaluate", "list_checkpoints", "load_checkpoint", "parse_opponent_spec",
     "parse_opponent_specs", "restore_agent_memory", "save_checkpoint", "split_envs", "tensorboard_writer", "to_plain",
     "write_config",
 ]

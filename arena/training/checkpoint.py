@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-    from arena.env import EnvConfig
-
 CHECKPOINT_PATTERN = re.compile(r"^ckpt_(\d+)\.pt$")
 REQUIRED_KEYS = ("agent", "format_version")
 
@@ -106,18 +104,3 @@ def load_checkpoint(path: str | os.PathLike[str], *, map_location: "str | torch.
                               f"understands (<= {max_version}); upgrade the plugin that wrote it")
     return data
 
-
-def load_agent_checkpoint(path: str | os.PathLike[str], device: "str | torch.device" = "cpu",
-                          env_config: "EnvConfig | None" = None) -> Any:
-    """Build the agent a checkpoint was written by, through the agent registry (no plugin is named here)."""
-    from arena.agents import UnknownNameError, agent_registry
-
-    data = load_checkpoint(path)
-    try:
-        cls = agent_registry().get(str(data["agent"]))
-    except UnknownNameError as exc:
-        raise CheckpointError(f"checkpoint {path}: {exc}") from exc
-    loader = getattr(cls, "load", None)
-    if loader is None:
-        raise CheckpointError(f"checkpoint {path}: agent {data['agent']!r} cannot load checkpoints")
-    return loader(str(path), device=device, env_config=env_config)

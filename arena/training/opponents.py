@@ -288,10 +288,6 @@ class OpponentPool:
         self._fallback: Any = None
         self.tallies = [Tally() for _ in self.specs]
 
-    @property
-    def labels(self) -> list[str]:
-        return [s.label for s in self.specs]
-
     def group_slices(self) -> list[tuple[OpponentSpec, int, int]]:
         """(spec, first env, end env) of each ``--vs`` entry."""
         out, start = [], 0

@@ -1,4 +1,4 @@
-"""The missile's two calibration points (DESIGN §3): long head-on reach, short no-escape range."""
+"""The missile's two calibration points (docs/env.md): long head-on reach, short no-escape range."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ STATE_NAMES: tuple[str, ...] = ("approach", "crank", "defend")
 
 
 class CrankAgent(BaseAgent):
-    """Approach, fire and crank, defend: the seed's rule-based opponent."""
+    """Approach, fire and crank, defend: the rule-based reference opponent."""
 
     name: ClassVar[str] = "crank"
     aliases: ClassVar[tuple[str, ...]] = ("rule_based",)

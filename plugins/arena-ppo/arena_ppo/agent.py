@@ -2,7 +2,7 @@
 
 Train mode samples (squashed-Gaussian rudder, Bernoulli fire); eval mode is deterministic —
 ``tanh(mean)`` and fire when p > 0.5 — which is how `arena play` and tournaments use it. Throttle is
-always full (seed 000). Observations are scaled with the normalizer statistics saved in the
+always full. Observations are scaled with the normalizer statistics saved in the
 checkpoint, so a policy sees the same inputs in evaluation as in training.
 """
 

@@ -1,6 +1,6 @@
 """Configuration dataclasses of the PPO plugin: the network, the algorithm and the run.
 
-Defaults start from seed 000's values; where a measurement showed a better value for this
+Defaults start from the baseline PPO design's values; where a measurement showed a better value for this
 environment the default was changed and the measurement is recorded in docs/training.md.
 """
 
@@ -15,13 +15,13 @@ LR_SCHEDULES: tuple[str, ...] = ("constant", "linear", "adaptive")
 
 @dataclass
 class NetworkConfig:
-    """Shape of the actor and critic (seed 000: 10→128→64, ReLU)."""
+    """Shape of the actor and critic (10→128→64, ReLU)."""
 
     obs_dim: int = 10
     critic_obs_dim: int = 10  # = obs_dim, or the global-state size with a privileged critic
     actor_hidden: tuple[int, ...] = (128, 64)
     critic_hidden: tuple[int, ...] = (128, 64)
-    input_layer_norm: bool = False  # seed 001: LayerNorm on the raw input of both networks
+    input_layer_norm: bool = False  # LayerNorm on the raw input of both networks
     init_log_std: float = 0.0  # bias of the rudder log-std output at start (std 1 before the squash)
     # Bias of the fire logit at start. -6 (p≈0.0025 per step) keeps the missiles on the rails until the
     # policy learns where to shoot; at -2 or -4 they were all gone before the first 40 km (docs/training.md).
@@ -41,7 +41,7 @@ class NetworkConfig:
 
 @dataclass
 class PPOConfig:
-    """The update: seed 000's hyper-parameters plus the options of seeds 001/003/004."""
+    """The update: the baseline hyper-parameters plus the optional pieces (rsl_rl, MAPPO)."""
 
     learning_rate: float = 3e-4
     n_steps: int = 32  # per env per update (seed: 2048 with few envs; 1024 envs x 32 = 32,768 samples per update)
@@ -57,7 +57,7 @@ class PPOConfig:
     normalize_advantages: bool = True
     lr_schedule: str = "constant"  # constant | linear (to 0 at --max-steps) | adaptive (KL target)
     desired_kl: float = 0.01
-    value_norm: bool = False  # seed 003: critic learns normalized returns
+    value_norm: bool = False  # MAPPO's ValueNorm: critic learns normalized returns
     adam_eps: float = 1e-5
 
 

@@ -21,7 +21,7 @@ CLOSE_COEF = 0.5  # per diagonal-fraction of range closed; 60 km of closing pays
 
 def zero(obs: Obs, next_obs: Obs, rewards: "torch.Tensor", dones: "torch.Tensor",
          infos: dict[str, Any]) -> "torch.Tensor":
-    """No shaping: the seed's rewards only (win/loss, survival, missile cost)."""
+    """No shaping: the env's rewards only (win/loss, survival, missile cost)."""
     import torch
 
     return torch.zeros_like(rewards)

@@ -1,6 +1,6 @@
 """``arena train ppo``: the command line of the PPO trainer.
 
-Flags keep seed 000's names and meanings (DESIGN §6). This module imports neither torch nor the
+Flags keep the names and meanings of the baseline PPO design's flags. This module imports neither torch nor the
 runner at import time: ``arena train --help`` lists trainers without loading them.
 """
 
@@ -57,21 +57,21 @@ def _options(func: Any) -> Any:
         click.option("--max-grad-norm", type=click.FloatRange(0, min_open=True), default=P.max_grad_norm,
                      show_default=True),
         click.option("--clip-value-loss/--no-clip-value-loss", default=P.clip_value_loss, show_default=True,
-                     help="Clip the value update like the policy (seed 000's optional form)."),
+                     help="Clip the value update like the policy."),
         click.option("--lr-schedule", type=click.Choice(LR_SCHEDULES), default=P.lr_schedule, show_default=True,
                      help="constant; linear decay to 0 at --max-steps; adaptive by KL target (rsl_rl)."),
         click.option("--desired-kl", type=click.FloatRange(0, min_open=True), default=P.desired_kl, show_default=True,
                      help="KL target of --lr-schedule adaptive."),
         click.option("--value-norm/--no-value-norm", default=P.value_norm, show_default=True,
-                     help="Critic learns normalized returns (seed 003)."),
+                     help="Critic learns normalized returns (MAPPO's ValueNorm)."),
         click.option("--obs-norm/--no-obs-norm", default=R.obs_norm, show_default=True,
                      help="Running observation normalization, saved in checkpoints (rsl_rl)."),
         click.option("--layer-norm/--no-layer-norm", default=N.input_layer_norm, show_default=True,
-                     help="LayerNorm on the network input (seed 001)."),
+                     help="LayerNorm on the network input."),
         click.option("--privileged-critic/--no-privileged-critic", default=R.privileged_critic, show_default=True,
                      help="Critic reads the env's global state (rsl_rl privileged observations, MAPPO)."),
         click.option("--obs-mode", type=click.Choice(["default", "extended"]), default=R.obs_mode, show_default=True,
-                     help="extended adds aspect, enemy missiles and the nearest threat to the 10 seed features."),
+                     help="extended adds aspect, enemy missiles and the nearest threat to the 10 standard features."),
         click.option("--init-fire-logit", type=float, default=N.init_fire_logit, show_default=True,
                      help="Starting bias of the fire logit (-6: p≈0.0025 per step, missiles kept for later)."),
         click.option("--init-log-std", type=float, default=N.init_log_std, show_default=True,
@@ -142,7 +142,7 @@ class PPOTrainer:
         return train_ppo
 
 
-HELP = """Train a PPO agent (seed 000) against an opponent pool.
+HELP = """Train a PPO agent against an opponent pool.
 
 \b
   arena train ppo --vs crank
@@ -174,7 +174,7 @@ def explicit(ctx: click.Context) -> set[str]:
 def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]:
     """Validate everything that can be wrong before any compute starts, then run."""
     from arena.training import (
-        CheckpointError, OpponentSpecError, default_run_dir, load_checkpoint, parse_opponent_specs,
+        CheckpointError, OpponentSpecError, default_run_dir, list_checkpoints, load_checkpoint, parse_opponent_specs,
     )
 
     resume_data = None
@@ -200,6 +200,10 @@ def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]
     else:
         cfg = build_config(params)
         out = params["out"] or default_run_dir("ppo")
+        if list_checkpoints(out) or (Path(out) / "metrics.csv").exists():
+            # A second run here would append to the first one's metrics and play its checkpoints as `self`.
+            raise fail(f"--out {out}: already holds a training run; continue it with --resume PATH, or give "
+                       f"another directory")
     cfg.run.out = str(out)
 
     try:
@@ -255,23 +259,18 @@ def resolve_reward(name: str) -> Any:
 
 
 def opponent_factory(device: Any, obs_mode: str) -> Any:
-    """Build fixed opponents by name or checkpoint, through the registries; errors become one-line CLI errors."""
-    from arena.agents import UnknownNameError, agent_registry
+    """Build fixed opponents by name or checkpoint, as `arena play` does; errors become one-line CLI errors."""
+    from arena.agents import AgentSpecError, build_agent
     from arena.env import EnvConfig
-    from arena.training import CheckpointError, load_agent_checkpoint
 
     env_config = EnvConfig(obs_mode=obs_mode)  # type: ignore[arg-type]
 
     def make(spec: Any) -> Any:
-        try:
-            if spec.kind == "checkpoint":
-                agent = load_agent_checkpoint(spec.target, device=device, env_config=env_config)
-            else:
-                agent = agent_registry().get(spec.target).create(device=device, env_config=env_config)
-        except (UnknownNameError, CheckpointError) as exc:
+        try:  # "ckpt:PATH": the checkpoint names its own agent
+            agent = build_agent(f"ckpt:{spec.target}" if spec.kind == "checkpoint" else spec.target, device,
+                                env_config)
+        except AgentSpecError as exc:
             raise fail(f"--vs {spec}: {exc}") from None
-        except (TypeError, ValueError) as exc:
-            raise fail(f"--vs {spec}: cannot create it ({exc})") from None
         return agent.eval()
 
     return make

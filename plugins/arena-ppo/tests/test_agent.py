@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from arena.env import EnvConfig, TensorEnv
-from arena.training import CheckpointError, load_agent_checkpoint, save_checkpoint
+from arena.agents import build_agent
+from arena.training import CheckpointError, save_checkpoint
 from arena_ppo.agent import PPOAgent
 
 
@@ -39,7 +40,7 @@ def test_checkpoint_round_trip_weights_only(tmp_path):
     obs = observation(mode="extended")
     assert torch.equal(loaded.act(obs)["rudder"], agent.act(obs)["rudder"])
     assert torch.equal(loaded.obs_normalizer.mean, agent.obs_normalizer.mean)
-    via_registry = load_agent_checkpoint(path)  # what `arena play PATH.pt` relies on
+    via_registry = build_agent(str(path))  # `arena play PATH.pt`: the file names its agent
     assert isinstance(via_registry, PPOAgent)
     with pytest.raises(CheckpointError, match="obs_mode='extended'"):
         PPOAgent.load(path, env_config=EnvConfig())

@@ -1,4 +1,4 @@
-"""Networks, the squashed-Gaussian distribution and the normalizers (seed 000's unit tests)."""
+"""Networks, the squashed-Gaussian distribution and the normalizers."""
 
 from __future__ import annotations
 

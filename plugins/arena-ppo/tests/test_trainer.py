@@ -1,4 +1,4 @@
-"""`arena train ppo` end to end: the seed's smoke test, several env counts, exact resume, bad input."""
+"""`arena train ppo` end to end: the smoke test, several env counts, exact resume, bad input."""
 
 from __future__ import annotations
 
@@ -110,3 +110,12 @@ def test_resume_rejects_foreign_file_and_structural_changes(tmp_path):
 def test_unknown_trainer_suggests():
     result = CliRunner().invoke(main, ["train", "ppp"])
     assert result.exit_code != 0 and "did you mean ppo" in result.output
+
+
+def test_new_run_refuses_an_out_that_holds_a_run(tmp_path):
+    args = ["--num-envs", "4", "--max-steps", "64", "--vs", "crank", *TINY]
+    assert run(args, tmp_path / "r").exit_code == 0
+    before = (tmp_path / "r" / "metrics.csv").read_text()
+    result = run(args, tmp_path / "r")
+    assert result.exit_code != 0 and "already holds a training run" in result.output
+    assert (tmp_path / "r" / "metrics.csv").read_text() == before

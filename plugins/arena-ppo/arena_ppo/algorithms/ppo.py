@@ -1,4 +1,4 @@
-"""The PPO update (cleanrl's checklist; seed 000 §4): pure tensors in, losses out.
+"""The PPO update (cleanrl's checklist): pure tensors in, losses out.
 
 The runner owns the envs, I/O and schedules; this class only turns a filled
 :class:`~arena_ppo.storage.RolloutStorage` into gradient steps, so it can be tested on a hand-made
@@ -34,7 +34,7 @@ def bernoulli_kl(logit_old: torch.Tensor, logit: torch.Tensor) -> torch.Tensor:
 
 
 class PPO:
-    """Clipped-surrogate PPO with the optional pieces of seeds 001/003/004 behind config flags."""
+    """Clipped-surrogate PPO with its optional pieces (value clipping and normalization, KL-adaptive or linear learning rate) behind config flags."""
 
     def __init__(self, model: ActorCritic, cfg: PPOConfig, value_normalizer: ValueNormalizer | None = None) -> None:
         self.model = model

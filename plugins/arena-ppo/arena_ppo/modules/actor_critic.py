@@ -1,4 +1,4 @@
-"""Actor and critic networks and the policy distribution (seed 000, §1).
+"""Actor and critic networks and the policy distribution.
 
 Rudder: a Gaussian over a pre-squash value ``u``; the action is ``tanh(u)`` in [-1, 1] and its
 log-probability carries the change-of-variables term ``-log(1 - tanh(u)^2)``. Fire: a Bernoulli.
@@ -22,7 +22,7 @@ HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def mlp(sizes: tuple[int, ...], input_layer_norm: bool = False) -> nn.Sequential:
-    """Linear+ReLU trunk over ``sizes`` (input first), optionally LayerNorm on the raw input (seed 001)."""
+    """Linear+ReLU trunk over ``sizes`` (input first), optionally LayerNorm on the raw input."""
     layers: list[nn.Module] = [nn.LayerNorm(sizes[0])] if input_layer_norm else []
     for a, b in zip(sizes[:-1], sizes[1:]):
         layers += [nn.Linear(a, b), nn.ReLU()]

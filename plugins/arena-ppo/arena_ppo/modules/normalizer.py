@@ -1,4 +1,4 @@
-"""Running mean/variance normalization of observations (rsl_rl) and of value targets (seed 003).
+"""Running mean/variance normalization of observations (rsl_rl) and of value targets (MAPPO's ValueNorm).
 
 The statistics live in module buffers, so they travel in ``state_dict`` — a checkpoint evaluated
 later sees inputs scaled exactly as during training.
@@ -48,7 +48,7 @@ class RunningNormalizer(nn.Module):
 
 
 class ValueNormalizer(RunningNormalizer):
-    """Scale of the return targets: the critic predicts normalized values (seed 003's ValueNorm).
+    """Scale of the return targets: the critic predicts normalized values (MAPPO's ValueNorm).
 
     Returns of this game live in roughly [-1, 1] but the shaping terms shift their spread as the
     policy changes; normalizing keeps the value loss on one scale through training.

@@ -1,4 +1,4 @@
-"""Rollout storage on the training device (rsl_rl's RolloutStorage, seed 000's RolloutBuffer).
+"""Rollout storage on the training device (rsl_rl's RolloutStorage).
 
 Tensors are ``[n_steps, num_envs, ...]`` and allocated once; ``add`` writes one step in place, so a
 rollout costs no allocation and no host round trip. Returns and advantages are computed in place by
