@@ -206,6 +206,7 @@ class _BatchRun:
         self.p1 = [batch.units[u].p1 for u in self.slot_unit]
         self.p2 = [batch.units[u].p2 for u in self.slot_unit]
         self.game: list[int] = [-1] * n  # game index playing in each slot, -1 when idle
+        self.playing = 0  # slots with a game, kept with ``game`` so the loop need not scan every slot
         self.began: list[int] = [0] * n  # step at which the slot's game began
         self.step = 0
         # Each participant's slots, p1 side first, as indices into the stacked [p1 obs; p2 obs] rows.
@@ -238,7 +239,7 @@ class _BatchRun:
             rudder = torch.zeros(2 * n, device=self.device)
             throttle = torch.zeros(2 * n, device=self.device)
             fire = torch.zeros(2 * n, dtype=torch.bool, device=self.device)
-            while any(g >= 0 for g in self.game):
+            while self.playing:
                 flat = torch.cat([torch.stack([obs[p][key] for key in env.obs_keys], 0) for p in ("p1", "p2")], 1)
                 rudder.zero_(), throttle.zero_(), fire.zero_()
                 nan_counts: list[tuple[int, Any]] = []
@@ -254,7 +255,7 @@ class _BatchRun:
                     throttle.index_copy_(0, idx, clean.throttle)
                     fire.index_copy_(0, idx, clean.fire)
                     nan_counts.append((k, clean.nan_count.sum()))
-                if not any(g >= 0 for g in self.game):
+                if not self.playing:
                     break
                 obs, _, dones, infos = env.step({"rudder": rudder[:n], "throttle": throttle[:n], "fire": fire[:n]},
                                                 {"rudder": rudder[n:], "throttle": throttle[n:], "fire": fire[n:]})
@@ -293,7 +294,9 @@ class _BatchRun:
 
     def _next_game(self, s: int) -> None:
         queue = self.queues[self.slot_unit[s]]
+        self.playing -= self.game[s] >= 0
         self.game[s] = queue.popleft() if queue else -1
+        self.playing += self.game[s] >= 0
         self.began[s] = self.step
 
     def _collect(self, dones: "torch.Tensor", infos: dict[str, Any]) -> None:
@@ -333,6 +336,7 @@ class _BatchRun:
             if self.game[s] >= 0 and k in (self.p1[s], self.p2[s]):
                 results.append(self._forfeit_result(s, self.game[s], k, self.step - self.began[s], reason))
                 self.game[s] = -1
+                self.playing -= 1
         for u, unit in enumerate(self.batch.units):
             if k in (unit.p1, unit.p2):
                 first = sum(self.batch.slots[:u])
