@@ -229,9 +229,8 @@ def summary(obj: Any) -> str:
     for attr in ("description", "help"):
         text = getattr(obj, attr, None)
         if isinstance(text, str) and text.strip():
-            return text.strip().splitlines()[0]
-    doc = getattr(obj, "__doc__", None) or ""
-    return doc.strip().splitlines()[0] if doc.strip() else ""
+            return head(text)
+    return head(getattr(obj, "__doc__", None) or "")
 
 
 # -- building agents from specs --------------------------------------------------------------------
@@ -333,6 +332,13 @@ def check_file(path: str) -> None:
         raise AgentSpecError(f"checkpoint {path}: not a file; expected a .pt checkpoint")
 
 
+def head(text: str) -> str:
+    """The first line of a possibly multi-line message ("" for an empty one): errors print on one line."""
+    lines = text.strip().splitlines()
+    return lines[0] if lines else ""
+
+
 def first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    """``Type: first line of the message``, for reporting an exception raised by someone else's code."""
+    text = head(str(exc))
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

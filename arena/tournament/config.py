@@ -112,7 +112,9 @@ def load_config(path: str | os.PathLike[str]) -> TournamentConfig:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        from arena.agents import head
+
+        problem = getattr(exc, "problem", None) or head(str(exc)) or type(exc).__name__
         raise ConfigError(file, "", f"not valid YAML ({where}{problem})") from None
     return parse_config(data, file)
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from arena.agents import first_line
+from arena.agents import first_line, head
 from arena.tournament.results import P1_WINS, P2_WINS, GameResult
 from arena.tournament.schedule import Unit
 
@@ -283,7 +283,7 @@ class _BatchRun:
         try:
             return check_action(action, count, self.device, who="action")
         except ValueError as exc:
-            self._forfeit(k, f"returned a malformed action: {_first_line(str(exc))}")
+            self._forfeit(k, f"returned a malformed action: {head(str(exc))}")
             return None
 
     def _call(self, k: int, what: str, fn: Any) -> None:
@@ -359,7 +359,3 @@ class _BatchRun:
         if self.progress is not None:
             self.progress.update(self.stats.games, forfeits=self.stats.forfeits)
 
-
-def _first_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[0] if lines else ""

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from arena.agents import head
+
 if TYPE_CHECKING:
     import torch
 
@@ -91,7 +93,7 @@ def load_checkpoint(path: str | os.PathLike[str], *, map_location: "str | torch.
     try:
         data = torch.load(file, map_location=map_location, weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file; all mean "unreadable"
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = head(str(exc)) or type(exc).__name__
         raise CheckpointError(f"checkpoint {file}: not a readable torch checkpoint ({reason[:200]})") from exc
     if not isinstance(data, dict) or any(k not in data for k in REQUIRED_KEYS):
         raise CheckpointError(f"checkpoint {file}: not an arena checkpoint (expected a dict with keys "
