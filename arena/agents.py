@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
+from arena.guard import AgentCodeError, call_agent
 from arena.plugins import PluginHost, PluginInfo, get_host
 
 if TYPE_CHECKING:
@@ -170,21 +171,62 @@ def reward_registry(host: PluginHost | None = None) -> Registry[Any]:
 
 def _build(kind: str, hook: str, host: PluginHost | None, problems: list[str] | None) -> Registry[Any]:
     """Fill a registry from one hook. With ``problems`` given, clashes are appended there instead of
-    raised, so a listing can still show everything else."""
+    raised, so a listing can still show everything else.
+
+    An entry that is not what the hook promises (``[42]`` from ``arena_agents``, a class without a
+    ``name``, a reward that is not callable) is skipped and reported once, naming its distribution,
+    so one plugin's mistake never breaks the other agents; ``ARENA_STRICT_PLUGINS=1`` makes it fatal.
+    """
     host = host or get_host()
     reg: Registry[Any] = Registry(kind)
     for info, offered in host.collect(hook):
-        items = offered.items() if isinstance(offered, dict) else ((getattr(c, "name", ""), c) for c in offered)
-        for name, obj in items:
+        for name, obj, aliases in _entries(kind, hook, info, offered, host):
             try:
-                if not name or not isinstance(name, str):
-                    raise DuplicateNameError(f"{kind} {obj!r} from {info.distribution} has no 'name'")
-                reg.add(name, obj, info, () if isinstance(offered, dict) else getattr(obj, "aliases", ()))
+                reg.add(name, obj, info, aliases)
             except DuplicateNameError as exc:
                 if problems is None:
                     raise
                 problems.append(str(exc))
+    if problems is not None:
+        problems.extend(p for p in host.problems if p not in problems)
     return reg
+
+
+def _entries(kind: str, hook: str, info: PluginInfo, offered: Any,
+             host: PluginHost) -> list[tuple[str, Any, tuple[str, ...]]]:
+    """The well-formed ``(name, object, aliases)`` entries of one plugin's answer; the rest reported."""
+    where = f"{hook}() of {info.distribution} {info.version}"
+    if kind == "reward":
+        if not isinstance(offered, dict):
+            host.bad_entry(info, f"{where} returned {type(offered).__name__}; expected a dict {{name: function}}")
+            return []
+        good = []
+        for name, fn in offered.items():
+            if not isinstance(name, str) or not name or not callable(fn):
+                host.bad_entry(info, f"{where}: entry {name!r}: {fn!r} skipped; expected a non-empty name and a "
+                                     f"callable")
+                continue
+            good.append((name, fn, ()))
+        return good
+    if isinstance(offered, (str, bytes, dict)) or not isinstance(offered, (list, tuple, set, frozenset)):
+        host.bad_entry(info, f"{where} returned {type(offered).__name__}; expected a list of {kind} classes")
+        return []
+    good = []
+    for obj in offered:
+        if not isinstance(obj, type):
+            host.bad_entry(info, f"{where}: {obj!r} ({type(obj).__name__}) skipped; expected a {kind} class")
+            continue
+        name = getattr(obj, "name", "")
+        if not isinstance(name, str) or not name:
+            host.bad_entry(info, f"{where}: {obj.__name__} skipped; it has no 'name' (a non-empty str)")
+            continue
+        aliases = getattr(obj, "aliases", ())
+        if isinstance(aliases, str) or not isinstance(aliases, (list, tuple)) or \
+                not all(isinstance(a, str) and a for a in aliases):
+            host.bad_entry(info, f"{where}: {obj.__name__}.aliases {aliases!r} ignored; expected a tuple of names")
+            aliases = ()
+        good.append((name, obj, tuple(aliases)))
+    return good
 
 
 # -- listing ---------------------------------------------------------------------------------------
@@ -282,24 +324,41 @@ def build_agent(spec: str, device: "str | torch.device" = "cpu", env_config: "En
         raise AgentSpecError(f"{exc}{where}") from None
     cls = entry.obj
     if path is None:
+        create = getattr(cls, "create", None)
+        if not callable(create):
+            raise AgentSpecError(f"agent {entry.name!r} from {describe(entry)} has no create(); it cannot be built")
         try:
-            return cls.create(device=device, env_config=env_config, **params)
-        except (TypeError, ValueError) as exc:
-            raise AgentSpecError(f"agent {entry.name!r}: {exc}") from exc
+            agent = call_agent(entry.name, "create", create, device=device, env_config=env_config, **params)
+        except AgentCodeError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, (TypeError, ValueError)):  # most often a bad parameter: say it plainly
+                raise AgentSpecError(f"agent {entry.name!r}: {head(str(cause))}") from cause
+            raise AgentSpecError(str(exc)) from exc
+        return checked_agent(agent, entry.name, "create()")
     loader = getattr(cls, "load", None)
     if loader is None:
         raise AgentSpecError(f"agent {entry.name!r} does not load checkpoints (it has no load()); "
                              f"use plain {entry.name!r}")
     check_file(path)
     try:
-        return loader(path, device=device, env_config=env_config, **params)
-    except AgentSpecError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any failure to load is the file's problem as the user sees it
-        text = first_line(exc)
+        agent = call_agent(entry.name, "load", loader, path, device=device, env_config=env_config, **params)
+    except AgentCodeError as exc:  # any failure to load is the file's problem as the user sees it
+        cause = exc.__cause__
+        if isinstance(cause, AgentSpecError):
+            raise cause from None
+        text = exc.cause
         if path in text:  # the loader's own message already names the file: say it once
             raise AgentSpecError(text.partition(": ")[2]) from exc
         raise AgentSpecError(f"checkpoint {path}: agent {entry.name!r} could not load it: {text}") from exc
+    return checked_agent(agent, entry.name, "load()")
+
+
+def checked_agent(agent: Any, name: str, made_by: str) -> Agent:
+    """Refuse what a plugin's create()/load() returned when it cannot act (None, a number, ...)."""
+    if not callable(getattr(agent, "act", None)):
+        raise AgentSpecError(f"agent {name!r}: {made_by} returned {type(agent).__name__}, which has no act(); "
+                             f"expected an agent object")
+    return agent
 
 
 def checkpoint_agent_name(path: str) -> str:

@@ -12,7 +12,11 @@ import click
 
 from arena import __version__
 
+from arena.match import MAX_GAMES
+
 if TYPE_CHECKING:
+    import torch
+
     from arena.env import EnvConfig
 
 
@@ -20,6 +24,10 @@ class ArenaError(click.ClickException):
     """A mistake the user can fix: printed as one line, exit status 2, no traceback."""
 
     exit_code = 2
+
+
+MAX_SEED = (1 << 62) - 1  # seeds feed torch generators (64-bit) with small offsets added: keep clear of overflow
+SEED = click.IntRange(0, MAX_SEED)
 
 
 def echo_json(data: Any) -> None:
@@ -34,6 +42,17 @@ class ArenaGroup(click.Group):
     """
 
     plugins_loaded = False
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Count the user's Ctrl-C from the very start (plugins load while parsing), so that an agent or
+        plugin raising KeyboardInterrupt itself is blamed instead of being obeyed (see arena.guard)."""
+        from arena.guard import install_sigint_counter
+
+        restore = install_sigint_counter()
+        try:
+            return super().main(*args, **kwargs)
+        finally:
+            restore()
 
     def load_plugin_commands(self) -> None:
         if self.plugins_loaded:
@@ -82,7 +101,7 @@ def env_info(device: str, obs_mode: str, as_json: bool) -> None:
     from arena.env import EnvConfig, TensorEnv
 
     try:
-        env = TensorEnv(1, device=device, config=EnvConfig(obs_mode=obs_mode))  # type: ignore[arg-type]
+        env = TensorEnv(1, device=device_option(device), config=EnvConfig(obs_mode=obs_mode))  # type: ignore[arg-type]
     except ValueError as exc:
         raise ArenaError(str(exc)) from exc
     cfg = asdict(env.config)
@@ -117,7 +136,7 @@ def agents(as_json: bool) -> None:
     """List every agent, trainer and reward function the installed plugins provide, with the
     distribution that provides it, and every plugin that failed to load."""
     from arena.agents import catalog
-    from arena.plugins import PluginError
+    from arena.plugins import PluginError, strict_mode
 
     try:
         cat = catalog()
@@ -134,6 +153,8 @@ def agents(as_json: bool) -> None:
                            "error": b.error} for b in cat.broken]
         data["problems"] = cat.problems
         echo_json(data)
+        if cat.problems and strict_mode():
+            raise click.exceptions.Exit(2)
         return
     for kind, title in (("agent", "Agents"), ("trainer", "Trainers"), ("reward", "Reward functions")):
         rows = [r for r in cat.rows if r.kind == kind]
@@ -151,6 +172,8 @@ def agents(as_json: bool) -> None:
             click.echo(f"  {b.distribution} {b.version} ({b.name} = {b.module}): {b.error}")
     for problem in cat.problems:
         click.echo(f"error: {problem}", err=True)
+    if cat.problems and strict_mode():
+        raise ArenaError(f"ARENA_STRICT_PLUGINS: {len(cat.problems)} plugin problem(s), first: {cat.problems[0]}")
 
 
 def parse_env_overrides(items: tuple[str, ...]) -> "EnvConfig | None":
@@ -186,10 +209,10 @@ def parse_env_overrides(items: tuple[str, ...]) -> "EnvConfig | None":
 @main.command("play")
 @click.argument("agent_a", metavar="A")
 @click.argument("agent_b", metavar="B")
-@click.option("--games", "-n", type=click.IntRange(min=1), default=1000, show_default=True,
+@click.option("--games", "-n", type=click.IntRange(1, MAX_GAMES), default=1000, show_default=True,
               help="Battles to play, all in one batch; A flies p1 in half of them and p2 in the rest.")
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the battles' spawn positions.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the battles' spawn positions.")
 @click.option("--env", "env_overrides", multiple=True, metavar="KEY=VALUE",
               help="Override an EnvConfig field, e.g. --env max_time=120 (repeatable; see `arena env-info`).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: a, b, games, wins, draws, losses, "
@@ -207,15 +230,11 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, env_ove
       arena play ppo:runs/a/ckpt_000500000.pt crank --json
     """
     from arena.agents import AgentSpecError, DuplicateNameError, build_agent, parse_spec
-    from arena.env import resolve_device
     from arena.match import AgentFailure, play_match
     from arena.plugins import PluginError
 
     env_config = parse_env_overrides(env_overrides)
-    try:
-        dev = resolve_device(device)
-    except ValueError as exc:
-        raise ArenaError(f"--device: {exc}") from None
+    dev = device_option(device)
     try:
         a = build_agent(agent_a, dev, env_config)
         b = build_agent(agent_b, dev, env_config)
@@ -230,6 +249,11 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, env_ove
                             name_b=agent_b, progress=not quiet)
     except AgentFailure as exc:
         raise ArenaError(str(exc)) from None
+    except (MemoryError, RuntimeError) as exc:  # the batch does not fit (torch raises RuntimeError subclasses)
+        if not is_out_of_memory(exc):
+            raise
+        raise ArenaError(f"--games {games:,}: not enough memory on {dev} for one batch of that size; "
+                         f"play fewer games") from None
     if as_json:
         echo_json(result.to_dict())
         return
@@ -239,6 +263,23 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, env_ove
                f"({result.draws / n:.1%}), {result.losses:,} losses ({result.losses / n:.1%}); "
                f"score {result.score:.3f}")
     click.echo(f"  mean length {result.mean_length:.1f} steps; {result.games_per_second:,.0f} games/s")
+
+
+def device_option(device: str) -> "torch.device":
+    """``--device`` checked in one place (arena.match.check_device) and blamed on the option."""
+    from arena.match import check_device
+
+    try:
+        return check_device(device)
+    except ValueError as exc:
+        raise ArenaError(f"--device: {exc}") from None
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """An allocation that failed for want of memory (host or GPU), as opposed to a bug."""
+    text = str(exc).lower()
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" or (
+        "memory" in text and ("alloc" in text or "out of" in text or "not enough" in text))
 
 
 class TrainerGroup(click.Group):

@@ -7,8 +7,10 @@ drawn from the player's own side, so no agent needs to know which side it flies.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,12 +25,76 @@ SYNC_EVERY = 16  # steps between "all finished?" checks: the only host syncs of 
 
 
 class AgentFailure(RuntimeError):
-    """An agent raised, or returned a malformed action or NaNs. Names the agent and its role, so a
-    tournament can score the forfeit and a user knows whose fault it was."""
+    """An agent raised (anything, ``sys.exit`` included), or returned a malformed action or NaNs. Names
+    the agent and its role, so a tournament can score the forfeit and a user knows whose fault it was.
 
-    def __init__(self, agent: str, role: str, reason: str) -> None:
+    When several agents fail in the same step, ``failures`` holds each (agent, role, reason) and the
+    game has no result for anyone: the one checked first is not the only one to blame. ``agent``,
+    ``role`` and ``reason`` are the first failure's.
+    """
+
+    def __init__(self, agent: str, role: str, reason: str,
+                 others: "Sequence[tuple[str, str, str]]" = ()) -> None:
         self.agent, self.role, self.reason = agent, role, reason
-        super().__init__(f"agent {agent!r} ({role}) {reason}")
+        self.failures: tuple[tuple[str, str, str], ...] = ((agent, role, reason), *others)
+        if others:
+            parts = "; ".join(f"agent {a!r} ({r}) {why}" for a, r, why in self.failures)
+            super().__init__(f"no result: {len(self.failures)} agents failed in the same step: {parts}")
+        else:
+            super().__init__(f"agent {agent!r} ({role}) {reason}")
+
+    @property
+    def no_result(self) -> bool:
+        """Several agents failed at once: a draw/no-result for all of them, not a win for anyone."""
+        return len(self.failures) > 1
+
+    @classmethod
+    def combine(cls, failures: "Sequence[AgentFailure]") -> "AgentFailure":
+        """One failure standing for all those of one step."""
+        flat = [f for failure in failures for f in failure.failures]
+        return cls(*flat[0], others=flat[1:])
+
+
+def raise_failures(failures: "Sequence[AgentFailure]") -> None:
+    """Raise the failures of one step together (nothing when there are none)."""
+    if failures:
+        raise AgentFailure.combine(failures)
+
+
+MAX_GAMES = 1 << 24  # battles in one batch: ~16.7 M, already tens of GB of env state
+
+
+def check_device(device: "str | torch.device | None") -> "torch.device":
+    """The one place that turns a ``--device`` value into a usable device, or a one-line ``ValueError``.
+
+    On top of the env's parsing (cpu, cuda, cuda:N, auto) it refuses an MPS device on a machine
+    without one and a CPU index (``cpu:5``): torch accepts both as names, and the failure would
+    otherwise surface later as an agent returning actions on "the wrong device".
+    """
+    import torch
+
+    from arena.env import resolve_device
+
+    text = device if isinstance(device, str) else None
+    if text is not None and not text.strip():
+        raise ValueError("invalid device '': expected cpu, cuda, cuda:N or auto")
+    try:
+        dev = resolve_device(device)
+    except (RuntimeError, TypeError) as exc:  # torch's own wording for odd strings
+        raise ValueError(f"invalid device {device!r}: expected cpu, cuda, cuda:N or auto") from exc
+    if dev.type == "cpu":
+        if dev.index not in (None, 0):
+            raise ValueError(f"invalid device {str(device)!r}: the CPU has no device index; use cpu")
+        return torch.device("cpu")
+    if dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ValueError(f"device {str(device)!r} requested but MPS is not available on this machine; "
+                             f"use cpu, cuda or auto")
+        if dev.index not in (None, 0):
+            raise ValueError(f"invalid device {str(device)!r}: use mps")
+        return torch.device("mps")
+    return dev
 
 
 @dataclass
@@ -67,16 +133,18 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
     restored afterwards. A stateful agent needs its own instance per side: passing the same object
     as A and B would mix the two sides' memories.
 
-    Raises ``AgentFailure`` when an agent raises or returns a bad action or NaN, and ``ValueError``
-    for a bad ``games`` count or device.
+    Raises ``AgentFailure`` when an agent raises or returns a bad action or NaN (both agents named,
+    and no result, when both fail in the same step), and ``ValueError`` for a bad ``games`` count or
+    device.
     """
     import torch
 
     from arena.env import TensorEnv
     from arena.progress import Progress
 
-    if not isinstance(games, int) or isinstance(games, bool) or games < 1:
-        raise ValueError(f"games must be a positive int, got {games!r}")
+    if not isinstance(games, int) or isinstance(games, bool) or not 1 <= games <= MAX_GAMES:
+        raise ValueError(f"games must be an int from 1 to {MAX_GAMES:,}, got {games!r}")
+    device = check_device(device)
     name_a = name_a or str(getattr(agent_a, "name", "") or type(agent_a).__name__)
     name_b = name_b or str(getattr(agent_b, "name", "") or type(agent_b).__name__)
     roles = ((agent_a, name_a, "A"), (agent_b, name_b, "B"))
@@ -94,16 +162,17 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
     meter = Progress(games, unit="games", label=f"{name_a} vs {name_b}", enabled=progress)
     start = time.perf_counter()
     try:
-        for agent, name, role in roles:
-            agent.eval()
-            checked_reset(agent, None, name, role)
+        raise_failures([f for agent, name, role in roles if (f := checked_call(agent.eval, name, role, "eval"))])
+        reset_all(roles, None)
         obs = env.reset()
         with torch.no_grad():
             for step in range(1, env.config.max_steps + 1):
                 obs_a = {k: torch.where(a_is_p1, obs["p1"][k], obs["p2"][k]) for k in obs["p1"]}
                 obs_b = {k: torch.where(a_is_p1, obs["p2"][k], obs["p1"][k]) for k in obs["p1"]}
-                act_a = checked_act(agent_a, obs_a, name_a, "A", games, dev)
-                act_b = checked_act(agent_b, obs_b, name_b, "B", games, dev)
+                act_a = checked_act(agent_a, obs_a, name_a, "A", games, dev, raise_now=False)
+                act_b = checked_act(agent_b, obs_b, name_b, "B", games, dev, raise_now=False)
+                raise_failures([a for a in (act_a, act_b) if isinstance(a, AgentFailure)])
+                assert not isinstance(act_a, AgentFailure) and not isinstance(act_b, AgentFailure)
                 nans += torch.stack((act_a.nan_count.sum(), act_b.nan_count.sum()))
                 action_p1, action_p2 = merge_actions(a_is_p1, act_a, act_b)
                 obs, _, dones, infos = env.step(action_p1, action_p2)
@@ -115,21 +184,21 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
                 ret_p1 = torch.where(first, episode["return"]["p1"], ret_p1)
                 ret_p2 = torch.where(first, episode["return"]["p2"], ret_p2)
                 finished |= dones
-                for agent, name, role in roles:  # auto-reset envs start a new battle: clear their memory
-                    checked_reset(agent, dones, name, role)
+                reset_all(roles, dones)  # auto-reset envs start a new battle: clear their memory
 
                 if step % SYNC_EVERY == 0 or step == env.config.max_steps:
                     done_count, nan_a, nan_b = torch.cat((finished.sum().view(1), nans)).tolist()
-                    for count, (_, name, role) in zip((nan_a, nan_b), roles):
-                        if count:
-                            raise AgentFailure(name, role, f"returned NaN in {count} action value(s)")
+                    raise_failures([AgentFailure(name, role, f"returned NaN in {count} action value(s)")
+                                    for count, (_, name, role) in zip((nan_a, nan_b), roles) if count])
                     meter.update(done_count, step=step)
                     if done_count == games:
                         break
     finally:
-        for (agent, _, _), mode in zip(roles, modes):
+        for (agent, name, role), mode in zip(roles, modes):
             if mode:
-                agent.train(True)
+                failure = checked_call(agent.train, name, role, "train", True)
+                if failure is not None and sys.exc_info()[0] is None:
+                    raise failure
     elapsed = time.perf_counter() - start
     meter.close()
 
@@ -146,28 +215,47 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
 
 
 def checked_act(agent: "Agent", obs: dict[str, "torch.Tensor"], name: str, role: str, num_envs: int,
-                device: "torch.device") -> "CleanAction":
-    """Call ``agent.act`` and validate what comes back, blaming the agent by name for any fault."""
-    from arena.agents import first_line
+                device: "torch.device", raise_now: bool = True) -> "CleanAction | AgentFailure":
+    """Call ``agent.act`` and validate what comes back, blaming the agent by name for any fault.
+
+    With ``raise_now=False`` the failure is returned instead of raised, so that the caller can see
+    whether the other agent failed in the same step before deciding who is to blame.
+    """
     from arena.env import check_action
+    from arena.guard import AgentCodeError, call_agent
 
     try:
-        action = agent.act(obs)
-    except Exception as exc:  # noqa: BLE001 - any failure inside an agent is that agent's fault
-        raise AgentFailure(name, role, f"raised {first_line(exc)}") from exc
-    try:
+        action = call_agent(name, "act", agent.act, obs)
         return check_action(action, num_envs, device, who="action")
+    except AgentCodeError as exc:
+        failure = AgentFailure(name, role, f"raised {exc.cause}")
     except ValueError as exc:
-        raise AgentFailure(name, role, f"returned a bad action: {exc}") from None
+        failure = AgentFailure(name, role, f"returned a bad action: {exc}")
+    if raise_now:
+        raise failure
+    return failure
+
+
+def checked_call(fn: Any, name: str, role: str, what: str, *args: Any) -> AgentFailure | None:
+    """Run one of the agent's methods (``eval``, ``reset``, ``train``); its failure, or None."""
+    from arena.guard import AgentCodeError, call_agent
+
+    try:
+        call_agent(name, what, fn, *args)
+    except AgentCodeError as exc:
+        return AgentFailure(name, role, exc.reason)
+    return None
 
 
 def checked_reset(agent: "Agent", mask: "torch.Tensor | None", name: str, role: str) -> None:
-    from arena.agents import first_line
+    failure = checked_call(agent.reset, name, role, "reset", mask)
+    if failure is not None:
+        raise failure
 
-    try:
-        agent.reset(mask)
-    except Exception as exc:  # noqa: BLE001
-        raise AgentFailure(name, role, f"reset() raised {first_line(exc)}") from exc
+
+def reset_all(roles: "Sequence[tuple[Agent, str, str]]", mask: "torch.Tensor | None") -> None:
+    """Reset every agent; those that fail are blamed together."""
+    raise_failures([f for agent, name, role in roles if (f := checked_call(agent.reset, name, role, "reset", mask))])
 
 
 def merge_actions(a_is_p1: "torch.Tensor", act_a: "CleanAction", act_b: "CleanAction"

@@ -108,6 +108,7 @@ class PluginHost:
         self.pm.add_hookspecs(ArenaSpec)
         self.plugins: dict[str, PluginInfo] = {}  # registration name -> info
         self.broken: list[PluginInfo] = []
+        self.problems: list[str] = []  # malformed entries a hook returned (skipped)
 
     @property
     def hook(self) -> Any:
@@ -155,6 +156,15 @@ class PluginHost:
         self.broken.append(info)
         print(message + " — skipped", file=sys.stderr)
 
+    def bad_entry(self, info: PluginInfo, message: str) -> None:
+        """Record one malformed thing a plugin offered (skipped); reported once, or raised in strict mode."""
+        if strict_mode():
+            raise PluginError(f"arena: plugin {info.distribution} {info.version}: {message}")
+        if message in self.problems:
+            return
+        self.problems.append(message)
+        print(f"arena: plugin {info.distribution} {info.version}: {message}", file=sys.stderr)
+
     def info_for(self, plugin_name: str) -> PluginInfo:
         return self.plugins.get(plugin_name) or PluginInfo(plugin_name, plugin_name, "", plugin_name)
 
@@ -164,14 +174,22 @@ class PluginHost:
         A hook implementation that raises marks its plugin broken instead of failing the caller,
         so a bug in one plugin never hides what the others offer.
         """
+        from arena.guard import interrupt_count, user_interrupted
+
         results = []
         caller = getattr(self.pm.hook, hook_name)
         for impl in reversed(caller.get_hookimpls()):  # registration order
             info = self.info_for(impl.plugin_name)
+            before = interrupt_count()
             try:
                 value = impl.function(*[kwargs[arg] for arg in impl.argnames])
-            except Exception as exc:  # noqa: BLE001 - a plugin bug must not take the host down
-                self.fail(replace(info, error=f"{hook_name}() raised {type(exc).__name__}: {exc}"))
+            except KeyboardInterrupt:
+                if user_interrupted(before):
+                    raise
+                self.fail(replace(info, error=f"{hook_name}() raised KeyboardInterrupt (not a Ctrl-C)"))
+                continue
+            except BaseException as exc:  # noqa: BLE001 - a plugin bug (sys.exit too) must not take the host down
+                self.fail(replace(info, error=f"{hook_name}() raised {describe_exception(exc)}"))
                 continue
             if value is not None:
                 results.append((info, value))
@@ -225,7 +243,13 @@ def normalize(name: str) -> str:
 
 
 def load_entry_points(host: PluginHost, group: str = ENTRY_POINT_GROUP) -> None:
-    """Load every entry point of ``group`` on its own, honouring the disable list."""
+    """Load every entry point of ``group`` on its own, honouring the disable list.
+
+    Whatever a plugin's import raises — ``sys.exit()`` and a ``KeyboardInterrupt`` the user did not
+    cause included — makes that plugin broken, never the command (``arena --help`` must keep working).
+    """
+    from arena.guard import interrupt_count, user_interrupted
+
     disabled = disabled_distributions()
     seen: set[tuple[str, str]] = set()
     for ep in metadata.entry_points(group=group):
@@ -236,12 +260,26 @@ def load_entry_points(host: PluginHost, group: str = ENTRY_POINT_GROUP) -> None:
             continue
         seen.add((dist_name, ep.name))
         info = PluginInfo(ep.name, dist_name, version, ep.value)
+        before = interrupt_count()
         try:
             module = ep.load()
-        except Exception as exc:  # noqa: BLE001 - report and carry on
-            host.fail(PluginInfo(ep.name, dist_name, version, ep.value, f"{type(exc).__name__}: {exc}"))
+        except KeyboardInterrupt:
+            if user_interrupted(before):
+                raise
+            host.fail(replace(info, error="KeyboardInterrupt raised at import (not a Ctrl-C)"))
+            continue
+        except BaseException as exc:  # noqa: BLE001 - report and carry on; sys.exit() at import included
+            host.fail(replace(info, error=describe_exception(exc)))
             continue
         host.register(module, info)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``Type: first line`` of a plugin's failure; ``sys.exit`` is said as such."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit (called sys.exit({exc.code!r}))"
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 _host: PluginHost | None = None

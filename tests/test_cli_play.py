@@ -47,10 +47,10 @@ def test_learning_agent_without_checkpoint_gets_a_note():
 
 @pytest.mark.parametrize("args, message", [
     (["play", "crnak", "placeholder"], "unknown agent 'crnak'; did you mean crank"),
-    (["play", "crank", "placeholder", "--games", "0"], "0 is not in the range x>=1"),
+    (["play", "crank", "placeholder", "--games", "0"], "0 is not in the range 1<=x<=16777216"),
     (["play", "crank", "placeholder", "--device", "tpu"], "--device: invalid device 'tpu'"),
     (["play", "crank", "missing/ckpt.pt"], "checkpoint missing/ckpt.pt: no such file"),
-    (["play", "crank", "placeholder", "--env", "max_tim=3"], "--env: unknown EnvConfig key(s): max_tim"),
+    (["play", "crank", "placeholder", "--env", "max_tim=3"], "unknown EnvConfig key(s): max_tim"),
     (["play", "crank", "placeholder", "--env", "max_time"], "expected KEY=VALUE"),
     (["play", "crank", "placeholder:x.pt"], "does not load checkpoints"),
     (["play", "crank", "placeholder", "--env", "reward.win=big"], "EnvConfig.reward.win must be float, got 'big'"),
@@ -106,3 +106,93 @@ def test_help_and_agents_do_not_import_torch():
             "print(r1.exit_code, r2.exit_code, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["0", "0", "False"], out.stdout + out.stderr
+
+
+# -- misbehaving agents in `arena play` ---------------------------------------------------------------
+
+MISBEHAVING = '''
+import sys
+import torch
+import arena
+
+MODE = {mode!r}
+
+class Odd(arena.BaseAgent):
+    name = "odd"
+
+    def __init__(self, device="cpu", env_config=None):
+        if MODE == "init":
+            raise RuntimeError("no GPU driver")
+        super().__init__(device, env_config)
+
+    @classmethod
+    def create(cls, device="cpu", env_config=None, **params):
+        if MODE == "create":
+            raise ImportError("missing dependency")
+        if MODE == "create-none":
+            return None
+        return cls(device=device, env_config=env_config)
+
+    def eval(self):
+        if MODE == "eval":
+            raise RuntimeError("eval failed")
+        return super().eval()
+
+    def act(self, obs):
+        n = obs["x"].shape[0]
+        if MODE == "exit":
+            sys.exit(0)
+        if MODE == "kbint":
+            raise KeyboardInterrupt
+        if MODE == "raise":
+            raise RuntimeError("act failed")
+        return {{"rudder": torch.zeros(n), "throttle": torch.ones(n), "fire": torch.zeros(n, dtype=torch.bool)}}
+
+@arena.hookimpl
+def arena_agents():
+    return [Odd]
+'''
+
+
+@pytest.mark.parametrize("mode, words", [
+    ("init", "agent 'odd': create() raised RuntimeError: no GPU driver"),
+    ("create", "agent 'odd': create() raised ImportError: missing dependency"),
+    ("create-none", "create() returned NoneType"),
+    ("eval", "agent 'odd' (A) eval() raised RuntimeError: eval failed"),
+    ("exit", "agent 'odd' (A) raised SystemExit (called sys.exit(0))"),
+    ("kbint", "agent 'odd' (A) raised KeyboardInterrupt (raised by the agent, not a Ctrl-C)"),
+])
+def test_a_misbehaving_agent_is_one_line_in_play(fake_dists, mode, words):
+    fake_dists.add("odd-agent", f"odd_agent_{mode.replace('-', '_')}", MISBEHAVING.format(mode=mode))
+    result = run("play", "odd", "crank", "--games", "2", *FAST)
+    assert result.exit_code == 2, result.output
+    assert words in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_both_agents_failing_in_the_same_step_is_no_result(fake_dists):
+    fake_dists.add("odd-agent", "odd_agent_both", MISBEHAVING.format(mode="raise"))
+    result = run("play", "odd", "odd", "--games", "2", *FAST)
+    assert result.exit_code == 2
+    assert "no result: 2 agents failed in the same step" in result.output
+    assert "'odd' (A) raised RuntimeError: act failed" in result.output
+    assert "'odd' (B) raised RuntimeError: act failed" in result.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--games", "99999999999999999999"], "--games"),
+    (["--seed", "99999999999999999999999"], "--seed"),
+    (["--seed", "-1"], "--seed"),
+    (["--device", "cpu:5"], "--device: invalid device 'cpu:5': the CPU has no device index"),
+])
+def test_out_of_range_play_options_are_one_line(args, message):
+    result = run("play", "crank", "placeholder", *args, *FAST)
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+
+
+def test_mps_without_mps_is_one_line():
+    if torch.backends.mps.is_available():
+        pytest.skip("this machine has MPS")
+    for command in (["play", "crank", "placeholder", *FAST], ["env-info"]):
+        result = run(*command, "--device", "mps")
+        assert result.exit_code == 2 and "MPS is not available" in result.output and "Traceback" not in result.output

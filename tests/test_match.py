@@ -23,6 +23,11 @@ class Straight(BaseAgent):
         self.training = training
         self.calls = 0
 
+    def eval(self):
+        if self.bad == "eval":
+            raise ValueError("no eval mode")
+        return super().eval()
+
     def reset(self, env_mask=None):
         if self.bad == "reset" and env_mask is not None and bool(env_mask.any()):
             raise RuntimeError("stale memory\nsecond line")
@@ -33,6 +38,12 @@ class Straight(BaseAgent):
         action = {"rudder": torch.zeros(n), "throttle": torch.ones(n), "fire": torch.zeros(n, dtype=torch.bool)}
         if self.bad == "raise":
             raise RuntimeError("network exploded")
+        if self.bad == "exit":
+            import sys
+
+            sys.exit("bye")
+        if self.bad == "kbint":
+            raise KeyboardInterrupt
         if self.bad == "keys":
             del action["fire"]
         if self.bad == "shape":
@@ -106,3 +117,59 @@ def test_agents_play_in_eval_mode_and_get_their_mode_back():
 def test_games_must_be_a_positive_int(games):
     with pytest.raises(ValueError, match="games"):
         play_match(Straight(), Straight(), games)
+
+
+@pytest.mark.parametrize("bad, words", [
+    ("exit", "raised SystemExit (called sys.exit('bye'))"),
+    ("eval", "eval() raised ValueError: no eval mode"),
+])
+def test_sys_exit_and_eval_failures_are_the_agents_fault(bad, words):
+    with pytest.raises(AgentFailure) as exc:
+        play_match(Straight(), Straight(bad=bad), 4, env_config=SHORT, name_b="wobbly")
+    assert exc.value.agent == "wobbly" and words in str(exc.value)
+
+
+def test_an_agents_own_keyboard_interrupt_is_a_failure_under_the_cli_counter():
+    from arena.guard import install_sigint_counter
+
+    restore = install_sigint_counter()
+    try:
+        with pytest.raises(AgentFailure, match="KeyboardInterrupt"):
+            play_match(Straight(), Straight(bad="kbint"), 4, env_config=SHORT)
+    finally:
+        restore()
+
+
+@pytest.mark.parametrize("bad_a, bad_b", [("raise", "shape"), ("nan", "nan"), ("eval", "eval"), ("reset", "reset"),
+                                          ("exit", "keys")])
+def test_both_failing_in_the_same_step_is_no_result_for_both(bad_a, bad_b):
+    with pytest.raises(AgentFailure) as exc:
+        play_match(Straight(bad=bad_a), Straight(bad=bad_b), 4, env_config=SHORT, name_a="first", name_b="second")
+    failure = exc.value
+    assert failure.no_result and [(a, r) for a, r, _ in failure.failures] == [("first", "A"), ("second", "B")]
+    assert str(failure).startswith("no result: 2 agents failed in the same step")
+    assert "'first' (A)" in str(failure) and "'second' (B)" in str(failure) and "\n" not in str(failure)
+
+
+@pytest.mark.parametrize("device, words", [
+    ("cpu:5", "the CPU has no device index"),
+    ("tpu", "invalid device 'tpu'"),
+    ("", "invalid device ''"),
+])
+def test_bad_devices_are_refused_in_one_place(device, words):
+    from arena.match import check_device
+
+    with pytest.raises(ValueError, match=words.replace("(", r"\(")):
+        check_device(device)
+    with pytest.raises(ValueError):
+        play_match(Straight(), Straight(), 2, env_config=SHORT, device=device)
+
+
+def test_mps_without_mps_is_refused():
+    from arena.match import check_device
+
+    if torch.backends.mps.is_available():
+        pytest.skip("this machine has MPS")
+    with pytest.raises(ValueError, match="MPS is not available"):
+        check_device("mps")
+    assert str(check_device("cpu:0")) == "cpu"

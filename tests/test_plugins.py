@@ -254,3 +254,84 @@ def test_every_hook_has_a_test_of_its_own():
     source = Path(__file__).read_text()
     missing = [n for n in plugins.hook_names() if not re.search(rf"def test_hook_{n}\b", source)]
     assert not missing
+
+
+# -- hostile plugins -----------------------------------------------------------------------------
+
+
+def test_sys_exit_at_import_is_a_broken_plugin_not_the_end(fake_dists):
+    from arena.cli import main
+
+    fake_dists.add("exit-plugin", "exit_mod", "import sys\nsys.exit(1)\n", version="0.1")
+    fake_dists.add("fine-plugin", "fine_mod3", AGENT_PLUGIN.format(name="fine3"))
+    host = loaded_host()
+    [broken] = host.broken
+    assert broken.distribution == "exit-plugin" and "sys.exit(1)" in broken.error
+    assert "fine3" in agent_registry(host)
+    plugins.reset_host()
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0 and "Usage" in result.output
+
+
+def test_keyboard_interrupt_at_import_is_a_broken_plugin_under_the_cli(fake_dists):
+    from arena import guard
+
+    fake_dists.add("kbint-plugin", "kbint_mod", "raise KeyboardInterrupt\n")
+    restore = guard.install_sigint_counter()
+    try:
+        [broken] = loaded_host().broken
+    finally:
+        restore()
+    assert broken.distribution == "kbint-plugin" and "KeyboardInterrupt" in broken.error
+
+
+def test_hook_calling_sys_exit_marks_its_plugin_broken(fake_dists):
+    fake_dists.add("exit-hook", "exit_hook_mod",
+                   "import sys, arena\n\n@arena.hookimpl\ndef arena_agents():\n    sys.exit(2)\n")
+    host = loaded_host()
+    assert "crank" in agent_registry(host)
+    [broken] = host.broken
+    assert broken.distribution == "exit-hook" and "SystemExit" in broken.error
+
+
+BAD_ENTRIES = {
+    "non-class": ("import arena\n\n@arena.hookimpl\ndef arena_agents():\n    return [42]\n", "42 (int) skipped"),
+    "not-a-list": ("import arena\n\n@arena.hookimpl\ndef arena_agents():\n    return 42\n", "returned int"),
+    "no-name": ("import arena\n\nclass X(arena.BaseAgent):\n    pass\n\n@arena.hookimpl\ndef arena_agents():\n"
+                "    return [X]\n", "X skipped; it has no 'name'"),
+    "bad-reward": ("import arena\n\n@arena.hookimpl\ndef arena_rewards():\n    return {'r': 3}\n", "entry 'r'"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ENTRIES))
+def test_a_malformed_entry_is_skipped_and_reported_naming_the_distribution(fake_dists, capsys, case):
+    source, words = BAD_ENTRIES[case]
+    fake_dists.add("odd-plugin", f"odd_{case.replace('-', '_')}", source, version="0.7")
+    host = loaded_host()
+    reg = agent_registry(host)
+    reward_registry(host)
+    assert "crank" in reg and "placeholder" in reg
+    assert any("odd-plugin 0.7" in p and words in p for p in host.problems), host.problems
+    assert "odd-plugin 0.7" in capsys.readouterr().err
+
+
+def test_play_works_beside_a_plugin_offering_a_non_class(fake_dists):
+    from arena.cli import main
+
+    fake_dists.add("odd-plugin", "odd_play", BAD_ENTRIES["non-class"][0])
+    result = CliRunner().invoke(main, ["play", "crank", "placeholder", "-n", "2", "--env", "max_time=3", "-q"])
+    assert result.exit_code == 0, result.output
+    assert "odd-plugin" in result.stderr
+
+
+def test_strict_mode_makes_a_malformed_entry_fatal_for_arena_agents(fake_dists, monkeypatch):
+    from arena.cli import main
+
+    fake_dists.add("odd-plugin", "odd_strict", BAD_ENTRIES["non-class"][0])
+    assert CliRunner().invoke(main, ["agents"]).exit_code == 0
+    plugins.reset_host()
+    monkeypatch.setenv("ARENA_STRICT_PLUGINS", "1")
+    for args in (["agents"], ["agents", "--json"]):
+        plugins.reset_host()
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2 and "odd-plugin" in result.output and "Traceback" not in result.output

@@ -4,21 +4,21 @@ Nothing here names a plugin: agents are found through the registries in :mod:`ar
 """
 
 from arena.training.checkpoint import (
-    CheckpointError, checkpoint_name, checkpoint_step, list_checkpoints, load_checkpoint,
+    CheckpointError, checkpoint_name, checkpoint_step, clean_stale_temp_files, list_checkpoints, load_checkpoint,
     save_checkpoint,
 )
 from arena.training.evaluation import EvalResult, evaluate
 from arena.training.interrupt import StopRequest
 from arena.training.metrics import MetricLogger, default_run_dir, tensorboard_writer, to_plain, write_config
 from arena.training.opponents import (
-    OpponentPool, OpponentSpec, OpponentSpecError, SelfPlayPool, Tally, capture_agent_memory, describe_split,
-    parse_opponent_spec, parse_opponent_specs, restore_agent_memory, split_envs,
+    OpponentPool, OpponentSpec, OpponentSpecError, SelfPlayPool, SnapshotError, Tally, capture_agent_memory,
+    describe_split, parse_opponent_spec, parse_opponent_specs, restore_agent_memory, split_envs,
 )
 
 __all__ = [
     "CheckpointError", "EvalResult", "MetricLogger", "OpponentPool", "OpponentSpec", "OpponentSpecError",
-    "SelfPlayPool",
-    "StopRequest", "Tally", "capture_agent_memory", "checkpoint_name", "checkpoint_step", "default_run_dir",
+    "SelfPlayPool", "SnapshotError", "StopRequest", "Tally", "capture_agent_memory", "checkpoint_name", "checkpoint_step",
+    "clean_stale_temp_files", "default_run_dir",
     "describe_split", "evaluate", "list_checkpoints", "load_checkpoint", "parse_opponent_spec",
     "parse_opponent_specs", "restore_agent_memory", "save_checkpoint", "split_envs", "tensorboard_writer", "to_plain",
     "write_config",

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 
 CHECKPOINT_PATTERN = re.compile(r"^ckpt_(\d+)\.pt$")
 REQUIRED_KEYS = ("agent", "format_version")
+# Temp files of unfinished writes: ".<final name>.<writer pid>.<random>.tmp" (the pid says whose it is).
+TEMP_PATTERN = re.compile(r"^\.(?P<target>.+)\.(?P<pid>\d+)\.[^.]+\.tmp$")
+LEGACY_TEMP_PATTERN = re.compile(r"^\.ckpt_\d+\.pt\.[^.]+\.tmp$")  # written before the pid was added
+LEGACY_TEMP_AGE = 3600.0  # seconds after which a pid-less temp file is surely abandoned
 
 
 class CheckpointError(ValueError):
@@ -63,7 +67,7 @@ def save_checkpoint(payload: Mapping[str, Any], path: str | os.PathLike[str]) ->
                          "every arena checkpoint names its agent and format version")
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             torch.save(dict(payload), handle)
@@ -74,6 +78,54 @@ def save_checkpoint(payload: Mapping[str, Any], path: str | os.PathLike[str]) ->
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def temp_prefix(target: Path) -> str:
+    """Prefix of this process's temp files for ``target``; :func:`clean_stale_temp_files` reads the pid back."""
+    return f".{target.name}.{os.getpid()}."
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists on this machine (a signal-0 probe; EPERM means it does)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def clean_stale_temp_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """Delete temp files left in ``directory`` by writers that died mid-write (kill -9, power loss).
+
+    Only files whose writer process is gone are removed (a live writer, another run resumed in the
+    same folder, keeps its own); pid-less temp files of older versions go once they are an hour old.
+    Returns what was removed. Called when a run starts or resumes.
+    """
+    import time
+
+    root = Path(directory)
+    if not root.is_dir():
+        return []
+    removed = []
+    for path in root.iterdir():
+        match = TEMP_PATTERN.match(path.name)
+        try:
+            if match is not None:
+                stale = int(match.group("pid")) != os.getpid() and not pid_alive(int(match.group("pid")))
+            elif LEGACY_TEMP_PATTERN.match(path.name):
+                stale = time.time() - path.stat().st_mtime > LEGACY_TEMP_AGE
+            else:
+                continue
+            if stale and path.is_file():
+                path.unlink()
+                removed.append(path)
+        except OSError:  # vanished meanwhile, or not ours to delete: leave it
+            continue
+    return removed
 
 
 def load_checkpoint(path: str | os.PathLike[str], *, map_location: "str | torch.device" = "cpu",
@@ -100,8 +152,12 @@ def load_checkpoint(path: str | os.PathLike[str], *, map_location: "str | torch.
                               f"{list(REQUIRED_KEYS)}; is it a file from another tool?)")
     if expect_agent is not None and data["agent"] != expect_agent:
         raise CheckpointError(f"checkpoint {file}: written by agent {data['agent']!r}, not {expect_agent!r}")
+    if not isinstance(data["agent"], str) or not data["agent"]:
+        raise CheckpointError(f"checkpoint {file}: 'agent' is {data['agent']!r}; expected the name of an agent")
     version = data["format_version"]
-    if max_version is not None and (not isinstance(version, int) or version > max_version):
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise CheckpointError(f"checkpoint {file}: 'format_version' is {version!r}, malformed: expected an int >= 1")
+    if max_version is not None and version > max_version:
         raise CheckpointError(f"checkpoint {file}: format version {version!r} is newer than this reader "
                               f"understands (<= {max_version}); upgrade the plugin that wrote it")
     return data

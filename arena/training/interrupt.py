@@ -3,6 +3,8 @@
 The first SIGINT only raises a flag that the training loop checks after each update, so the
 checkpoint it writes is a consistent one (no half-collected rollout) and ``--resume`` continues
 exactly. A second Ctrl-C interrupts at once (``KeyboardInterrupt``), for when waiting is not an option.
+Every SIGINT is also counted by :mod:`arena.guard`, so an opponent that raises ``KeyboardInterrupt``
+itself is blamed instead of being taken for the user's Ctrl-C.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ class StopRequest:
         self._installed = False
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        from arena.guard import note_interrupt
+
+        note_interrupt()
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
@@ -36,11 +41,17 @@ class StopRequest:
 
     def __enter__(self) -> "StopRequest":
         if threading.current_thread() is threading.main_thread():
+            from arena.guard import watch
+
             self._previous = signal.signal(signal.SIGINT, self._handle)
             self._installed = True
+            watch()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._installed:
+            from arena.guard import unwatch
+
             signal.signal(signal.SIGINT, self._previous)
             self._installed = False
+            unwatch()

@@ -74,7 +74,7 @@ class MetricLogger:
         if self.path.exists() and self.columns:
             with self.path.open(newline="") as handle:
                 rows = list(csv.DictReader(handle))
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.w.tmp")  # pid: see clean_stale_temp_files
         with tmp.open("w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=columns)
             writer.writeheader()
@@ -124,7 +124,7 @@ def write_config(path: str | os.PathLike[str], config: Mapping[str, Any]) -> Pat
 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(target.suffix + ".tmp")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.w.tmp")  # pid: see clean_stale_temp_files
     tmp.write_text(yaml.safe_dump(to_plain(config), sort_keys=False))
     os.replace(tmp, target)
     return target

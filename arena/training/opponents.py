@@ -12,13 +12,17 @@ p1 plays p2 just as well.
 from __future__ import annotations
 
 import math
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from arena.guard import AgentCodeError, call_agent
 from arena.training.checkpoint import list_checkpoints
+
+from arena.match import AgentFailure, checked_act, checked_call, raise_failures
 
 if TYPE_CHECKING:
     import torch
@@ -193,11 +197,14 @@ class SelfPlayPool:
     floor: float = 0.05
     cache_size: int = 8
     records: dict[str, Tally] = field(default_factory=dict)  # file name -> record
+    warn: Callable[[str], None] = field(default=lambda text: print(f"warning: {text}", file=sys.stderr))
+    skipped: dict[str, str] = field(default_factory=dict)  # unreadable file name -> why (never drawn again)
     _cache: "OrderedDict[str, Any]" = field(default_factory=OrderedDict)
 
     def refresh(self) -> None:
         for path in list_checkpoints(self.directory):
-            self.records.setdefault(path.name, Tally())
+            if path.name not in self.skipped:
+                self.records.setdefault(path.name, Tally())
 
     def weights(self) -> dict[str, float]:
         return {name: max((1.0 - rec.win_probability()) ** self.power, self.floor) for name,
@@ -216,10 +223,20 @@ class SelfPlayPool:
         return [names[i] for i in picks.tolist()]
 
     def agent(self, name: str) -> Any:
+        """The snapshot in file ``name``; :class:`SnapshotError` (after one warning) when it cannot be
+        loaded — a damaged or foreign ``ckpt_*.pt`` in the run folder is skipped, never fatal."""
         if name in self._cache:
             self._cache.move_to_end(name)
             return self._cache[name]
-        agent = self.loader(self.directory / name)
+        if name in self.skipped:
+            raise SnapshotError(f"{name}: {self.skipped[name]}")
+        try:
+            agent = call_agent(name, "load", self.loader, self.directory / name)
+        except AgentCodeError as exc:
+            self.skipped[name] = exc.cause
+            self.records.pop(name, None)
+            self.warn(f"--vs self: skipping {self.directory / name}: {exc.cause}")
+            raise SnapshotError(f"{name}: {exc.cause}") from None
         self._cache[name] = agent
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
@@ -235,7 +252,22 @@ class SelfPlayPool:
         return {"records": {n: [r.wins, r.draws, r.losses] for n, r in self.records.items()}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.records = {n: Tally(*map(float, v)) for n, v in state.get("records", {}).items()}
+        records = state.get("records", {})
+        if not isinstance(records, dict):
+            raise ValueError(f"opponents.self_play.records: expected a dict, got {type(records).__name__}")
+        out = {}
+        for name, value in records.items():
+            ok = isinstance(name, str) and isinstance(value, (list, tuple)) and len(value) == 3 and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in value)
+            if not ok:
+                raise ValueError(f"opponents.self_play.records[{name!r}]: expected [wins, draws, losses] "
+                                 f"(finite numbers >= 0), got {value!r}"[:300])
+            out[name] = Tally(*map(float, value))
+        self.records = out
+
+
+class SnapshotError(RuntimeError):
+    """A self-play checkpoint that cannot be loaded (already reported, and skipped from now on)."""
 
 
 # -- the pool -------------------------------------------------------------------------------------
@@ -286,6 +318,7 @@ class OpponentPool:
                 self.slots.append(Slot(g, start, start + count, agent=make_agent(spec)))
                 start += count
         self._fallback: Any = None
+        self._nans: "torch.Tensor | None" = None  # NaN action values per slot since the last check_nans()
         self.tallies = [Tally() for _ in self.specs]
 
     def group_slices(self) -> list[tuple[OpponentSpec, int, int]]:
@@ -304,37 +337,90 @@ class OpponentPool:
         assert self.self_play is not None and self.snapshot is not None
         self.self_play.refresh()
         names = self.self_play.sample(len(self_slots), generator)
-        if not names:
-            if self._fallback is None:
-                self._fallback = self.snapshot()
-            for slot in self_slots:
-                slot.agent, slot.checkpoint = self._fallback, None
-            return
-        self._fallback = None
         for slot, name in zip(self_slots, names):
-            self.assign(slot, name)
+            while True:  # an unreadable snapshot is skipped (with a warning) and another one drawn
+                try:
+                    self.assign(slot, name)
+                    break
+                except SnapshotError:
+                    redraw = self.self_play.sample(1, generator)
+                    if not redraw:
+                        self.use_fallback([slot])
+                        break
+                    name = redraw[0]
+        if not names:
+            self.use_fallback(self_slots)
+        elif all(slot.checkpoint is not None for slot in self_slots):
+            self._fallback = None
+
+    def use_fallback(self, slots: Sequence[Slot]) -> None:
+        """Play a frozen copy of the learner where no past checkpoint is available."""
+        assert self.snapshot is not None
+        if self._fallback is None:
+            self._fallback = self.snapshot()
+        for slot in slots:
+            slot.agent, slot.checkpoint = self._fallback, None
 
     def assign(self, slot: Slot, name: str) -> None:
         assert self.self_play is not None
         slot.agent, slot.checkpoint = self.self_play.agent(name), name
-        reset = getattr(slot.agent, "reset", None)
-        if callable(reset):
-            reset(None)
+        failure = checked_call(slot.agent.reset, *self.who(slot), "reset", None)
+        if failure is not None:
+            raise failure
+
+    def who(self, slot: Slot) -> tuple[str, str]:
+        """(agent name, role) to blame for a slot's failure: ``crank`` / ``--vs crank=3``, or the snapshot file."""
+        spec = self.specs[slot.group]
+        if spec.kind == "self":
+            return (slot.checkpoint or "self (snapshot of the learner)"), "--vs self"
+        return spec.label, f"--vs {spec}"
 
     def act(self, observation: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
-        """p2's action for every env, each slot's agent acting on its slice."""
+        """p2's action for every env, each slot's agent acting on its slice.
+
+        Every action is checked as ``arena play`` checks it; an opponent that raises (``sys.exit`` and
+        its own ``KeyboardInterrupt`` included) or returns a malformed action raises
+        :class:`~arena.match.AgentFailure` naming it — all of them when several fail in the same step.
+        NaNs are counted per slot and refused by :meth:`check_nans` at the end of the rollout.
+        """
         import torch
 
-        if len(self.slots) == 1:
-            return self.slots[0].agent.act(observation)
-        parts = [slot.agent.act({k: v[slot.start:slot.stop] for k, v in observation.items()}) for slot in self.slots]
-        return {key: torch.cat([p[key] for p in parts]) for key in parts[0]}
+        device = next(iter(observation.values())).device
+        single = len(self.slots) == 1
+        parts, failures = [], []
+        for slot in self.slots:
+            obs = observation if single else {k: v[slot.start:slot.stop] for k, v in observation.items()}
+            result = checked_act(slot.agent, obs, *self.who(slot), slot.size, device, raise_now=False)
+            (failures if isinstance(result, AgentFailure) else parts).append(result)
+        raise_failures(failures)
+        nans = torch.stack([p.nan_count.sum() for p in parts])
+        self._nans = nans if self._nans is None or self._nans.device != nans.device else self._nans + nans
+        if single:
+            clean = parts[0]
+            return {"rudder": clean.rudder, "throttle": clean.throttle, "fire": clean.fire}
+        return {key: torch.cat([getattr(p, key) for p in parts]) for key in ("rudder", "throttle", "fire")}
+
+    def check_nans(self) -> None:
+        """Refuse opponents that returned NaN since the last call (one host sync; once per rollout).
+
+        ``arena play`` refuses NaN actions; training does the same rather than silently playing them
+        as zeros, so a broken opponent is found instead of trained against.
+        """
+        if self._nans is None:
+            return
+        counts, self._nans = self._nans.tolist(), None
+        raise_failures([AgentFailure(*self.who(slot), f"returned NaN in {int(n)} action value(s)")
+                        for slot, n in zip(self.slots, counts) if n])
 
     def reset(self, env_mask: "torch.Tensor | None" = None) -> None:
+        failures = []
         for slot in self.slots:
-            reset = getattr(slot.agent, "reset", None)
-            if callable(reset):
-                reset(None if env_mask is None else env_mask[slot.start:slot.stop])
+            if callable(getattr(slot.agent, "reset", None)):
+                mask = None if env_mask is None else env_mask[slot.start:slot.stop]
+                failure = checked_call(slot.agent.reset, *self.who(slot), "reset", mask)
+                if failure is not None:
+                    failures.append(failure)
+        raise_failures(failures)
 
     def record(self, wins: "torch.Tensor", draws: "torch.Tensor", losses: "torch.Tensor") -> None:
         """Credit finished games ([N] counts per env, learner's side) to opponents and snapshots."""
@@ -367,24 +453,74 @@ class OpponentPool:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore snapshots, PFSP records and opponents' per-env memory; the specs must match."""
+        """Restore snapshots, PFSP records and opponents' per-env memory; the specs must match.
+
+        The structure is checked before anything is applied: a damaged entry raises ``ValueError``
+        naming its key (``opponents.slots[1].memory``), never a crash later in the run.
+        """
+        if not isinstance(state, dict):
+            raise ValueError(f"opponents: expected a dict, got {type(state).__name__}")
         specs = [str(s) for s in self.specs]
-        if state.get("specs") != specs:
-            raise ValueError(f"the run was trained --vs {' '.join(state.get('specs') or [])}; "
-                             f"now --vs {' '.join(specs)}")
-        if self.self_play is not None and state.get("self_play"):
-            self.self_play.load_state_dict(state["self_play"])
-        for slot, saved in zip(self.slots, state["slots"]):
+        saved_specs = state.get("specs")
+        if saved_specs != specs:
+            shown = " ".join(map(str, saved_specs)) if isinstance(saved_specs, list) else repr(saved_specs)
+            raise ValueError(f"the run was trained --vs {shown}; now --vs {' '.join(specs)}")
+        slots = state.get("slots")
+        if not isinstance(slots, list) or len(slots) != len(self.slots):
+            raise ValueError(f"opponents.slots: expected a list of {len(self.slots)} slot(s), got "
+                             f"{type(slots).__name__ if not isinstance(slots, list) else len(slots)}")
+        for i, (slot, saved) in enumerate(zip(self.slots, slots)):
+            check_slot_state(saved, slot, f"opponents.slots[{i}]")
+        self_play = state.get("self_play")
+        if self_play is not None and not isinstance(self_play, dict):
+            raise ValueError(f"opponents.self_play: expected a dict, got {type(self_play).__name__}")
+        if self.self_play is not None and self_play:
+            self.self_play.load_state_dict(self_play)
+        for slot, saved in zip(self.slots, slots):
             if saved.get("checkpoint"):
                 if not (self.self_play is not None and (self.self_play.directory / saved["checkpoint"]).exists()):
                     continue  # the snapshot file is gone: the slot gets a fresh draw at the next rollout
-                self.assign(slot, saved["checkpoint"])
+                try:
+                    self.assign(slot, saved["checkpoint"])
+                except SnapshotError:
+                    continue  # unreadable now: reported; the slot gets a fresh draw at the next rollout
             elif self.specs[slot.group].kind == "self":
                 if self._fallback is None and self.snapshot is not None:
                     self._fallback = self.snapshot()
                 slot.agent = self._fallback
             if slot.agent is not None and saved.get("memory"):
-                restore_agent_memory(slot.agent, saved["memory"])
+                try:
+                    restore_agent_memory(slot.agent, saved["memory"])
+                except Exception as exc:  # noqa: BLE001 - a custom set_state() of a plugin agent
+                    raise ValueError(f"opponents slot memory of {self.who(slot)[0]!r}: cannot be restored "
+                                     f"({type(exc).__name__}: {exc})") from None
+
+
+def check_slot_state(saved: Any, slot: Slot, key: str) -> None:
+    """One saved slot: ``{"checkpoint": file name or None, "memory": {...}}`` shaped like the live agent's."""
+    import torch
+
+    if not isinstance(saved, dict):
+        raise ValueError(f"{key}: expected a dict, got {type(saved).__name__}")
+    ckpt = saved.get("checkpoint")
+    if ckpt is not None and (not isinstance(ckpt, str) or "/" in ckpt or "\\" in ckpt or ckpt.startswith(".")):
+        raise ValueError(f"{key}.checkpoint: expected a checkpoint file name or None, got {ckpt!r}"[:300])
+    memory = saved.get("memory", {})
+    if not isinstance(memory, dict):
+        raise ValueError(f"{key}.memory: expected a dict, got {type(memory).__name__}")
+    if "custom" in memory:
+        return  # the agent's own get_state()/set_state() format
+    current = capture_agent_memory(slot.agent) if slot.agent is not None and not ckpt else {}
+    for name, value in memory.items():
+        kind, _, attr = str(name).partition(":")
+        if kind not in ("tensor", "generator") or not attr.isidentifier():
+            raise ValueError(f"{key}.memory: unexpected entry {name!r}; expected tensor:NAME or generator:NAME")
+        if not isinstance(value, torch.Tensor):
+            raise ValueError(f"{key}.memory[{name!r}]: expected a tensor, got {type(value).__name__}")
+        live = current.get(name)
+        if isinstance(live, torch.Tensor) and (live.shape != value.shape or live.dtype != value.dtype):
+            raise ValueError(f"{key}.memory[{name!r}]: expected {live.dtype} of shape {list(live.shape)}, got "
+                             f"{value.dtype} of shape {list(value.shape)}")
 
 
 def describe_split(pool: OpponentPool) -> str:

@@ -95,3 +95,30 @@ def test_other_agent_and_newer_version(tmp_path):
 def test_payload_must_name_agent_and_version(tmp_path):
     with pytest.raises(ValueError, match="agent"):
         save_checkpoint({"weights": 1}, tmp_path / "x.pt")
+
+
+@pytest.mark.parametrize("version", ["1", 1.0, True, 0, None, [1]])
+def test_malformed_format_version_is_not_called_newer(tmp_path, version):
+    path = tmp_path / "v.pt"
+    torch.save({"agent": "ppo", "format_version": version}, path)
+    with pytest.raises(CheckpointError, match="malformed: expected an int") as exc:
+        load_checkpoint(path, max_version=1)
+    assert "newer" not in str(exc.value) and "v.pt" in str(exc.value)
+
+
+def test_stale_temp_files_are_cleaned_only_when_their_writer_is_gone(tmp_path):
+    import os
+    import time
+
+    from arena.training import clean_stale_temp_files
+
+    dead = tmp_path / ".ckpt_000000005.pt.999999999.k2j3.tmp"
+    alive = tmp_path / f".ckpt_000000006.pt.{os.getppid()}.k2j3.tmp"  # the parent process is running
+    old_legacy = tmp_path / ".ckpt_000000007.pt.abc.tmp"
+    new_legacy = tmp_path / ".ckpt_000000008.pt.def.tmp"
+    for path in (dead, alive, old_legacy, new_legacy):
+        path.write_bytes(b"partial")
+    os.utime(old_legacy, (time.time() - 7200, time.time() - 7200))
+    assert sorted(clean_stale_temp_files(tmp_path)) == sorted([dead, old_legacy])
+    assert alive.exists() and new_legacy.exists()
+    assert clean_stale_temp_files(tmp_path / "missing") == []

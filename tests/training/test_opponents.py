@@ -128,15 +128,15 @@ def test_self_play_prefers_checkpoints_the_learner_beats_least(tmp_path):
 
 def test_self_slot_uses_snapshot_until_a_checkpoint_exists(tmp_path):
     specs = parse_opponent_specs(["self", "crank"])
-    snapshot = Constant(5.0)
-    pfsp = SelfPlayPool(tmp_path, lambda p: Constant(7.0))
+    snapshot = Constant(0.5)
+    pfsp = SelfPlayPool(tmp_path, lambda p: Constant(0.75))
     pool = OpponentPool(specs, 12, lambda s: Constant(0.0), self_play=pfsp, snapshot=lambda: snapshot, self_slots=2)
     gen = torch.Generator().manual_seed(0)
     pool.begin_rollout(gen)
-    assert pool.act({"x": torch.zeros(12)})["rudder"].tolist() == [5.0] * 6 + [0.0] * 6
+    assert pool.act({"x": torch.zeros(12)})["rudder"].tolist() == [0.5] * 6 + [0.0] * 6
     save_checkpoint({"agent": "stub", "format_version": 1}, tmp_path / "ckpt_000000010.pt")
     pool.begin_rollout(gen)
-    assert pool.act({"x": torch.zeros(12)})["rudder"].tolist() == [7.0] * 6 + [0.0] * 6
+    assert pool.act({"x": torch.zeros(12)})["rudder"].tolist() == [0.75] * 6 + [0.0] * 6
     pool.record(torch.ones(12), torch.zeros(12), torch.zeros(12))
     assert pfsp.records["ckpt_000000010.pt"].wins == 6
 
@@ -152,3 +152,74 @@ def test_agent_memory_round_trip():
     assert torch.equal(fresh.calls, torch.ones(3))
     assert torch.equal(torch.rand(2, generator=fresh.gen), expected)
     assert OpponentSpec("checkpoint", "runs/x/ckpt_1.pt").label == "ckpt:ckpt_1"
+
+
+class Broken(Constant):
+    """Constant until ``after`` calls, then misbehaves as ``how``."""
+
+    def __init__(self, how: str, after: int = 0) -> None:
+        super().__init__(0.0)
+        self.how, self.after, self.count = how, after, 0
+
+    def act(self, obs):
+        self.count += 1
+        action = super().act(obs)
+        if self.count <= self.after:
+            return action
+        if self.how == "raise":
+            raise RuntimeError("kaput")
+        if self.how == "nan":
+            action["rudder"] = torch.full_like(action["rudder"], float("nan"))
+        if self.how == "shape":
+            action["throttle"] = torch.ones(1)
+        return action
+
+
+def test_pool_names_every_opponent_that_fails_in_the_same_step():
+    from arena.match import AgentFailure
+
+    specs = parse_opponent_specs(["a", "b", "c"])
+    agents = {"a": Broken("raise"), "b": Constant(0.0), "c": Broken("shape")}
+    pool = OpponentPool(specs, 6, lambda s: agents[s.target])
+    with pytest.raises(AgentFailure) as exc:
+        pool.act({"x": torch.zeros(6)})
+    assert exc.value.no_result and [f[0] for f in exc.value.failures] == ["a", "c"]
+    assert "'a' (--vs a) raised RuntimeError: kaput" in str(exc.value)
+    assert "'c' (--vs c) returned a bad action" in str(exc.value)
+
+
+def test_pool_refuses_nan_at_the_end_of_the_rollout_and_names_the_opponent():
+    from arena.match import AgentFailure
+
+    specs = parse_opponent_specs(["good", "bad=2"])
+    agents = {"good": Constant(0.0), "bad": Broken("nan", after=1)}
+    pool = OpponentPool(specs, 6, lambda s: agents[s.target])
+    pool.act({"x": torch.zeros(6)})
+    pool.check_nans()
+    action = pool.act({"x": torch.zeros(6)})
+    assert not torch.isnan(action["rudder"]).any()  # the env never sees the NaN
+    with pytest.raises(AgentFailure, match=r"'bad' \(--vs bad=2\) returned NaN in 4 action value"):
+        pool.check_nans()
+
+
+def test_self_play_skips_an_unreadable_checkpoint_with_one_warning(tmp_path):
+    from arena.training import CheckpointError
+
+    save_checkpoint({"agent": "stub", "format_version": 1}, tmp_path / "ckpt_000000001.pt")
+    (tmp_path / "ckpt_000000002.pt").write_bytes(b"garbage")
+    warnings = []
+
+    def loader(path):
+        if path.name.endswith("2.pt"):
+            raise CheckpointError(f"checkpoint {path}: not a readable torch checkpoint")
+        return Constant(0.25)
+
+    pfsp = SelfPlayPool(tmp_path, loader, warn=warnings.append)
+    pool = OpponentPool(parse_opponent_specs(["self"]), 8, lambda s: None, self_play=pfsp,
+                        snapshot=lambda: Constant(0.5), self_slots=4)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(3):
+        pool.begin_rollout(gen)
+        assert pool.act({"x": torch.zeros(8)})["rudder"].tolist() == [0.25] * 8
+    assert len(warnings) == 1 and "ckpt_000000002.pt" in warnings[0] and "skipping" in warnings[0]
+    assert set(pfsp.records) == {"ckpt_000000001.pt"}

@@ -125,13 +125,22 @@ class PPOAgent(BaseAgent):
                 "env_config": self.env_config.to_dict(), **self.weights(), **extra}
 
     def load_weights(self, data: dict[str, Any]) -> None:
-        self.model.load_state_dict(data["model"])
-        for key in ("obs_normalizer", "critic_normalizer", "value_normalizer"):
-            module = getattr(self, key)
-            if module is not None:
-                if key not in data:
-                    raise KeyError(key)
-                module.load_state_dict(data[key])
+        """Weights and normalizer statistics from a checkpoint dict.
+
+        Each state dict is compared with this agent's before loading, so a damaged file is refused
+        with the first mismatched key and both shapes (torch's own message lists them on lines that a
+        one-line error cuts off), and NaN or infinite weights are refused instead of playing NaN moves.
+        """
+        from arena.training.state import check_like
+
+        for key in ("model", "obs_normalizer", "critic_normalizer", "value_normalizer"):
+            module = self.model if key == "model" else getattr(self, key)
+            if module is None:
+                continue
+            if key not in data:
+                raise ValueError(f"{key!r} missing; expected the {key} state of this network")
+            check_like(data[key], dict(module.state_dict()), key)
+            module.load_state_dict(data[key])
 
     @classmethod
     def load(cls, checkpoint: str | os.PathLike[str] | dict[str, Any], device: "str | torch.device" = "cpu",
@@ -149,16 +158,68 @@ class PPOAgent(BaseAgent):
         if data.get("agent") != cls.name:
             raise CheckpointError(f"{where}: written by agent {data.get('agent')!r}, not {cls.name!r}")
         try:
+            network, options = check_network(data.get("network")), check_options(data.get("options"))
+            if not isinstance(data.get("env_config"), dict):
+                raise ValueError(f"env_config: expected a dict, got {type(data.get('env_config')).__name__}")
             saved_env = EnvConfig.from_dict(data["env_config"])
             if env_config is not None and env_config.obs_mode != saved_env.obs_mode:
                 raise CheckpointError(f"{where}: trained with obs_mode={saved_env.obs_mode!r}, but the env uses "
                                       f"obs_mode={env_config.obs_mode!r}")
-            agent = cls(device=device, env_config=env_config or saved_env, network=dict(data["network"]),
-                        **data["options"])
+            agent = cls(device=device, env_config=env_config or saved_env, network=network, **options)
             agent.load_weights(data)
         except CheckpointError:
             raise
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             raise CheckpointError(f"{where}: damaged or incompatible PPO checkpoint "
-                                  f"({type(exc).__name__}: {exc})") from exc
+                                  f"({type(exc).__name__}: {text})") from exc
         return agent.eval()
+
+
+MAX_LAYER_WIDTH = 4096  # units per hidden layer: 32x the default, far beyond what this task needs
+MAX_LAYERS = 8
+OPTION_KEYS = ("obs_norm", "privileged_critic", "value_norm")
+
+
+def check_network(value: Any) -> dict[str, Any]:
+    """A checkpoint's ``network`` entry, bounded before anything is allocated (a hostile
+    ``actor_hidden: [100000000]`` would otherwise take gigabytes before failing)."""
+    import math
+    from dataclasses import fields
+
+    if not isinstance(value, dict):
+        raise ValueError(f"network: expected a dict, got {type(value).__name__}")
+    known = {f.name: f.default for f in fields(NetworkConfig)}
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key not in known:
+            continue  # written by a newer version: ignored, as NetworkConfig.from_dict does
+        default = known[key]
+        if key in ("actor_hidden", "critic_hidden"):
+            ok = isinstance(item, (list, tuple)) and 1 <= len(item) <= MAX_LAYERS and all(
+                isinstance(w, int) and not isinstance(w, bool) and 1 <= w <= MAX_LAYER_WIDTH for w in item)
+            if not ok:
+                raise ValueError(f"network.{key}: expected 1 to {MAX_LAYERS} layer widths, each an int from 1 to "
+                                 f"{MAX_LAYER_WIDTH}, got {item!r}"[:300])
+        elif isinstance(default, bool):
+            if not isinstance(item, bool):
+                raise ValueError(f"network.{key}: expected true or false, got {item!r}"[:200])
+        elif isinstance(default, int):
+            if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= 1 << 16:
+                raise ValueError(f"network.{key}: expected a positive int, got {item!r}"[:200])
+        elif isinstance(default, float):
+            if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(item) \
+                    or abs(item) > 1e3:
+                raise ValueError(f"network.{key}: expected a finite number, got {item!r}"[:200])
+        out[key] = item
+    return out
+
+
+def check_options(value: Any) -> dict[str, bool]:
+    if not isinstance(value, dict):
+        raise ValueError(f"options: expected a dict, got {type(value).__name__}")
+    unknown = sorted(str(k) for k in value if k not in OPTION_KEYS)
+    bad = [k for k in OPTION_KEYS if k in value and not isinstance(value[k], bool)]
+    if unknown or bad:
+        raise ValueError(f"options: expected true/false for {list(OPTION_KEYS)}, got {value!r}"[:300])
+    return dict(value)

@@ -6,7 +6,8 @@ runner at import time: ``arena train --help`` lists trainers without loading the
 
 from __future__ import annotations
 
-from dataclasses import fields
+import math
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -23,7 +24,22 @@ PARAMS: dict[str, tuple[str, str]] = {
     "init_log_std": ("network", "init_log_std"),
 }
 # Settings a resumed run cannot change: the checkpoint's tensors are shaped by them.
-FIXED_ON_RESUME = ("num_envs", "obs_mode", "obs_norm", "privileged_critic", "value_norm", "layer_norm")
+FIXED_ON_RESUME = ("num_envs", "obs_mode", "obs_norm", "privileged_critic", "value_norm", "layer_norm", "self_slots")
+MAX_ENVS = 1 << 24  # battles stepped at once: ~16.7 M, already tens of GB of env state and rollout
+MAX_STEPS = 1 << 60  # environment steps (and intervals): far beyond any run, still exact in int64 counters
+MAX_SEED = (1 << 62) - 1  # seeds feed 64-bit torch generators with small offsets added
+
+
+class FiniteFloat(click.FloatRange):
+    """click's FloatRange, refusing NaN and infinities (a range check lets NaN through: it compares false)."""
+
+    name = "float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        result = super().convert(value, param, ctx)
+        if not math.isfinite(result):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return result
 
 
 def _options(func: Any) -> Any:
@@ -35,32 +51,32 @@ def _options(func: Any) -> Any:
                           f"[default: {' '.join(R.vs)}]"),
         click.option("--reward", default=R.reward, show_default=True,
                      help="Reward shaping added to the env reward (a name from arena_rewards)."),
-        click.option("--num-envs", type=click.IntRange(1), default=R.num_envs, show_default=True,
+        click.option("--num-envs", type=click.IntRange(1, MAX_ENVS), default=R.num_envs, show_default=True,
                      help="Battles stepped at once."),
-        click.option("--max-steps", type=click.IntRange(1), default=R.max_steps, show_default=True,
+        click.option("--max-steps", type=click.IntRange(1, MAX_STEPS), default=R.max_steps, show_default=True,
                      help="Environment steps over all envs; a rollout once started is finished."),
-        click.option("--max-time", type=click.FloatRange(0, min_open=True), default=None,
+        click.option("--max-time", type=FiniteFloat(0, min_open=True), default=None,
                      help="Also stop after this many seconds of training (checked between updates)."),
-        click.option("--learning-rate", type=click.FloatRange(0, min_open=True), default=P.learning_rate,
+        click.option("--learning-rate", type=FiniteFloat(0, min_open=True), default=P.learning_rate,
                      show_default=True),
-        click.option("--n-steps", type=click.IntRange(1), default=P.n_steps, show_default=True,
+        click.option("--n-steps", type=click.IntRange(1, 1 << 20), default=P.n_steps, show_default=True,
                      help="Steps per env per update."),
-        click.option("--batch-size", type=click.IntRange(1), default=P.batch_size, show_default=True,
+        click.option("--batch-size", type=click.IntRange(1, 1 << 40), default=P.batch_size, show_default=True,
                      help="Minibatch size."),
-        click.option("--n-epochs", type=click.IntRange(1), default=P.n_epochs, show_default=True),
-        click.option("--gamma", type=click.FloatRange(0, 1), default=P.gamma, show_default=True),
-        click.option("--gae-lambda", type=click.FloatRange(0, 1), default=P.gae_lambda, show_default=True),
-        click.option("--clip-epsilon", type=click.FloatRange(0, min_open=True), default=P.clip_epsilon,
+        click.option("--n-epochs", type=click.IntRange(1, 10_000), default=P.n_epochs, show_default=True),
+        click.option("--gamma", type=FiniteFloat(0, 1), default=P.gamma, show_default=True),
+        click.option("--gae-lambda", type=FiniteFloat(0, 1), default=P.gae_lambda, show_default=True),
+        click.option("--clip-epsilon", type=FiniteFloat(0, min_open=True), default=P.clip_epsilon,
                      show_default=True),
-        click.option("--value-loss-coef", type=click.FloatRange(0), default=P.value_loss_coef, show_default=True),
-        click.option("--entropy-coef", type=click.FloatRange(0), default=P.entropy_coef, show_default=True),
-        click.option("--max-grad-norm", type=click.FloatRange(0, min_open=True), default=P.max_grad_norm,
+        click.option("--value-loss-coef", type=FiniteFloat(0), default=P.value_loss_coef, show_default=True),
+        click.option("--entropy-coef", type=FiniteFloat(0), default=P.entropy_coef, show_default=True),
+        click.option("--max-grad-norm", type=FiniteFloat(0, min_open=True), default=P.max_grad_norm,
                      show_default=True),
         click.option("--clip-value-loss/--no-clip-value-loss", default=P.clip_value_loss, show_default=True,
                      help="Clip the value update like the policy."),
         click.option("--lr-schedule", type=click.Choice(LR_SCHEDULES), default=P.lr_schedule, show_default=True,
                      help="constant; linear decay to 0 at --max-steps; adaptive by KL target (rsl_rl)."),
-        click.option("--desired-kl", type=click.FloatRange(0, min_open=True), default=P.desired_kl, show_default=True,
+        click.option("--desired-kl", type=FiniteFloat(0, min_open=True), default=P.desired_kl, show_default=True,
                      help="KL target of --lr-schedule adaptive."),
         click.option("--value-norm/--no-value-norm", default=P.value_norm, show_default=True,
                      help="Critic learns normalized returns (MAPPO's ValueNorm)."),
@@ -72,25 +88,25 @@ def _options(func: Any) -> Any:
                      help="Critic reads the env's global state (rsl_rl privileged observations, MAPPO)."),
         click.option("--obs-mode", type=click.Choice(["default", "extended"]), default=R.obs_mode, show_default=True,
                      help="extended adds aspect, enemy missiles and the nearest threat to the 10 standard features."),
-        click.option("--init-fire-logit", type=float, default=N.init_fire_logit, show_default=True,
+        click.option("--init-fire-logit", type=FiniteFloat(-50, 50), default=N.init_fire_logit, show_default=True,
                      help="Starting bias of the fire logit (-6: p≈0.0025 per step, missiles kept for later)."),
-        click.option("--init-log-std", type=float, default=N.init_log_std, show_default=True,
+        click.option("--init-log-std", type=FiniteFloat(-20, 20), default=N.init_log_std, show_default=True,
                      help="Starting log-std of the rudder Gaussian."),
-        click.option("--save-interval", type=click.IntRange(1), default=R.save_interval, show_default=True,
+        click.option("--save-interval", type=click.IntRange(1, MAX_STEPS), default=R.save_interval, show_default=True,
                      help="Environment steps between checkpoints (whole updates)."),
-        click.option("--log-interval", type=click.IntRange(1), default=R.log_interval, show_default=True,
+        click.option("--log-interval", type=click.IntRange(1, MAX_STEPS), default=R.log_interval, show_default=True,
                      help="Environment steps between console lines; metrics.csv gets every update."),
-        click.option("--eval-interval", type=click.IntRange(0), default=R.eval_interval, show_default=True,
+        click.option("--eval-interval", type=click.IntRange(0, MAX_STEPS), default=R.eval_interval, show_default=True,
                      help="Environment steps between deterministic evaluations (0: with each checkpoint)."),
-        click.option("--eval-games", type=click.IntRange(0), default=R.eval_games, show_default=True,
+        click.option("--eval-games", type=click.IntRange(0, MAX_ENVS), default=R.eval_games, show_default=True,
                      help="Games per opponent in each evaluation (0: none)."),
-        click.option("--self-slots", type=click.IntRange(1), default=R.self_slots, show_default=True,
+        click.option("--self-slots", type=click.IntRange(1, 1024), default=R.self_slots, show_default=True,
                      help="Past checkpoints playing at once for --vs self."),
-        click.option("--threads", type=click.IntRange(0), default=R.threads, show_default=True,
+        click.option("--threads", type=click.IntRange(0, 1024), default=R.threads, show_default=True,
                      help="torch CPU threads (0: torch's default). Small networks gain little from more, "
                           "and on a busy CPU threads spin against each other."),
         click.option("--device", default=R.device, show_default=True, help="cpu, cuda, cuda:N or auto."),
-        click.option("--seed", type=int, default=R.seed, show_default=True),
+        click.option("--seed", type=click.IntRange(0, MAX_SEED), default=R.seed, show_default=True),
         click.option("--resume", type=click.Path(dir_okay=False, path_type=Path), default=None,
                      help="Continue from a checkpoint of this trainer (flags given now override its settings)."),
         click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -115,13 +131,66 @@ def build_config(params: dict[str, Any], base: TrainConfig | None = None, only: 
     return cfg
 
 
-def config_from_dict(data: dict[str, Any]) -> TrainConfig:
-    run = {k: v for k, v in data.get("run", {}).items() if k in {f.name for f in fields(RunConfig)}}
-    if "vs" in run:
-        run["vs"] = tuple(run["vs"])
-    ppo = {k: v for k, v in data.get("ppo", {}).items() if k in {f.name for f in fields(PPOConfig)}}
-    return TrainConfig(run=RunConfig(**run), ppo=PPOConfig(**ppo),
-                       network=NetworkConfig.from_dict(data.get("network", {})))
+def config_from_dict(data: Any, command: click.Command | None = None, ctx: click.Context | None = None) -> TrainConfig:
+    """The TrainConfig saved in a checkpoint, every value checked as the command line would check it.
+
+    A value of the wrong type or out of range raises ``ValueError`` naming ``config.SECTION.KEY``;
+    unknown keys (from a newer version) are ignored.
+    """
+    from arena_ppo.agent import check_network
+
+    if not isinstance(data, dict):
+        raise ValueError(f"config: expected a dict, got {type(data).__name__}")
+    options = {p.name: p for p in (command.params if command is not None else []) if p.name}
+    sections: dict[str, dict[str, Any]] = {}
+    for section, cls in (("run", RunConfig), ("ppo", PPOConfig)):
+        raw = data.get(section, {})
+        if not isinstance(raw, dict):
+            raise ValueError(f"config.{section}: expected a dict, got {type(raw).__name__}")
+        defaults = cls()
+        values = {}
+        for f in fields(cls):
+            if f.name in raw:
+                values[f.name] = check_value(raw[f.name], getattr(defaults, f.name), options.get(f.name), ctx,
+                                             f"config.{section}.{f.name}")
+        sections[section] = values
+    network = data.get("network", {})
+    try:
+        network = check_network(network)
+    except ValueError as exc:
+        raise ValueError(f"config.{exc}") from None
+    return TrainConfig(run=RunConfig(**sections["run"]), ppo=PPOConfig(**sections["ppo"]),
+                       network=NetworkConfig.from_dict(network))
+
+
+def check_value(value: Any, default: Any, option: click.Parameter | None, ctx: click.Context | None, key: str) -> Any:
+    """One saved setting: the Python type of its default, then the option's own range or choices."""
+    if isinstance(default, tuple):
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{key}: expected a list of strings, got {value!r}"[:200])
+        return tuple(value)
+    if default is None and value is None:
+        return None
+    wanted: tuple[type, ...]
+    if isinstance(default, bool) or (option is not None and option.is_flag):  # type: ignore[attr-defined]
+        wanted = (bool,)
+    elif isinstance(default, float):
+        wanted = (int, float)
+    elif isinstance(default, int) or default is None:  # threads: int | None
+        wanted = (int,)
+    else:
+        wanted = (str,)
+    if not isinstance(value, wanted) or (bool not in wanted and isinstance(value, bool)):
+        names = " or ".join(t.__name__ for t in wanted)
+        raise ValueError(f"{key}: expected {names}, got {value!r}"[:200])
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{key}: expected a finite number, got {value!r}")
+    if option is not None and bool not in wanted:
+        try:
+            return option.type.convert(value, option, ctx)
+        except click.BadParameter as exc:
+            raise ValueError(f"{key}: {exc.message}") from None
+    return value
 
 
 class PPOTrainer:
@@ -174,21 +243,26 @@ def explicit(ctx: click.Context) -> set[str]:
 def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]:
     """Validate everything that can be wrong before any compute starts, then run."""
     from arena.training import (
-        CheckpointError, OpponentSpecError, default_run_dir, list_checkpoints, load_checkpoint, parse_opponent_specs,
+        CheckpointError, OpponentSpecError, default_run_dir, load_checkpoint, parse_opponent_specs,
     )
 
     resume_data = None
+    plan: ResumePlan | None = None
     given = explicit(ctx)
     if params.get("resume") is not None:
         from arena_ppo.agent import FORMAT_VERSION
 
+        resume = Path(params["resume"])
         try:
-            resume_data = load_checkpoint(params["resume"], expect_agent="ppo", max_version=FORMAT_VERSION)
+            resume_data = load_checkpoint(resume, expect_agent="ppo", max_version=FORMAT_VERSION)
         except CheckpointError as exc:
             raise fail(str(exc)) from None
         if "counters" not in resume_data or "config" not in resume_data:
-            raise fail(f"checkpoint {params['resume']}: holds weights only, no trainer state to resume from")
-        cfg = config_from_dict(resume_data["config"])
+            raise fail(f"checkpoint {resume}: holds weights only, no trainer state to resume from")
+        try:
+            cfg = config_from_dict(resume_data["config"], ctx.command, ctx)
+        except ValueError as exc:
+            raise fail(f"checkpoint {resume}: damaged trainer state: {exc}") from None
         fresh = build_config(params)
         mismatched = [n for n in FIXED_ON_RESUME if n in given and getattr(getattr(fresh, PARAMS[n][0]), PARAMS[n][1])
                       != getattr(getattr(cfg, PARAMS[n][0]), PARAMS[n][1])]
@@ -196,11 +270,23 @@ def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]
             raise fail(f"--resume: cannot change {', '.join('--' + n.replace('_', '-') for n in mismatched)} of a run "
                        f"(the checkpoint's tensors depend on it); start a new run instead")
         cfg = build_config(params, cfg, given)
-        out = params["out"] or Path(params["resume"]).parent
+        counters = resume_data["counters"]
+        if not isinstance(counters, dict):
+            raise fail(f"checkpoint {resume}: damaged trainer state: counters: expected a dict, got "
+                       f"{type(counters).__name__}")
+        step = counters.get("env_steps")
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise fail(f"checkpoint {resume}: damaged trainer state: counters.env_steps: expected an int >= 0, "
+                       f"got {step!r}"[:300])
+        try:
+            plan = plan_resume(resume, step, params["out"])
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+        out = plan.out
     else:
         cfg = build_config(params)
         out = params["out"] or default_run_dir("ppo")
-        if list_checkpoints(out) or (Path(out) / "metrics.csv").exists():
+        if holds_run(out):
             # A second run here would append to the first one's metrics and play its checkpoints as `self`.
             raise fail(f"--out {out}: already holds a training run; continue it with --resume PATH, or give "
                        f"another directory")
@@ -212,15 +298,16 @@ def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]
         raise fail(str(exc)) from None
     reward_fn = resolve_reward(cfg.run.reward)
     try:
-        from arena.env import resolve_device
+        from arena.match import check_device
 
-        device = resolve_device(cfg.run.device)
+        device = check_device(cfg.run.device)
     except ValueError as exc:
-        raise fail(str(exc)) from None
+        raise fail(f"--device: {exc}") from None
     make_opponent = opponent_factory(device, cfg.run.obs_mode)
     for spec in specs:  # fail now, not after the first rollout
         if spec.kind != "self":
             make_opponent(spec)
+    check_writable(Path(out))
 
     from arena_ppo.runners import OnPolicyRunner
 
@@ -229,11 +316,23 @@ def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]
                                 console=click.echo, progress=params.get("progress", True))
     except ValueError as exc:
         raise fail(str(exc)) from None
+    except (MemoryError, RuntimeError) as exc:
+        if not out_of_memory(exc):
+            raise
+        raise fail(f"--num-envs {cfg.run.num_envs:,} x --n-steps {cfg.ppo.n_steps:,}: not enough memory on "
+                   f"{device}; use fewer envs or steps per update") from None
     if resume_data is not None:
+        assert plan is not None
+        created = plan.materialize()  # before restore: the branch's self-play pool needs its checkpoints
         try:
             runner.restore(resume_data)
-        except (KeyError, ValueError, RuntimeError) as exc:
-            raise fail(f"checkpoint {params['resume']}: cannot resume ({type(exc).__name__}: {exc})") from None
+        except Exception as exc:  # noqa: BLE001 - a damaged part of the trainer state: one line naming it
+            plan.undo(created)
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise fail(f"checkpoint {params['resume']}: cannot resume: {text}") from None
+        if plan.note:
+            click.echo(f"note: {plan.note}", err=True)
+    from arena.match import AgentFailure
     from arena.training import StopRequest, describe_split
 
     click.echo(f"training ppo on {runner.device} vs {describe_split(runner.pool)}; reward {cfg.run.reward}; "
@@ -245,8 +344,171 @@ def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]
             raise click.exceptions.Exit(130) from None
         except FloatingPointError as exc:
             raise fail(f"training diverged: {exc}") from None
+        except AgentFailure as exc:
+            saved = getattr(exc, "checkpoint", None)
+            kept = f"; what was learned is saved in {saved}" if saved else ""
+            raise fail(f"training stopped: opponent {exc}{kept}") from None
+        except OSError as exc:
+            raise fail(f"cannot write to {exc.filename or out}: {exc.strerror or exc}; the last checkpoint in {out} "
+                       f"is intact") from None
     click.echo(f"done: {runner.counters.env_steps:,} steps, {runner.counters.updates} updates; checkpoints in {out}")
     return metrics
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" or (
+        "memory" in text and ("alloc" in text or "out of" in text or "not enough" in text))
+
+
+def holds_run(directory: Path) -> bool:
+    """Whether ``directory`` already holds a training run (checkpoints or metrics)."""
+    from arena.training import list_checkpoints
+
+    return bool(list_checkpoints(directory)) or (Path(directory) / "metrics.csv").exists()
+
+
+def check_writable(out: Path) -> None:
+    """Create ``out`` and write a probe file now, so a bad --out fails before any training."""
+    import os
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".arena-write-test.{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise fail(f"--out {out}: cannot write there ({exc.strerror or type(exc).__name__}); expected a directory "
+                   f"that can be created and written") from None
+
+
+@dataclass
+class ResumePlan:
+    """Where a resumed run writes, and what history a new folder starts with.
+
+    A run continues in its own folder only from its latest state; resuming an older checkpoint
+    branches into a new folder, so the later checkpoints and metrics of the abandoned line are never
+    overwritten, mixed with new rows, or drawn as ``--vs self`` opponents.
+    """
+
+    out: Path
+    source: Path | None = None  # the run folder whose history (up to ``step``) the new folder starts with
+    step: int = 0
+    note: str = ""
+
+    def materialize(self) -> bool:
+        """Create the new folder with the history up to ``step``; returns whether a folder was created."""
+        if self.source is None:
+            return False
+        created = not self.out.exists()
+        branch_history(self.source, self.out, self.step)
+        return created
+
+    def undo(self, created: bool) -> None:
+        """Remove a branch folder this plan created (resume failed before anything was trained)."""
+        import shutil
+
+        if created and self.out.exists():
+            shutil.rmtree(self.out, ignore_errors=True)
+
+
+def plan_resume(checkpoint: Path, step: int, out: Path | None) -> ResumePlan:
+    """Decide where ``--resume checkpoint`` (taken at ``step``) writes; ``ValueError`` when it must refuse."""
+    home = checkpoint.parent
+    if out is not None and not same_dir(out, home):
+        if holds_run(out):
+            raise ValueError(f"--out {out}: already holds another training run; resuming {checkpoint} there would mix "
+                             f"the two runs — give a new or empty directory, or leave out --out")
+        return ResumePlan(out, home if holds_run(home) else None, step)
+    later = later_than(home, step)
+    if not later:
+        return ResumePlan(home)
+    if out is not None:
+        raise ValueError(f"--resume {checkpoint}: {home} already goes on past step {step:,} ({later}); resuming "
+                         f"there would overwrite it — leave out --out to branch into a new folder, or give a new one")
+    branch = free_dir(home.parent / f"{home.name}-branch-{step}")
+    return ResumePlan(branch, home, step,
+                      note=f"{checkpoint.name} is not the latest state of {home} ({later}); continuing in a new "
+                           f"folder {branch} with that run's checkpoints and metrics up to step {step:,}")
+
+
+def same_dir(a: Path, b: Path) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
+def free_dir(base: Path) -> Path:
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
+def later_than(directory: Path, step: int) -> str:
+    """What in a run folder is newer than ``step`` (checkpoints, metric rows), described; "" when nothing."""
+    from arena.training import checkpoint_step, list_checkpoints
+
+    found = []
+    newer = [p for p in list_checkpoints(directory) if (checkpoint_step(p) or 0) > step]
+    if newer:
+        found.append(f"{len(newer)} later checkpoint(s), up to {newer[-1].name}")
+    for name in ("metrics.csv", "eval.csv"):
+        rows = [r for r in read_rows(directory / name) if row_step(r) > step]
+        if rows:
+            found.append(f"{len(rows)} row(s) of {name} past it")
+    return ", ".join(found)
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    import csv
+
+    if not path.is_file():
+        return []
+    try:
+        with path.open(newline="") as handle:
+            return list(csv.DictReader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []
+
+
+def row_step(row: dict[str, str]) -> float:
+    try:
+        return float(row.get("step") or "nan")
+    except ValueError:
+        return float("nan")
+
+
+def branch_history(source: Path, target: Path, step: int) -> None:
+    """Give ``target`` the history of ``source`` up to ``step``: checkpoints (hard links where possible)
+    and the metrics/eval rows, so the branch reads as one run and ``--vs self`` finds its past."""
+    import csv
+    import os
+    import shutil
+
+    from arena.training import checkpoint_step, list_checkpoints
+
+    target.mkdir(parents=True, exist_ok=True)
+    for path in list_checkpoints(source):
+        if (checkpoint_step(path) or 0) <= step and not (target / path.name).exists():
+            try:
+                os.link(path, target / path.name)
+            except OSError:
+                shutil.copy2(path, target / path.name)
+    for name in ("metrics.csv", "eval.csv"):
+        src = source / name
+        if not src.is_file() or (target / name).exists():
+            continue
+        with src.open(newline="") as handle:
+            reader = csv.DictReader(handle)
+            columns = list(reader.fieldnames or [])
+            rows = [r for r in reader if row_step(r) <= step]
+        with (target / name).open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(rows)
 
 
 def resolve_reward(name: str) -> Any:
@@ -266,12 +528,15 @@ def opponent_factory(device: Any, obs_mode: str) -> Any:
     env_config = EnvConfig(obs_mode=obs_mode)  # type: ignore[arg-type]
 
     def make(spec: Any) -> Any:
+        from arena.guard import AgentCodeError, call_agent
+
         try:  # "ckpt:PATH": the checkpoint names its own agent
             agent = build_agent(f"ckpt:{spec.target}" if spec.kind == "checkpoint" else spec.target, device,
                                 env_config)
-        except AgentSpecError as exc:
+            call_agent(spec.label, "eval", agent.eval)
+        except (AgentSpecError, AgentCodeError) as exc:
             raise fail(f"--vs {spec}: {exc}") from None
-        return agent.eval()
+        return agent
 
     return make
 

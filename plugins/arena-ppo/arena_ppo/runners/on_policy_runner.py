@@ -9,16 +9,18 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from arena.env import EnvConfig, TensorEnv, obs_vector, resolve_device
+from arena.env import EnvConfig, TensorEnv, obs_vector
+from arena.match import AgentFailure, check_device
 from arena.progress import Progress
 from arena.training import (
-    MetricLogger, OpponentPool, OpponentSpec, SelfPlayPool, StopRequest, checkpoint_name, evaluate,
+    MetricLogger, OpponentPool, OpponentSpec, SelfPlayPool, StopRequest, checkpoint_name, clean_stale_temp_files,
+    evaluate,
     parse_opponent_specs, save_checkpoint, tensorboard_writer, to_plain, write_config,
 )
 
@@ -58,7 +60,7 @@ class OnPolicyRunner:
         run, ppo = cfg.run, cfg.ppo
         self.cfg = cfg
         self.out_dir = Path(out_dir)
-        self.device = resolve_device(run.device)
+        self.device = check_device(run.device)
         self.reward_fn = reward_fn
         self.on_checkpoint = on_checkpoint
         self.console = console
@@ -170,6 +172,7 @@ class OnPolicyRunner:
         features = agent.obs_normalizer(raw) if agent.obs_normalizer is not None else raw
         last_values = agent.value(self._critic_input_no_update(features))
         storage.compute_returns(last_values, self.cfg.ppo.gamma, self.cfg.ppo.gae_lambda)
+        self.pool.check_nans()  # before the rollout is used: NaN from an opponent stops the run, as in play
         self.pool.record(stats["win"], stats["draw"], stats["loss"])
         totals = {k: float(v) for k, v in zip(stats, torch.stack(list(stats.values())).sum(-1).tolist())}
         self.counters.env_steps += n * storage.n_steps
@@ -253,8 +256,14 @@ class OnPolicyRunner:
         except KeyboardInterrupt:
             self._echo("interrupted: saving the learner's weights as they are (the rollout in progress is lost)")
             self.counters.elapsed += time.perf_counter() - start
-            self.save()
+            self.save_if_new()
             meter.close()
+            raise
+        except AgentFailure as exc:
+            # An opponent broke its contract: keep what was learned, then stop (the rollout in progress is lost).
+            self.counters.elapsed += time.perf_counter() - start
+            meter.close()
+            exc.checkpoint = self.save_if_new()  # type: ignore[attr-defined]
             raise
         self.counters.elapsed += time.perf_counter() - start
         if run.eval_games > 0 and self.counters.updates > 0 and self.counters.last_eval != self.counters.env_steps:
@@ -291,6 +300,8 @@ class OnPolicyRunner:
 
     def prepare_outputs(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        for path in clean_stale_temp_files(self.out_dir):  # left by a writer that was killed mid-write
+            self._echo(f"removed {path.name}, an unfinished write of a process that no longer runs")
         write_config(self.out_dir / "config.yaml", {**to_plain(self.cfg), "env": self.env_config.to_dict(),
                                                      "device": str(self.device)})
         tb = tensorboard_writer(self.out_dir / "tensorboard")
@@ -311,13 +322,18 @@ class OnPolicyRunner:
 
     def state(self) -> dict[str, Any]:
         """Everything beyond the agent's weights that an exact resume needs."""
-        rng: dict[str, Any] = {"torch": torch.get_rng_state(), "action": self.action_generator.get_state(),
-                               "shuffle": self.shuffle_generator.get_state()}
-        if self.device.type == "cuda":
-            rng["cuda"] = torch.cuda.get_rng_state(self.device)
+        rng = self.rng_state()
         return {"algorithm": self.algorithm.state_dict(), "counters": asdict(self.counters), "rng": rng,
                 "env": self.env.state_dict(), "opponents": self.pool.state_dict(), "config": to_plain(self.cfg),
                 "metrics": {k: float(v) for k, v in self.last_metrics.items()}}
+
+    def save_if_new(self) -> Path:
+        """Save unless the latest checkpoint already holds this step: rewriting it mid-rollout would
+        replace an exactly-resumable checkpoint with one whose env state is halfway through a rollout."""
+        path = self.out_dir / checkpoint_name(self.counters.env_steps)
+        if self.counters.last_save == self.counters.env_steps and path.exists():
+            return path
+        return self.save()
 
     def save(self) -> Path:
         self.counters.last_save = self.counters.env_steps
@@ -329,19 +345,89 @@ class OnPolicyRunner:
 
     def restore(self, data: dict[str, Any]) -> None:
         """Continue from a checkpoint written by :meth:`save` (weights, optimizer, LR, normalizers,
-        counters, RNG streams, env world and generator, opponents' memory)."""
-        self.agent.load_weights(data)
-        self.algorithm.load_state_dict(data["algorithm"])
-        self.counters = Counters(**data["counters"])
-        self.last_metrics = dict(data.get("metrics", {}))
-        rng = data["rng"]
-        torch.set_rng_state(rng["torch"])
-        self.action_generator.set_state(rng["action"])
-        self.shuffle_generator.set_state(rng["shuffle"])
-        if "cuda" in rng and self.device.type == "cuda":
-            torch.cuda.set_rng_state(rng["cuda"], self.device)
-        if int(data["env"]["num_envs"]) != self.env.num_envs:
-            raise ValueError(f"the checkpoint ran {int(data['env']['num_envs'])} envs; --num-envs is {self.env.num_envs}")
-        self.obs = self.env.load_state_dict(data["env"])
-        self.pool.load_state_dict(data["opponents"])
+        counters, RNG streams, env world and generator, opponents' memory).
 
+        Each part is checked against what this runner holds before it is applied; a damaged part
+        raises :class:`~arena.training.CheckpointError`-style ``ValueError`` naming its key, so a bad
+        file is refused at start-up rather than crashing the run later.
+        """
+        from arena.training.state import check_like, check_optimizer_state
+
+        stage = ""  # the weights' own messages name their key (model.…, obs_normalizer)
+        try:
+            self.agent.load_weights(data)
+            stage = "algorithm"
+            algorithm = expect_dict(data, "algorithm")
+            check_optimizer_state(algorithm.get("optimizer"), self.algorithm.optimizer, "algorithm.optimizer")
+            lr = algorithm.get("learning_rate")
+            if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr < 0:
+                raise ValueError(f"algorithm.learning_rate: expected a finite number >= 0, got {lr!r}")
+            self.algorithm.load_state_dict(algorithm)
+            stage = "counters"
+            self.counters = counters_from(expect_dict(data, "counters"))
+            metrics = data.get("metrics", {})
+            stage = "metrics"
+            if not isinstance(metrics, dict):
+                raise ValueError(f"metrics: expected a dict, got {type(metrics).__name__}")
+            self.last_metrics = {str(k): float(v) for k, v in metrics.items()}
+            stage = "rng"
+            rng = expect_dict(data, "rng")
+            check_like(rng, self.rng_state(), "rng", extra_ok=("cuda",))
+            torch.set_rng_state(rng["torch"])
+            self.action_generator.set_state(rng["action"])
+            self.shuffle_generator.set_state(rng["shuffle"])
+            if "cuda" in rng and self.device.type == "cuda":
+                torch.cuda.set_rng_state(rng["cuda"], self.device)
+            stage = "env"
+            env = expect_dict(data, "env")
+            saved_envs = env.get("num_envs")
+            if isinstance(saved_envs, int) and not isinstance(saved_envs, bool) and saved_envs != self.env.num_envs:
+                raise ValueError(f"the checkpoint ran {saved_envs} envs; --num-envs is {self.env.num_envs}")
+            check_like(env, self.env.state_dict(), "env")
+            self.obs = self.env.load_state_dict(env)
+            stage = "opponents"
+            self.pool.load_state_dict(data.get("opponents"))  # type: ignore[arg-type]
+        except AgentFailure:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any damage to any part: one line naming the part
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if stage and not text.startswith(stage) and not text.startswith(("the checkpoint", "the run")):
+                text = f"{stage}: {text}"
+            raise ValueError(text) from exc
+
+    def rng_state(self) -> dict[str, Any]:
+        rng: dict[str, Any] = {"torch": torch.get_rng_state(), "action": self.action_generator.get_state(),
+                               "shuffle": self.shuffle_generator.get_state()}
+        if self.device.type == "cuda":
+            rng["cuda"] = torch.cuda.get_rng_state(self.device)
+        return rng
+
+
+def expect_dict(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    if not isinstance(value, dict):
+        raise ValueError(f"{key}: expected a dict, got {type(value).__name__}")
+    return value
+
+
+def counters_from(data: dict[str, Any]) -> Counters:
+    """Counters from a checkpoint: every field present, integers >= 0 (``elapsed`` a finite float)."""
+    names = [f.name for f in fields(Counters)]
+    unknown = sorted(str(k) for k in data if k not in names)
+    if unknown:
+        raise ValueError(f"counters: unknown key(s) {unknown}; expected {names}")
+    values: dict[str, Any] = {}
+    for name in names:
+        value = data.get(name)
+        if name == "elapsed":
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+        else:
+            ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 62
+        if not ok:
+            kind = "a finite number >= 0" if name == "elapsed" else "an int >= 0"
+            raise ValueError(f"counters.{name}: expected {kind}, got {value!r}"[:200])
+        values[name] = value
+    counters = Counters(**values)
+    if max(counters.last_save, counters.last_log, counters.last_eval) > counters.env_steps:
+        raise ValueError(f"counters: last_save/last_log/last_eval exceed env_steps {counters.env_steps}")
+    return counters

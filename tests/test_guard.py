@@ -1,0 +1,77 @@
+"""arena.guard: every way agent code can fail becomes one AgentCodeError, except the user's own Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import pytest
+
+from arena import guard
+from arena.guard import AgentCodeError, call_agent
+
+
+@pytest.fixture
+def counting():
+    """The CLI's SIGINT counter, installed as `arena` installs it at start-up."""
+    restore = guard.install_sigint_counter()
+    yield
+    restore()
+
+
+def test_a_normal_call_returns_its_value():
+    assert call_agent("a", "act", lambda x, y=1: x + y, 2, y=3) == 5
+
+
+@pytest.mark.parametrize("fn, cause", [
+    (lambda: 1 / 0, "ZeroDivisionError: division by zero"),
+    (lambda: (_ for _ in ()).throw(RuntimeError("two\nlines")), "RuntimeError: two"),
+    (lambda: sys.exit(4), "SystemExit (called sys.exit(4))"),
+    (lambda: sys.exit(), "SystemExit (called sys.exit(None))"),
+])
+def test_exceptions_and_sys_exit_become_agent_errors(fn, cause):
+    with pytest.raises(AgentCodeError) as exc:
+        call_agent("wobbly", "act", fn)
+    assert (exc.value.agent, exc.value.what, exc.value.cause) == ("wobbly", "act", cause)
+    assert str(exc.value) == f"agent 'wobbly': act() raised {cause}" and "\n" not in str(exc.value)
+
+
+def raise_keyboard_interrupt():
+    raise KeyboardInterrupt
+
+
+def test_an_agents_own_keyboard_interrupt_is_its_fault_when_sigints_are_counted(counting):
+    with pytest.raises(AgentCodeError, match="KeyboardInterrupt .*not a Ctrl-C"):
+        call_agent("sneaky", "reset", raise_keyboard_interrupt)
+
+
+def test_a_real_ctrl_c_passes_through(counting):
+    def user_presses_ctrl_c():
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1_000_000):  # the handler runs between bytecodes
+            pass
+
+    with pytest.raises(KeyboardInterrupt):
+        call_agent("innocent", "act", user_presses_ctrl_c)
+
+
+def test_without_a_counter_keyboard_interrupt_is_re_raised_as_is():
+    assert not guard.counting()
+    with pytest.raises(KeyboardInterrupt):
+        call_agent("library", "act", raise_keyboard_interrupt)
+
+
+def test_stop_request_counts_sigints_too():
+    from arena.training import StopRequest
+
+    with StopRequest() as stop:
+        assert guard.counting()
+        with pytest.raises(AgentCodeError):
+            call_agent("sneaky", "act", raise_keyboard_interrupt)
+        before = guard.interrupt_count()
+        os.kill(os.getpid(), signal.SIGINT)  # the first Ctrl-C only asks to stop
+        for _ in range(1000):
+            pass
+        assert stop.requested and guard.interrupt_count() == before + 1
+    assert not guard.counting()
