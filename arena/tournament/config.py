@@ -23,7 +23,29 @@ if TYPE_CHECKING:
 Format = Literal["round-robin", "gauntlet"]
 FORMATS: tuple[str, ...] = ("round-robin", "gauntlet")
 TOP_KEYS = ("name", "output", "seed", "device", "max_envs", "games_per_pairing", "format", "candidates",
-            "env", "rating", "participants")
+            "time_per_move", "env", "rating", "participants")
+
+# Limits. A league file is small hand-written text; these are far beyond any real one and exist so that
+# a hostile or mistyped file is refused in a second, naming its key, instead of hanging or crashing
+# after games are stored (see docs/hostile-input.md).
+MAX_FILE_BYTES = 1 << 20  # a league file of more than 1 MiB is not a league file
+MAX_DEPTH = 32  # nesting of mappings and lists
+MAX_NODES = 100_000  # values in the file once YAML aliases are expanded (a "billion laughs" has 10⁹)
+MAX_NAME = 200  # characters of the league's and each participant's display name
+MAX_SEED = 2**63 - 1
+MAX_ENVS = 1 << 22  # battles stepped at once
+MAX_GAMES_PER_PAIRING = 100_000
+MAX_TOTAL_GAMES = 10_000_000  # games of the whole schedule: its game numbers are held in memory
+MAX_TIME_PER_MOVE = 3600.0  # s
+MAX_BOOTSTRAP_ROUNDS = 10_000
+# TrueSkill settings, relative to beta (the scale of the model): the defaults are sigma = 2·beta and
+# tau = beta/50. A prior sigma far above beta or a tau near beta lets the first or the last games decide
+# the ranking (measured: tau = beta inverts neighbours in most seeded orders; sigma = 1e12 ranks at random).
+BETA_RANGE = (1e-3, 1e6)
+MAX_ABS_MU = 1e6
+MAX_SIGMA_PER_BETA = 20.0
+MAX_TAU_PER_BETA = 0.1
+DRAW_PROBABILITY_RANGE = (1e-6, 0.99)
 PARTICIPANT_KEYS = ("name", "agent", "params", "checkpoint", "checkpoints")
 PARTICIPANT_FORMS = ("an agent name, 'AGENT:CHECKPOINT', or a mapping with 'agent' and optionally 'name', "
                      "'params' and one of 'checkpoint' / 'checkpoints' (a glob)")
@@ -47,6 +69,13 @@ class RatingConfig:
     tau: float = 25.0 / 300.0  # dynamics: sigma grows by this before each game, so ratings can move
     draw_probability: float = 0.1  # prior share of draws, sets the draw margin
     bootstrap_rounds: int = 1000  # resamples for the Bradley-Terry/Elo confidence interval
+
+    @classmethod
+    def from_dict(cls, data: Any, file: str | os.PathLike[str] | None = None, key: str = "rating") -> "RatingConfig":
+        """Validated settings; raises :class:`ConfigError` naming ``file`` and ``key.FIELD``. Used for the
+        league file and again for settings read back from a results database."""
+        fpath = Path(file) if file is not None else None
+        return _rating(data, _Errors(fpath), key)
 
 
 @dataclass(frozen=True)
@@ -73,6 +102,7 @@ class TournamentConfig:
     games_per_pairing: int = 256
     format: Format = "round-robin"
     candidates: tuple[str, ...] = ()  # display names of the gauntlet's candidates (patterns expanded)
+    time_per_move: float | None = None  # s per act() call over a batch; over it, the participant forfeits
     env: Mapping[str, Any] = field(default_factory=dict)  # EnvConfig overrides
     rating: RatingConfig = field(default_factory=RatingConfig)
     file: Path | None = None
@@ -86,7 +116,7 @@ class TournamentConfig:
         return {
             "name": self.name, "output": str(self.output), "seed": self.seed, "device": self.device,
             "max_envs": self.max_envs, "games_per_pairing": self.games_per_pairing, "format": self.format,
-            "candidates": list(self.candidates), "env": dict(self.env), "rating": vars(self.rating).copy(),
+            "candidates": list(self.candidates), "time_per_move": self.time_per_move, "env": dict(self.env), "rating": vars(self.rating).copy(),
             "participants": [{"name": p.name, "agent": p.agent, "params": dict(p.params),
                               "checkpoint": str(p.checkpoint) if p.checkpoint else None} for p in self.participants],
             "file": str(self.file) if self.file else None,
@@ -98,17 +128,81 @@ class TournamentConfig:
 
 def load_config(path: str | os.PathLike[str]) -> TournamentConfig:
     """Read and validate a tournament file; raises :class:`ConfigError`."""
-    import yaml
-
     file = Path(path)
+    return parse_config(read_yaml(file), file)
+
+
+def read_yaml(file: Path) -> Any:
+    """The file's YAML data, or a one-line :class:`ConfigError`: the file is read as UTF-8 text (a BOM
+    is fine), its nesting and its size after alias expansion are bounded *before* anything walks it (a
+    "billion laughs" loads in microseconds as shared lists, and then hangs whoever copies or hashes it)."""
     try:
-        text = file.read_text(encoding="utf-8")
+        with open(file, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(file, "", "no such file; expected a tournament YAML file") from None
-    except OSError as exc:
-        raise ConfigError(file, "", f"cannot be read ({exc.strerror or exc})") from None
+    except (OSError, ValueError) as exc:  # a folder, no permission, a NUL in the path
+        raise ConfigError(file, "", f"cannot be read ({_os_reason(exc)}); expected a tournament YAML file") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ConfigError(file, "", f"larger than {MAX_FILE_BYTES // 1024} KiB; expected a tournament YAML file")
+    text = _decode(raw, file)
+    return _safe_yaml(text, file)
+
+
+def _decode(raw: bytes, file: Path) -> str:
+    wide = _wide_encoding(raw)
+    if wide:
+        raise ConfigError(file, "", f"is {wide} text; expected UTF-8 (save the file as UTF-8)")
+    if b"\x00" in raw:
+        raise ConfigError(file, "", f"contains a NUL byte (offset {raw.index(0)}); expected a UTF-8 YAML text "
+                                    f"file, not a binary one")
     try:
-        data = yaml.safe_load(text)
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(file, "", f"is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+                                    f"expected a UTF-8 YAML file") from None
+
+
+def _wide_encoding(raw: bytes) -> str:
+    """"UTF-16"/"UTF-32" when the bytes look like it (a BOM, or a NUL beside every ASCII character)."""
+    if raw.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "UTF-32"
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16"
+    head = raw[:256]
+    if len(head) >= 8 and head.count(0) * 4 >= len(head) * 3:
+        return "UTF-32"
+    if len(head) >= 4 and (head[0::2].count(0) * 10 >= len(head[0::2]) * 9
+                           or head[1::2].count(0) * 10 >= len(head[1::2]) * 9):
+        return "UTF-16"
+    return ""
+
+
+def _safe_yaml(text: str, file: Path) -> Any:
+    import yaml
+
+    try:
+        depth = 0
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):  # the parser is iterative: no recursion yet
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    mark = event.start_mark
+                    raise ConfigError(file, "", f"nested more than {MAX_DEPTH} levels deep (line {mark.line + 1}, "
+                                                f"column {mark.column + 1}); expected a tournament YAML file")
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            _check_expansion(node, file)
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except ConfigError:
+        raise
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
@@ -116,7 +210,57 @@ def load_config(path: str | os.PathLike[str]) -> TournamentConfig:
 
         problem = getattr(exc, "problem", None) or head(str(exc)) or type(exc).__name__
         raise ConfigError(file, "", f"not valid YAML ({where}{problem})") from None
-    return parse_config(data, file)
+    except RecursionError:  # a safety net: MAX_DEPTH keeps the composer far from the limit
+        raise ConfigError(file, "", f"nested too deeply; expected at most {MAX_DEPTH} levels") from None
+    except (ValueError, OverflowError) as exc:  # a scalar YAML resolves but Python cannot build (a 5000-digit int)
+        from arena.agents import head
+
+        problem = head(str(exc))
+        if "integer string conversion" in problem:
+            problem = "an integer of more than 4300 digits"
+        raise ConfigError(file, "", f"a value cannot be read ({problem})") from None
+
+
+def _check_expansion(root: Any, file: Path) -> None:
+    """Refuse a node graph whose tree, with every alias expanded, has more than MAX_NODES values, or
+    that contains itself (``&a [*a]``). Iterative and memoised: linear in the file, whatever it expands to."""
+    import yaml
+
+    def children(node: Any) -> list[Any]:
+        if isinstance(node, yaml.SequenceNode):
+            return list(node.value)
+        if isinstance(node, yaml.MappingNode):
+            return [part for pair in node.value for part in pair]
+        return []
+
+    size: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        nid = id(node)
+        if finished:
+            open_nodes.discard(nid)
+            size[nid] = min(MAX_NODES + 1, 1 + sum(size[id(c)] for c in children(node)))
+            continue
+        if nid in size:
+            continue
+        if nid in open_nodes:
+            mark = node.start_mark
+            raise ConfigError(file, "", f"an alias refers to a value that contains it (line {mark.line + 1}); "
+                                        f"expected no recursive aliases")
+        open_nodes.add(nid)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children(node))
+    if size[id(root)] > MAX_NODES:
+        raise ConfigError(file, "", f"expands to more than {MAX_NODES:,} values once its aliases (*name) are "
+                                    f"expanded; expected a small tournament file (a 'billion laughs'?)")
+
+
+def _os_reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
 
 
 def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> TournamentConfig:
@@ -128,23 +272,33 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
         raise err("", f"expected a mapping of settings at the top level, got {_kind(data)}")
     unknown = [k for k in data if k not in TOP_KEYS]
     if unknown:
-        raise err(str(unknown[0]), f"unknown key; expected one of: {', '.join(TOP_KEYS)}{_close(unknown[0], TOP_KEYS)}")
+        raise err(_keyname(unknown[0]),
+                  f"unknown key; expected one of: {', '.join(TOP_KEYS)}{_close(str(unknown[0]), TOP_KEYS)}")
 
     name = _get(data, "name", str, err, fpath.stem if fpath is not None else "tournament")
-    if not name.strip():
-        raise err("name", "expected a non-empty string")
+    if not name.strip() or len(name) > MAX_NAME:
+        raise err("name", f"expected a non-empty string of at most {MAX_NAME} characters, got {_short(name)}")
     output = _get(data, "output", str, err, f"reports/{name}")
+    if not output.strip():
+        raise err("output", "expected a folder path, got an empty string")
     seed = _get(data, "seed", int, err, 0)
+    if not 0 <= seed <= MAX_SEED:
+        raise err("seed", f"expected an integer in [0, 2**63 - 1], got {_short(seed)}")
     device = _get(data, "device", str, err, "auto")
     max_envs = _get(data, "max_envs", int, err, 16384)
-    if max_envs < 1:
-        raise err("max_envs", f"expected a positive integer, got {max_envs}")
+    if not 1 <= max_envs <= MAX_ENVS:
+        raise err("max_envs", f"expected a positive integer up to {MAX_ENVS}, got {_short(max_envs)}")
     games = _get(data, "games_per_pairing", int, err, 256)
-    if games < 2 or games % 2:
-        raise err("games_per_pairing", f"expected an even integer >= 2 (half the games from each side), got {games}")
+    if not 2 <= games <= MAX_GAMES_PER_PAIRING or games % 2:
+        raise err("games_per_pairing", f"expected an even integer in [2, {MAX_GAMES_PER_PAIRING}] (half the games "
+                                       f"from each side), got {_short(games)}")
     fmt = _get(data, "format", str, err, "round-robin")
     if fmt not in FORMATS:
-        raise err("format", f"expected one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise err("format", f"expected one of {', '.join(FORMATS)}, got {_short(fmt)}")
+    time_per_move = _get(data, "time_per_move", float, err, None)
+    if time_per_move is not None and not (0 < time_per_move <= MAX_TIME_PER_MOVE):
+        raise err("time_per_move", f"expected seconds per move in (0, {MAX_TIME_PER_MOVE:g}] (or leave it out for no "
+                                   f"limit), got {time_per_move!r}")
     env = _get(data, "env", Mapping, err, {}) or {}
     _check_env(env, err)
     rating = _rating(data.get("rating"), err)
@@ -173,12 +327,18 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
     if len(participants) < 2:
         raise err("participants", f"expected at least 2 participants after expanding globs, got {len(participants)}"
                                   + (f" ({'; '.join(warnings)})" if warnings else ""))
+    n, c = len(participants), len(candidates)
+    total = games * (c * (n - c) if fmt == "gauntlet" else n * (n - 1) // 2)
+    if total > MAX_TOTAL_GAMES:
+        raise err("games_per_pairing", f"{games} games for each of the {total // games:,} pairings of {n} participants "
+                                       f"is {total:,} games; expected at most {MAX_TOTAL_GAMES:,} in one league")
 
     return TournamentConfig(
         name=name, output=(base / output).resolve() if not os.path.isabs(output) else Path(output),
         participants=tuple(participants), seed=seed, device=device, max_envs=max_envs, games_per_pairing=games,
         format=fmt,  # type: ignore[arg-type]
-        candidates=candidates, env=dict(env), rating=rating, file=fpath, warnings=tuple(warnings),
+        candidates=candidates, time_per_move=time_per_move, env=dict(env), rating=rating, file=fpath,
+        warnings=tuple(warnings),
     )
 
 
@@ -206,7 +366,22 @@ def _kind(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
-    return f"{type(value).__name__} {value!r}"
+    return f"{type(value).__name__} {_short(value)}"
+
+
+def _short(value: Any) -> str:
+    """``repr`` cut to one short line: a hostile value may be a megabyte long (or a 5000-digit int)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        text = f"<a {value.bit_length()}-bit integer>" if isinstance(value, int) else f"<{type(value).__name__}>"
+    text = text.replace("\n", " ")
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _keyname(key: Any) -> str:
+    """A key as it can appear in a one-line message."""
+    return key if isinstance(key, str) and key.isprintable() and len(key) <= 80 else _short(key)
 
 
 def _get(data: Mapping[str, Any], key: str, typ: type, err: _Errors, default: Any, prefix: str = "") -> Any:
@@ -216,9 +391,16 @@ def _get(data: Mapping[str, Any], key: str, typ: type, err: _Errors, default: An
     value = data[key]
     ok = isinstance(value, typ) and not (typ in (int, float) and isinstance(value, bool))
     if typ is float and isinstance(value, int) and not isinstance(value, bool):
-        value, ok = float(value), True
+        try:
+            value, ok = float(value), True
+        except OverflowError:  # 10**400 is an int YAML reads, but no float
+            raise err(prefix + key, f"expected a finite number, got {_short(value)}") from None
     if not ok:
         raise err(prefix + key, f"expected {_TYPE_NAMES.get(typ, typ.__name__)}, got {_kind(value)}")
+    if isinstance(value, str) and "\x00" in value:  # paths and names reach the OS and SQLite
+        raise err(prefix + key, f"expected a string without NUL characters, got {_short(value)}")
+    if typ is float and not math.isfinite(value):
+        raise err(prefix + key, f"expected a finite number, got {value!r}")
     return value
 
 
@@ -230,38 +412,49 @@ def _close(word: str, options: tuple[str, ...] | list[str]) -> str:
 
 
 def _check_env(env: Mapping[str, Any], err: _Errors) -> None:
-    from arena.env.config import EnvConfig
+    from arena.env.config import EnvConfig, EnvConfigError
 
+    for k in env:
+        if not isinstance(k, str):
+            raise err("env", f"expected setting names as strings, got {_short(k)}")
     try:
         EnvConfig.from_dict(env)
+    except EnvConfigError as exc:
+        raise err(f"env.{exc.key}" if exc.key else "env", exc.detail) from None
     except (ValueError, TypeError) as exc:
-        raise err("env", f"{exc}") from None
+        raise err("env", str(exc)) from None
 
 
-def _rating(raw: Any, err: _Errors) -> RatingConfig:
+def _rating(raw: Any, err: _Errors, key: str = "rating") -> RatingConfig:
     if raw is None:
         return RatingConfig()
     if not isinstance(raw, Mapping):
-        raise err("rating", f"expected a mapping with some of {', '.join(vars(RatingConfig()))}, got {_kind(raw)}")
+        raise err(key, f"expected a mapping with some of {', '.join(vars(RatingConfig()))}, got {_kind(raw)}")
     known = tuple(vars(RatingConfig()))
-    for key in raw:
-        if key not in known:
-            raise err(f"rating.{key}", f"unknown key; expected one of: {', '.join(known)}{_close(key, known)}")
-    values = {k: _get(raw, k, int if k == "bootstrap_rounds" else float, err, getattr(RatingConfig(), k), "rating.")
-              for k in known}
-    for k in ("sigma", "beta"):
-        if not values[k] > 0 or not math.isfinite(values[k]):
-            raise err(f"rating.{k}", f"expected a positive number, got {values[k]}")
-    if not math.isfinite(values["mu"]):
-        raise err("rating.mu", f"expected a finite number, got {values['mu']}")
-    if not values["tau"] >= 0:
-        raise err("rating.tau", f"expected a number >= 0, got {values['tau']}")
-    if not 0.0 < values["draw_probability"] < 1.0:  # TrueSkill cannot rate a draw it deems impossible
-        raise err("rating.draw_probability", f"expected a number in (0, 1), got {values['draw_probability']}")
-    if values["bootstrap_rounds"] < 0:
-        raise err("rating.bootstrap_rounds", f"expected an integer >= 0 (0 turns the interval off), "
-                                             f"got {values['bootstrap_rounds']}")
-    return RatingConfig(**values)
+    for k in raw:
+        if k not in known:
+            raise err(f"{key}.{_keyname(k)}", f"unknown key; expected one of: {', '.join(known)}"
+                                              f"{_close(str(k), known)}")
+    v = {k: _get(raw, k, int if k == "bootstrap_rounds" else float, err, getattr(RatingConfig(), k), key + ".")
+         for k in known}
+    low, high = BETA_RANGE
+    if not low <= v["beta"] <= high:
+        raise err(f"{key}.beta", f"expected a number in [{low:g}, {high:g}], got {v['beta']!r}")
+    if not abs(v["mu"]) <= MAX_ABS_MU:
+        raise err(f"{key}.mu", f"expected a number in [-{MAX_ABS_MU:g}, {MAX_ABS_MU:g}], got {v['mu']!r}")
+    if not 0 < v["sigma"] <= MAX_SIGMA_PER_BETA * v["beta"]:
+        raise err(f"{key}.sigma", f"expected a positive number at most {MAX_SIGMA_PER_BETA:g}·beta "
+                                  f"({MAX_SIGMA_PER_BETA * v['beta']:g}), got {v['sigma']!r}")
+    if not 0 <= v["tau"] <= MAX_TAU_PER_BETA * v["beta"]:
+        raise err(f"{key}.tau", f"expected a number >= 0 and at most {MAX_TAU_PER_BETA:g}·beta "
+                                f"({MAX_TAU_PER_BETA * v['beta']:g}), got {v['tau']!r}")
+    low, high = DRAW_PROBABILITY_RANGE  # TrueSkill cannot rate a draw it deems impossible (or certain)
+    if not low <= v["draw_probability"] <= high:
+        raise err(f"{key}.draw_probability", f"expected a number in [{low:g}, {high:g}], got {v['draw_probability']!r}")
+    if not 0 <= v["bootstrap_rounds"] <= MAX_BOOTSTRAP_ROUNDS:
+        raise err(f"{key}.bootstrap_rounds", f"expected an integer in [0, {MAX_BOOTSTRAP_ROUNDS}] (0 turns the "
+                                             f"interval off), got {_short(v['bootstrap_rounds'])}")
+    return RatingConfig(**v)
 
 
 def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list[str]) -> list[ParticipantSpec]:
@@ -271,6 +464,8 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
 
         if not entry.strip():
             raise err(key, f"expected {PARTICIPANT_FORMS}, got an empty string")
+        if "\x00" in entry:
+            raise err(key, f"expected a string without NUL characters, got {_short(entry)}")
         try:
             agent, path = parse_spec(entry)
         except AgentSpecError as exc:  # 'ppo:' without a path
@@ -282,18 +477,21 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
         raise err(key, f"expected {PARTICIPANT_FORMS}, got {_kind(entry)}")
     for k in entry:
         if k not in PARTICIPANT_KEYS:
-            raise err(f"{key}.{k}", f"unknown key; expected one of: {', '.join(PARTICIPANT_KEYS)}"
-                                    f"{_close(k, PARTICIPANT_KEYS)}")
+            raise err(f"{key}.{_keyname(k)}", f"unknown key; expected one of: {', '.join(PARTICIPANT_KEYS)}"
+                                            f"{_close(str(k), PARTICIPANT_KEYS)}")
     if "agent" not in entry:
         raise err(f"{key}.agent", "missing; expected the agent's name (see `arena agents`)")
     agent = _get(entry, "agent", str, err, "", key + ".")
     if not agent.strip():
         raise err(f"{key}.agent", "expected a non-empty agent name")
     name = _get(entry, "name", str, err, None, key + ".")
+    if name is not None and len(name) > MAX_NAME:
+        raise err(f"{key}.name", f"expected a non-empty display name of at most {MAX_NAME} characters, "
+                                 f"got {_short(name)}")
     params = _get(entry, "params", Mapping, err, {}, key + ".")
     for pk in params:
         if not isinstance(pk, str):
-            raise err(f"{key}.params", f"expected parameter names as strings, got {pk!r}")
+            raise err(f"{key}.params", f"expected parameter names as strings, got {_short(pk)}")
     if "checkpoint" in entry and "checkpoints" in entry:
         raise err(key, "expected one of 'checkpoint' (a file) or 'checkpoints' (a glob), not both")
 
@@ -319,8 +517,9 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
                                            f"checkpoint file, relative to the tournament file's folder")
     if name is None:
         name = agent if checkpoint is None else f"{agent}:{checkpoint.with_suffix('').name}"
-    elif not name.strip():
-        raise err(f"{key}.name", "expected a non-empty display name")
+    elif not name.strip() or len(name) > MAX_NAME:
+        raise err(f"{key}.name", f"expected a non-empty display name of at most {MAX_NAME} characters, "
+                                 f"got {_short(name)}")
     return [ParticipantSpec(name, agent, dict(params), checkpoint, key)]
 
 

@@ -10,7 +10,9 @@ state machine, a recurrent policy) stay aligned; ``reset(mask)`` clears the slot
 
 A participant that raises, hands back a malformed action or NaNs forfeits every game it still has in
 the batch — the ones in flight and the ones not yet started — with the reason recorded; its slots idle
-and everyone else plays on. It gets a fresh chance in the next batch.
+and everyone else plays on. It gets a fresh chance in the next batch. With a ``time_per_move`` budget,
+an act() call (one move on all the participant's battles) that takes longer is a forfeit too, like a
+time forfeit in fastchess: a slow agent must not hold the whole league hostage.
 """
 
 from __future__ import annotations
@@ -161,12 +163,14 @@ def batch_seed(seed: int, number: int) -> int:
 def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, device: "str | torch.device" = "cpu",
          env_config: "EnvConfig | None" = None, max_envs: int = 16384, seed: int = 0, first_batch: int = 0,
          names: Sequence[str] | None = None, progress: "Progress | None" = None,
-         max_batches: int | None = None) -> ExecutionStats:
+         max_batches: int | None = None, time_per_move: float | None = None) -> ExecutionStats:
     """Play every game of ``units`` between ``agents`` (indexed by the units' ``p1``/``p2``).
 
     Batch ``first_batch + i`` is seeded with :func:`batch_seed`, so a run is reproducible on the same
     device, and a resumed run (which passes the number of batches already played) draws new spawns
     instead of repeating old ones. ``max_batches`` stops early (tests simulate an interruption with it).
+    ``time_per_move`` (seconds) bounds each act() call after a batch's first (which may pay one-time
+    costs such as loading CUDA kernels); on a GPU the clock includes a synchronize.
     """
     from arena.env import resolve_device
 
@@ -180,7 +184,7 @@ def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, 
                 break
             number = first_batch + i
             runner = _BatchRun(batch, number, batch_seed(seed, number), agents, names, dev, env_config, sink,
-                               stats, progress, start)
+                               stats, progress, start, time_per_move)
             runner.run()
             stats.batches += 1
     finally:
@@ -193,7 +197,7 @@ class _BatchRun:
 
     def __init__(self, batch: Batch, number: int, seed: int, agents: Sequence["Agent"], names: Sequence[str],
                  device: "torch.device", env_config: "EnvConfig | None", sink: ResultSink, stats: ExecutionStats,
-                 progress: "Progress | None", start: float) -> None:
+                 progress: "Progress | None", start: float, time_per_move: float | None = None) -> None:
         import torch
 
         self.batch, self.number, self.seed = batch, number, seed
@@ -217,6 +221,7 @@ class _BatchRun:
             self.index[k] = torch.tensor(rows, dtype=torch.long, device=device)
         self.failed: set[int] = set()
         self.batch_id = -1
+        self.time_per_move = time_per_move
 
     # -- main loop -----------------------------------------------------------------------------------
 
@@ -248,9 +253,20 @@ class _BatchRun:
                         continue
                     local = flat.index_select(1, idx)
                     observation = dict(zip(env.obs_keys, local.unbind(0)))
+                    timed = self.time_per_move is not None and self.step > 0
+                    if timed:
+                        self._sync()  # the work queued before this move is not this participant's
+                        t0 = time.perf_counter()
                     clean = self._act(k, observation, idx.numel())
                     if clean is None:
                         continue
+                    if timed:
+                        self._sync()
+                        took = time.perf_counter() - t0
+                        if took > self.time_per_move:
+                            self._forfeit(k, f"ran out of time: one move took {took:.3g} s on {idx.numel()} "
+                                             f"battles (time_per_move {self.time_per_move:g} s)")
+                            continue
                     rudder.index_copy_(0, idx, clean.rudder)
                     throttle.index_copy_(0, idx, clean.throttle)
                     fire.index_copy_(0, idx, clean.fire)
@@ -291,6 +307,12 @@ class _BatchRun:
             fn(self.agents[k])
         except Exception as exc:  # noqa: BLE001
             self._forfeit(k, f"{what}() raised {first_line(exc)}")
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            import torch
+
+            torch.cuda.synchronize(self.device)
 
     def _next_game(self, s: int) -> None:
         queue = self.queues[self.slot_unit[s]]

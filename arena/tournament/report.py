@@ -259,8 +259,8 @@ def plot_head_to_head(h2h: "pd.DataFrame", path: str | os.PathLike[str], title: 
     ax = fig.add_subplot(1, 1, 1)
     values = h2h.to_numpy(dtype=float)
     image = ax.imshow(np.ma.masked_invalid(values), cmap="RdBu", vmin=0.0, vmax=1.0)
-    ax.set_xticks(range(n), labels=[str(c) for c in h2h.columns], rotation=60, ha="right", fontsize=8)
-    ax.set_yticks(range(n), labels=[str(i) for i in h2h.index], fontsize=8)
+    ax.set_xticks(range(n), labels=[_label(c) for c in h2h.columns], rotation=60, ha="right", fontsize=8)
+    ax.set_yticks(range(n), labels=[_label(i) for i in h2h.index], fontsize=8)
     ax.set_xlabel("opponent")
     ax.set_ylabel("player")
     if n <= 24:
@@ -271,9 +271,16 @@ def plot_head_to_head(h2h: "pd.DataFrame", path: str | os.PathLike[str], title: 
                             color="white" if abs(values[i, j] - 0.5) > 0.3 else "black")
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="score (draw = ½)")
     if title:
-        ax.set_title(title)
+        ax.set_title(_label(title, 80))
     fig.tight_layout()
     fig.savefig(str(path), dpi=110)
+
+
+def _label(text: object, limit: int = 40) -> str:
+    """Text for the picture, cut short: a database may hold names far longer than the config allows,
+    and laying out a 100,000-character label takes matplotlib minutes."""
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def to_json_text(report: TournamentReport) -> str:

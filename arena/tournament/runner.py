@@ -16,12 +16,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from arena.tournament.config import ConfigError, RatingConfig, TournamentConfig
+from arena.tournament.config import MAX_GAMES_PER_PAIRING, MAX_SEED, ConfigError, RatingConfig, TournamentConfig
 from arena.tournament.executor import ExecutionStats, play
 from arena.tournament.report import Entrant, TournamentReport, build_report, write_report
 from arena.tournament.results import GameResult
 from arena.tournament.schedule import Unit, missing, pairings, total_games, units
-from arena.tournament.store import ResultStore, RunRecord, StoreError, db_path
+from arena.tournament.store import FolderLock, ResultStore, RunRecord, StoreError, db_path
 
 if TYPE_CHECKING:
     from arena.agents import Agent, Registry
@@ -121,12 +121,8 @@ def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "
     Raises :class:`ConfigError` / :class:`StoreError` before anything is played when the league cannot
     be run; ``KeyboardInterrupt`` after flushing every finished game (the next run resumes).
     """
-    import torch
-
-    from arena import __version__
     from arena.agents import agent_registry
     from arena.env import EnvConfig, resolve_device
-    from arena.progress import Progress
 
     try:
         device = resolve_device(config.device)
@@ -137,58 +133,95 @@ def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "
     participants = resolve_participants(config, registry)
     agents = build_agents(config, participants, device, env_config, registry)
 
-    store = ResultStore(db_path(config.output), fresh=fresh)
-    try:
-        env_text = json.dumps(env_config.to_dict(), sort_keys=True)
-        stored_env = store.meta("env_config")
-        if stored_env not in (None, env_text) and store.game_count():  # without games, nothing to mix
-            raise StoreError(f"{store.path}: its games were played with other env settings than "
-                             f"{config.file or 'this config'} asks for; use --fresh to start over, or another "
-                             f"output directory")
-        store.set_meta("env_config", env_text)
-        ids = [store.participant_id(p.key, p.name, p.agent, p.params, p.checkpoint, p.checkpoint_sha256)
-               for p in participants]
-        names = [p.name for p in participants]
-        cand = [names.index(c) for c in config.candidates]
-        planned = schedule_units(len(participants), config.format, cand, config.games_per_pairing)
-        stored = store.stored_indices(ids)
-        position = {pid: i for i, pid in enumerate(ids)}
-        stored_pos = {(position[a], position[b]): v for (a, b), v in stored.items()}
-        todo = missing(planned, stored_pos)
-        versions = {"arena": __version__, "torch": torch.__version__, "python": sys.version.split()[0]}
-        run_id = store.start_run(config.to_dict(), ids, str(device), versions)
-        sink = _StoreSink(store, run_id, ids, str(device))
-        todo_games = total_games(todo)
-        status = "failed"
-        stats = ExecutionStats()
-        bar = Progress(todo_games, unit="games", label=config.name, stream=stream, enabled=progress and todo_games > 0)
+    with FolderLock(config.output):  # one tournament per output folder at a time
+        store = ResultStore(db_path(config.output), fresh=fresh)
         try:
-            stats = play(agents, todo, sink, device=device, env_config=env_config, max_envs=config.max_envs,
-                         seed=config.seed, first_batch=store.batch_count(), names=names, progress=bar,
-                         max_batches=max_batches)
-            status = "finished" if max_batches is None else "stopped"
-        except KeyboardInterrupt:
-            status = "interrupted"
-            raise
+            store.tidy_stale_runs()  # runs left 'running' by a process that was killed
+            report = _play_and_report(config, store, participants, agents, device, env_config, progress, stream,
+                                      max_batches)
         finally:
-            bar.close()
-            store.finish_run(run_id, status, sink.games)
-        t0 = time.perf_counter()
-        report = league_report(store, store.latest_run())
-        rating_s = time.perf_counter() - t0
-        report.run = {"played": sink.games, "forfeited": sink.forfeits,
-                      "already_stored": total_games(planned) - todo_games,
-                      "wall_s": round(stats.wall_s, 3), "games_per_second": round(stats.games_per_second, 1),
-                      "rating_s": round(rating_s, 3), "device": str(device), "batches": stats.batches}
-        write_report(report)
-    finally:
-        store.close()
+            store.close()
     if notify:
         notify_finished(report)
     return report
 
 
+def _play_and_report(config: TournamentConfig, store: ResultStore, participants: Sequence[Participant],
+                     agents: Sequence["Agent"], device: Any, env_config: Any, progress: bool, stream: TextIO | None,
+                     max_batches: int | None) -> TournamentReport:
+    import torch
+
+    from arena import __version__
+    from arena.progress import Progress
+
+    env_text = json.dumps(env_config.to_dict(), sort_keys=True)
+    stored_env = store.meta("env_config")
+    if stored_env not in (None, env_text) and store.game_count():  # without games, nothing to mix
+        raise StoreError(f"{store.path}: its games were played with other env settings than "
+                         f"{config.file or 'this config'} asks for; use --fresh to start over, or another "
+                         f"output directory")
+    store.set_meta("env_config", env_text)
+    ids = [store.participant_id(p.key, p.name, p.agent, p.params, p.checkpoint, p.checkpoint_sha256)
+           for p in participants]
+    names = [p.name for p in participants]
+    cand = [names.index(c) for c in config.candidates]
+    planned = schedule_units(len(participants), config.format, cand, config.games_per_pairing)
+    stored = store.stored_indices(ids)
+    position = {pid: i for i, pid in enumerate(ids)}
+    stored_pos = {(position[a], position[b]): v for (a, b), v in stored.items()}
+    todo = missing(planned, stored_pos)
+    versions = {"arena": __version__, "torch": torch.__version__, "python": sys.version.split()[0]}
+    todo_games = total_games(todo)
+    stats = ExecutionStats()
+    run_id = store.start_run(config.to_dict(), ids, str(device), versions)
+    sink = _StoreSink(store, run_id, ids, str(device))
+    status = "interrupted"  # whatever ends the run early and is not an error: Ctrl-C, SIGTERM, sys.exit
+    try:
+        bar = Progress(todo_games, unit="games", label=config.name, stream=stream,
+                       enabled=progress and todo_games > 0)
+        try:
+            stats = play(agents, todo, sink, device=device, env_config=env_config, max_envs=config.max_envs,
+                         seed=config.seed, first_batch=store.batch_count(), names=names, progress=bar,
+                         max_batches=max_batches, time_per_move=config.time_per_move)
+        finally:
+            bar.close()
+        status = "finished" if max_batches is None else "stopped"
+    except torch.OutOfMemoryError:
+        status = "failed"
+        raise ConfigError(config.file, "max_envs", f"{config.max_envs} battles at once do not fit in the memory "
+                                                   f"of {device}; expected a lower max_envs (finished games are "
+                                                   f"stored)") from None
+    except Exception:
+        status = "failed"
+        raise
+    finally:
+        store.finish_run(run_id, status, sink.games)
+    t0 = time.perf_counter()
+    report = league_report(store, store.run(run_id))  # this run's league, even if another run came later
+    rating_s = time.perf_counter() - t0
+    report.run = {"played": sink.games, "forfeited": sink.forfeits,
+                  "already_stored": total_games(planned) - todo_games,
+                  "wall_s": round(stats.wall_s, 3), "games_per_second": round(stats.games_per_second, 1),
+                  "rating_s": round(rating_s, 3), "device": str(device), "batches": stats.batches}
+    write_report(report)
+    return report
+
+
 def league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
+    """The report of ``run`` from the stored games; a run record that is not what arena writes (a
+    damaged or hand-edited database) is a one-line :class:`StoreError`, not a traceback."""
+    try:
+        return _league_report(store, run)
+    except ConfigError as exc:
+        raise StoreError(f"{exc}") from None
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        from arena.agents import first_line
+
+        raise StoreError(f"{store.path}: run {run.id} cannot be rated from its stored record ({first_line(exc)}); "
+                         f"expected a database written by `arena tournament`; use --fresh or another output") from None
+
+
+def _league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
     """The report of the league of ``run`` (participants, schedule and rating settings as that run had
     them), from the games in the database: only games of its schedule and within its games per pairing."""
     cfg = run.config
@@ -196,6 +229,9 @@ def league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
     records = store.participants(ids)
     names = [r.name for r in records]
     games_per_pairing = int(cfg["games_per_pairing"])
+    if not 2 <= games_per_pairing <= MAX_GAMES_PER_PAIRING:
+        raise ConfigError(store.path, f"runs[{run.id}].games_per_pairing",
+                          f"expected an even integer in [2, {MAX_GAMES_PER_PAIRING}], got {games_per_pairing}")
     cand = [names.index(c) for c in cfg.get("candidates", []) if c in names]
     planned = schedule_units(len(ids), cfg.get("format", "round-robin"), cand, games_per_pairing)
     wanted = {(ids[u.p1], ids[u.p2]) for u in planned}
@@ -204,9 +240,12 @@ def league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
                      forfeit_by=position[g.forfeit_by] if g.forfeit_by is not None else None)
              for g in store.games(ids, max_index=games_per_pairing // 2) if (g.p1, g.p2) in wanted]
     entrants = [Entrant(r.name, r.agent, r.checkpoint, r.key) for r in records]
-    rating = RatingConfig(**cfg.get("rating", {}))
+    rating = RatingConfig.from_dict(cfg.get("rating") or {}, store.path, f"runs[{run.id}].rating")
+    seed = cfg.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
+        raise ConfigError(store.path, f"runs[{run.id}].seed", f"expected an integer in [0, 2**63 - 1], got {seed!r}")
     return build_report(cfg.get("name", "tournament"), Path(cfg.get("output", store.path.parent)), entrants, games,
-                        rating, int(cfg.get("seed", 0)), total_games(planned))
+                        rating, seed, total_games(planned))
 
 
 def rebuild_report(directory: str | Path, write: bool = True) -> TournamentReport:

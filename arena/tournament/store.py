@@ -25,7 +25,10 @@ from typing import Any
 from arena.tournament.results import GameResult
 
 DB_NAME = "results.sqlite"
+LOCK_NAME = "tournament.lock"
 SCHEMA_VERSION = "1"
+APPLICATION_ID = 0x41524E41  # "ARNA" in PRAGMA application_id: marks the file as arena's own
+TABLES = frozenset({"meta", "participants", "runs", "run_participants", "batches", "games"})
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -106,7 +109,8 @@ class ResultStore:
         self._pending = 0
 
     def _open(self, fresh: bool, create: bool) -> sqlite3.Connection:
-        if fresh:
+        if self.path.exists() and fresh:
+            _check_ours(self.path)  # --fresh deletes arena's database, never someone else's file
             for suffix in ("", "-wal", "-shm", "-journal"):
                 Path(str(self.path) + suffix).unlink(missing_ok=True)
         if not self.path.exists():
@@ -116,10 +120,11 @@ class ResultStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(self.path))
         try:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if not create and not {"meta", "games"} <= tables:  # someone else's database: leave it alone
+            tables = _check_ours(self.path, conn)  # before anything is written to the file
+            if not create and not {"meta", "games"} <= tables:  # an empty file: nothing to report
                 raise StoreError(f"{self.path}: not an arena results database (expected {DB_NAME} written by "
                                  f"`arena tournament`)")
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
@@ -182,13 +187,40 @@ class ResultStore:
         self.conn.commit()
 
     def latest_run(self) -> RunRecord:
-        row = self.conn.execute("SELECT id, started, finished, status, device, config, games_played FROM runs "
-                                "ORDER BY id DESC LIMIT 1").fetchone()
-        if row is None:
+        """The newest run: what ``arena leaderboard`` reports (a tournament reports its own run instead)."""
+        row = self.conn.execute("SELECT MAX(id) FROM runs").fetchone()
+        if row is None or row[0] is None:
             raise StoreError(f"{self.path}: no tournament has been run into this database yet")
+        return self.run(int(row[0]))
+
+    def run(self, run_id: int) -> RunRecord:
+        row = self.conn.execute("SELECT id, started, finished, status, device, config, games_played FROM runs "
+                                "WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: no run {run_id} in this database")
+        try:
+            config = json.loads(row[5])
+        except ValueError:
+            config = None
+        if not isinstance(config, dict):
+            raise StoreError(f"{self.path}: run {run_id} has a damaged config record; expected a JSON object "
+                             f"written by `arena tournament`")
         ids = [int(r[0]) for r in self.conn.execute(
-            "SELECT participant_id FROM run_participants WHERE run_id = ? ORDER BY position", (row[0],))]
-        return RunRecord(int(row[0]), row[1], row[2], row[3], row[4], json.loads(row[5]), ids, int(row[6] or 0))
+            "SELECT participant_id FROM run_participants WHERE run_id = ? ORDER BY position", (run_id,))]
+        return RunRecord(int(row[0]), row[1], row[2], row[3], row[4], config, ids, int(row[6] or 0))
+
+    def tidy_stale_runs(self) -> int:
+        """Mark runs still ``running`` as ``interrupted`` (a kill -9 or a power cut leaves them so), with
+        the time of their last batch and the games they stored. Call it only while holding the output
+        folder's lock, when no other process can be running. Returns how many were tidied."""
+        cur = self.conn.execute(
+            "UPDATE runs SET status = 'interrupted', "
+            "finished = COALESCE((SELECT MAX(COALESCE(b.finished, b.started)) FROM batches b WHERE b.run_id = runs.id), "
+            "started), "
+            "games_played = (SELECT COUNT(*) FROM games g JOIN batches b ON g.batch_id = b.id WHERE b.run_id = runs.id) "
+            "WHERE status = 'running'")
+        self.conn.commit()
+        return cur.rowcount
 
     def start_batch(self, run_id: int, seed: int, num_envs: int, games: int, device: str) -> int:
         cur = self.conn.execute(
@@ -269,6 +301,90 @@ class ResultStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_ours(path: Path, conn: sqlite3.Connection | None = None) -> set[str]:
+    """The tables of ``path`` if it is arena's results database (or an empty file); a
+    :class:`StoreError` otherwise. Only reads: a foreign database must come out of this unchanged.
+
+    Arena marks its file with ``PRAGMA application_id``; a file from before that mark counts as arena's
+    when it holds only arena's tables and a ``meta`` table with a schema version."""
+    own = conn is None
+    try:
+        if own:
+            conn = sqlite3.connect(str(path))
+        assert conn is not None
+        app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+        tables = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                  if not str(r[0]).startswith("sqlite_")}  # SQLite's own (ANALYZE's statistics)
+        legacy = False
+        if app_id == 0 and "meta" in tables and tables <= TABLES:
+            legacy = conn.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone() is not None
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot be used as the results database ({_reason(exc)}); expected "
+                         f"{DB_NAME} written by `arena tournament`; move it away or use another output") from None
+    finally:
+        if own and conn is not None:
+            conn.close()
+    if app_id == APPLICATION_ID or legacy or (app_id == 0 and not tables):
+        return tables
+    what = (f"application_id 0x{app_id & 0xFFFFFFFF:08x}" if app_id else
+            f"tables {', '.join(sorted(tables)[:5])}{', …' if len(tables) > 5 else ''}")
+    raise StoreError(f"{path}: not an arena results database ({what}); expected {DB_NAME} written by "
+                     f"`arena tournament`; move it away or use another output (arena neither changes nor deletes it)")
+
+
+class FolderLock:
+    """An exclusive lock on a tournament's output folder, so two tournaments never play into (or
+    ``--fresh`` away) the same database at once. ``flock`` is released by the kernel when the holder
+    dies, so a killed run never leaves a stale lock; the file keeps the holder's pid for the message."""
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / LOCK_NAME
+        self.fd: int | None = None
+
+    def acquire(self) -> "FolderLock":
+        try:
+            import fcntl
+        except ImportError:  # no flock on this platform: run unlocked, as before
+            return self
+        try:
+            if self.folder.exists() and not self.folder.is_dir():
+                raise NotADirectoryError(20, "a file, not a folder")
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{self.folder}: cannot be used as the output folder ({_reason(exc)}); expected a "
+                             f"writable directory") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise StoreError(f"{self.folder}: another tournament (pid {holder}) is playing into this output folder; "
+                             f"wait for it to finish, or set another output") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        import fcntl
+
+        fd, self.fd = self.fd, None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> "FolderLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
 
 def _reason(exc: BaseException) -> str:

@@ -70,8 +70,8 @@ def test_user_errors_are_one_line_without_traceback(plugin, write_league, tmp_pa
     bad = write_league(LEAGUE, games_per_pairing=3)
     res = runner.invoke(main, ["tournament", str(bad)])
     assert res.exit_code == 2
-    assert res.stderr.strip().splitlines() == [f"Error: {bad}: games_per_pairing: expected an even integer >= 2 "
-                                              f"(half the games from each side), got 3"]
+    assert res.stderr.strip().splitlines() == [f"Error: {bad}: games_per_pairing: expected an even integer in "
+                                              f"[2, 100000] (half the games from each side), got 3"]
     res = runner.invoke(main, ["tournament", str(write_league(LEAGUE + ["nobody"]))])
     assert res.exit_code == 2 and "participants[3].agent: unknown agent 'nobody'" in res.stderr
     assert "Traceback" not in res.output

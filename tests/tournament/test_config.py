@@ -51,7 +51,7 @@ BAD = [
     ({"format": "gauntlet", "candidates": ["nobody"]}, "candidates[0]", "expected one of"),
     ({"candidates": ["far"]}, "candidates", "only used with format: gauntlet"),
     ({"env": {"gravity": 1}}, "env", "expected some of"),
-    ({"env": {"max_time": "long"}}, "env", "must be float"),
+    ({"env": {"max_time": "long"}}, "env.max_time", "must be float"),
     ({"rating": {"mu": "high"}}, "rating.mu", "expected a number"),
     ({"rating": {"sigma": -1}}, "rating.sigma", "expected a positive number"),
     ({"rating": {"draw_probabilty": 0.1}}, "rating.draw_probabilty", "did you mean 'draw_probability'"),
@@ -69,9 +69,9 @@ BAD = [
      "not a file"),
     ({"participants": ["pursuer", "runs/a.pt"]}, "participants[1]", "expected AGENT:CHECKPOINT"),
     ({"participants": ["pursuer", "fromfile:"]}, "participants[1]", "expected a checkpoint path"),
-    ({"env": {"reward": {"win": "big"}}}, "env", "reward.win must be float, got 'big'"),
-    ({"env": {"reward": {"win": float("inf")}}}, "env", "reward.win must be a finite number"),
-    ({"env": {"reward": 3}}, "env", "reward must be a mapping"),
+    ({"env": {"reward": {"win": "big"}}}, "env.reward.win", "must be float, got 'big'"),
+    ({"env": {"reward": {"win": float("inf")}}}, "env.reward.win", "must be a finite number"),
+    ({"env": {"reward": 3}}, "env.reward", "must be a mapping"),
 ]
 
 

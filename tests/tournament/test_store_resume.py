@@ -104,7 +104,7 @@ def test_env_settings_may_change_while_no_game_is_stored(write_league, registry)
 
 def test_unusable_output_is_a_store_error_and_is_left_alone(tmp_path: Path, write_league, registry) -> None:
     (tmp_path / "taken").write_text("a file, not a folder")
-    with pytest.raises(StoreError, match="cannot be used as the results database"):
+    with pytest.raises(StoreError, match=r"taken: cannot be used as the output folder \(a file, not a folder\)"):
         run_tournament(load_config(write_league(LEAGUE, output="taken")), registry=registry, progress=False)
     corrupt = tmp_path / "corrupt"
     corrupt.mkdir()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -76,6 +77,20 @@ class Faulty(Pursuer):
         return out
 
 
+class Slow(Pursuer):
+    """A pursuer that sleeps ``delay_s`` in every act() call: a participant that thinks too long."""
+
+    name: ClassVar[str] = "slow"
+
+    def __init__(self, device: Any = "cpu", env_config: Any = None, delay_s: float = 0.05) -> None:
+        super().__init__(device, env_config)
+        self.delay_s = delay_s
+
+    def act(self, observation: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        time.sleep(self.delay_s)
+        return super().act(observation)
+
+
 class FromFile(Pursuer):
     """A 'learned' agent: its checkpoint is a text file holding ``fire_km``."""
 
@@ -91,7 +106,7 @@ class FromFile(Pursuer):
         return cls(device, env_config, fire_km=fire_km)
 
 
-TEST_AGENTS = (Pursuer, Idle, Faulty, FromFile)
+TEST_AGENTS = (Pursuer, Idle, Faulty, FromFile, Slow)
 
 
 def make_registry() -> Registry[type]:

@@ -1,0 +1,86 @@
+"""EnvConfig bounds (issue 16, item 6): a value that would make an episode endless, overflow an
+agent's timer or give NaN physics is refused by name when the config is built."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+
+import pytest
+
+from arena.env import EnvConfig, RewardConfig
+from arena.env.config import BOUNDS, MAX_EPISODE_STEPS, EnvConfigError
+
+
+def test_defaults_lie_inside_every_bound() -> None:
+    cfg = EnvConfig()
+    for name, (low, high, _) in BOUNDS.items():
+        assert low <= getattr(cfg, name) <= high, name
+    assert cfg.max_steps == 300
+    assert set(BOUNDS) | {"obs_mode", "reward"} == {f.name for f in fields(EnvConfig)}
+
+
+@pytest.mark.parametrize("data,key,expected", [
+    ({"dt": 1e-9}, "dt", "EnvConfig.dt must be in [0.01, 60] s, got 1e-09"),
+    ({"dt": 1e-6}, "dt", "must be in [0.01, 60] s"),
+    ({"dt": 0.0}, "dt", "must be in [0.01, 60] s"),
+    ({"dt": 0.01, "max_time": 50_000.0}, "dt", f"expected 1 to {MAX_EPISODE_STEPS:,}"),
+    ({"max_time": 0.2}, "max_time", "gives max_time / dt = 0.2 decision steps per episode"),
+    ({"max_time": 1e9}, "max_time", "must be in (0, 86400] s"),
+    ({"substeps": 0}, "substeps", "must be in [1, 100], got 0"),
+    ({"substeps": 10**9}, "substeps", "must be in [1, 100]"),
+    ({"dt": 0.05, "max_time": 3000.0, "substeps": 100}, "substeps", "integration substeps per episode"),
+    ({"arena_size": 1e30}, "arena_size", "must be in [1000, 10000000] m"),
+    ({"arena_size": -5.0}, "arena_size", "must be in [1000, 10000000] m"),
+    ({"speed_min": 0.0}, "speed_min", "must be in (0, 10000] m/s"),
+    ({"speed_min": 500.0}, "speed_min", "must be below speed_max (400)"),
+    ({"spawn_speed_min": 350.0}, "spawn_speed_min", "must be at most spawn_speed_max"),
+    ({"spawn_edge_max": 60_000.0}, "spawn_edge_max", "must be below half the arena_size (50000 m)"),
+    ({"spawn_edge_min": 30_000.0}, "spawn_edge_min", "must be at most spawn_edge_max"),
+    ({"spawn_band": 200_000.0}, "spawn_band", "must be at most arena_size"),
+    ({"missiles": -1}, "missiles", "must be in [0, 64]"),
+    ({"missiles": 2**40}, "missiles", "must be in [0, 64]"),
+    ({"missile_seeker_half_angle": 4.0}, "missile_seeker_half_angle", "must be in (0, 3.14159] rad"),
+    ({"missile_hit_radius": 0.0}, "missile_hit_radius", "must be in (0, 10000000] m"),
+    ({"missile_drag_coef": -1e-5}, "missile_drag_coef", "must be in [0, 1] 1/m"),
+    ({"max_time": math.inf}, "max_time", "must be a finite number, got inf"),
+    ({"dt": math.nan}, "dt", "must be a finite number, got nan"),
+    ({"substeps": 4.0}, "substeps", "must be int, got 4.0"),
+    ({"reward": {"win": 1e30}}, "reward.win", "must be a finite number in [-1e+06, 1e+06]"),
+    ({"reward": {"survival": "x" * 500}}, "reward.survival", "must be float, got 'xxxxx"),
+    ({"obs_mode": "full"}, "obs_mode", "must be 'default' or 'extended'"),
+])
+def test_out_of_range_values_are_refused_by_key(data, key, expected) -> None:
+    with pytest.raises(EnvConfigError) as info:
+        EnvConfig.from_dict(data)
+    assert info.value.key == key
+    assert expected in str(info.value)
+    assert str(info.value).startswith(f"EnvConfig.{key} ")
+    assert "\n" not in str(info.value) and len(str(info.value)) < 300
+
+
+def test_direct_construction_is_checked_too() -> None:
+    with pytest.raises(EnvConfigError, match=r"EnvConfig\.dt must be in"):
+        EnvConfig(dt=1e-9)
+    with pytest.raises(EnvConfigError, match=r"EnvConfig\.reward\.win must be a finite number"):
+        RewardConfig(win=math.nan)
+    assert isinstance(EnvConfigError("dt", "x"), ValueError)  # callers that catch ValueError keep working
+
+
+def test_edges_of_the_ranges_are_accepted() -> None:
+    assert EnvConfig.from_dict({"dt": 0.01, "max_time": 1000.0}).max_steps == MAX_EPISODE_STEPS
+    assert EnvConfig.from_dict({"dt": 60.0, "max_time": 60.0}).max_steps == 1
+    assert EnvConfig.from_dict({"missiles": 0, "substeps": 100}).missiles == 0
+    small = EnvConfig.from_dict({"arena_size": 40000.0, "spawn_edge_min": 5000.0, "spawn_edge_max": 8000.0,
+                                 "spawn_band": 10000.0, "max_time": 60.0})
+    assert small.max_steps == 60
+
+
+def test_cli_env_override_blames_the_key() -> None:
+    from click.testing import CliRunner
+
+    from arena.cli import main
+
+    res = CliRunner().invoke(main, ["play", "crank", "placeholder", "--env", "dt=0.000001", "-q"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert res.stderr.strip() == "Error: --env: EnvConfig.dt must be in [0.01, 60] s, got 1e-06"
