@@ -29,6 +29,7 @@ from arena.tournament.results import DRAW, P1_WINS, GameResult
 ELO_BASE = 1000.0  # the league average
 ELO_SCALE = 400.0 / math.log(10.0)  # natural-log strength → Elo points: 400 Elo = 10:1 odds
 RIDGE = 1e-3  # penalty on squared log-strength; caps a perfect record near +1900 Elo over 256 games
+BOOTSTRAP_CHUNK_CELLS = 1 << 21  # score-matrix cells fitted at once in the bootstrap (~16 MB per array)
 
 
 @dataclass(frozen=True)
@@ -168,15 +169,23 @@ def bradley_terry(games: Sequence[GameResult], num_participants: int, rounds: in
     wins_j = count[iu, ju] - wins_i - draws
     cells = np.concatenate([wins_i, draws, wins_j])
     total = int(round(cells.sum()))
-    samples = np.random.default_rng(seed).multinomial(total, cells / cells.sum(), size=rounds)
+    rng = np.random.default_rng(seed)
     k = len(iu)
-    wi, dr, wj = samples[:, :k], samples[:, k:2 * k], samples[:, 2 * k:]
-    s = np.zeros((rounds, num_participants, num_participants))
-    c = np.zeros_like(s)
-    s[:, iu, ju] = wi + 0.5 * dr
-    s[:, ju, iu] = wj + 0.5 * dr
-    c[:, iu, ju] = c[:, ju, iu] = wi + dr + wj
-    boot = ELO_BASE + ELO_SCALE * fit_strengths(s, c, ridge)
+    # Resamples are fitted in chunks of about BOOTSTRAP_CHUNK_CELLS matrix cells, so memory stays
+    # bounded for any number of rounds and participants; drawing the chunks one after another from
+    # the same generator gives exactly the samples of one big draw.
+    chunk = max(1, BOOTSTRAP_CHUNK_CELLS // (num_participants * num_participants))
+    boot = np.empty((rounds, num_participants))
+    for start in range(0, rounds, chunk):
+        n = min(chunk, rounds - start)
+        samples = rng.multinomial(total, cells / cells.sum(), size=n)
+        wi, dr, wj = samples[:, :k], samples[:, k:2 * k], samples[:, 2 * k:]
+        s = np.zeros((n, num_participants, num_participants))
+        c = np.zeros_like(s)
+        s[:, iu, ju] = wi + 0.5 * dr
+        s[:, ju, iu] = wj + 0.5 * dr
+        c[:, iu, ju] = c[:, ju, iu] = wi + dr + wj
+        boot[start:start + n] = ELO_BASE + ELO_SCALE * fit_strengths(s, c, ridge)
     low, high = np.percentile(boot, [2.5, 97.5], axis=0)
     return EloFit(elo, low, high)
 

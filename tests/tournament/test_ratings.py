@@ -83,3 +83,16 @@ def test_bradley_terry_is_order_independent_and_finite_for_perfect_records() -> 
 def test_bradley_terry_without_bootstrap_has_no_interval() -> None:
     fit = bradley_terry(synthetic([0.0, 1.0], 10), 2, rounds=0)
     assert np.all(np.isnan(fit.low)) and np.all(np.isfinite(fit.elo))
+
+
+def test_bootstrap_in_chunks_equals_one_draw(monkeypatch) -> None:
+    """Resamples are fitted in chunks to bound memory (rounds × participants² cells); drawn from one
+    generator in sequence, the chunks are the samples of one big draw."""
+    import arena.tournament.ratings as ratings
+
+    games = synthetic([0.0, 1.0, -0.5, 2.0, 0.3], 6, draw=0.1)
+    whole = bradley_terry(games, 5, rounds=300, seed=4)
+    monkeypatch.setattr(ratings, "BOOTSTRAP_CHUNK_CELLS", 25 * 7)  # 7 rounds per chunk
+    chunked = bradley_terry(games, 5, rounds=300, seed=4)
+    assert np.allclose(whole.low, chunked.low, rtol=0, atol=1e-9)
+    assert np.allclose(whole.high, chunked.high, rtol=0, atol=1e-9)
