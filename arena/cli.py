@@ -26,6 +26,22 @@ class ArenaError(click.ClickException):
     exit_code = 2
 
 
+def threads_option(fn: Any) -> Any:
+    """``--threads``, the same on every command that steps the env (see :mod:`arena.threads`)."""
+    from arena.threads import HELP, MAX_THREADS
+
+    return click.option("--threads", type=click.IntRange(0, MAX_THREADS), default=None, help=HELP)(fn)
+
+
+def set_threads(threads: int | None) -> None:
+    from arena.threads import ThreadsError, apply_threads
+
+    try:
+        apply_threads(threads)
+    except ThreadsError as exc:
+        raise ArenaError(str(exc)) from None
+
+
 MAX_SEED = (1 << 62) - 1  # seeds feed torch generators (64-bit) with small offsets added: keep clear of overflow
 SEED = click.IntRange(0, MAX_SEED)
 
@@ -218,8 +234,9 @@ def parse_env_overrides(items: tuple[str, ...]) -> "EnvConfig | None":
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: a, b, games, wins, draws, losses, "
               "mean_length, games_per_second.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+@threads_option
 def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, env_overrides: tuple[str, ...],
-         as_json: bool, quiet: bool) -> None:
+         as_json: bool, quiet: bool, threads: int | None) -> None:
     """Play A against B and count A's wins, draws and losses.
 
     A and B are agent names (`arena agents`), NAME:CHECKPOINT, or a checkpoint file (the file
@@ -234,6 +251,7 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, env_ove
     from arena.plugins import PluginError
 
     env_config = parse_env_overrides(env_overrides)
+    set_threads(threads)
     dev = device_option(device)
     try:
         a = build_agent(agent_a, dev, env_config)
@@ -331,10 +349,8 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 @click.option("--device", default=None, help="Override the file's device: cpu, cuda, cuda:N or auto.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
-@click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
-              help="torch CPU threads (0: torch's default). On a shared CPU, 1 avoids threads spinning against "
-                   "each other.")
-def tournament(file: str, fresh: bool, device: str | None, as_json: bool, quiet: bool, threads: int) -> None:
+@threads_option
+def tournament(file: str, fresh: bool, device: str | None, as_json: bool, quiet: bool, threads: int | None) -> None:
     """Play the league in FILE (YAML), rate it and write reports.
 
     Results go to results.sqlite in the file's output directory; running the same command again plays
@@ -358,10 +374,7 @@ def tournament(file: str, fresh: bool, device: str | None, as_json: bool, quiet:
             raise ArenaError(f"--device: {exc}") from None
     for warning in config.warnings:
         click.echo(f"warning: {warning}", err=True)
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
+    set_threads(threads)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # a kill flushes stored games like Ctrl-C
     try:
         report = run_tournament(config, fresh=fresh, progress=not quiet)

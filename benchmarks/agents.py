@@ -9,12 +9,15 @@ from __future__ import annotations
 import argparse
 import time
 
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 import torch
 from torch import nn
 
 from arena.agents import build_agent
 from arena.env import TensorEnv, obs_vector, resolve_device
 from arena.match import play_match
+from arena.threads import HELP as THREADS_HELP
+from arena.threads import apply_threads
 
 
 class MLPPolicy(nn.Module):
@@ -59,10 +62,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--games", type=int, default=4096, help="games of crank vs placeholder")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    parser.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    apply_threads(args.threads)
     device = resolve_device(args.device)
     print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} CPU thread(s)\n")
 

@@ -16,9 +16,12 @@ import statistics
 import time
 from dataclasses import fields
 
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 import torch
 
 from arena.env import EnvConfig, TensorEnv
+from arena.threads import HELP as THREADS_HELP
+from arena.threads import apply_threads
 
 DEFAULT_SIZES = "1,64,1024,4096,16384,65536"
 
@@ -64,10 +67,9 @@ def main() -> None:
     parser.add_argument("--device", action="append", help="cpu, cuda, ... (repeatable; default cpu and cuda if present)")
     parser.add_argument("--obs-mode", default="default", choices=["default", "extended"])
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per size (default 3)")
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    apply_threads(args.threads)
     devices = args.device or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, obs_mode={args.obs_mode}")

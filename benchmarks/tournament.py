@@ -24,9 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 import torch
 
 from arena.tournament import RatingConfig, ResultStore, bradley_terry, parse_config, run_tournament, trueskill_ratings
+from arena.threads import HELP as THREADS_HELP
+from arena.threads import apply_threads
 
 CRANK_VARIANTS = [
     {},
@@ -69,11 +72,9 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--checkpoints", default="runs/*/ckpt_*.pt", help="glob of PPO checkpoints to include")
     ap.add_argument("--max-checkpoints", type=int, default=4)
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch CPU threads (0: torch's default); 1 is far faster on a CPU shared with other work")
+    ap.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    apply_threads(args.threads)
 
     participants, note = league(args.participants, args.checkpoints, args.max_checkpoints)
     with tempfile.TemporaryDirectory() as tmp:

@@ -13,6 +13,9 @@ from typing import Any, ClassVar
 
 import click
 
+from arena.threads import HELP as THREADS_HELP
+from arena.threads import MAX_THREADS
+
 from arena_ppo.config import LR_SCHEDULES, NetworkConfig, PPOConfig, RunConfig, TrainConfig
 
 # CLI parameter -> (config section, field). Anything not listed is a run-only switch.
@@ -102,9 +105,7 @@ def _options(func: Any) -> Any:
                      help="Games per opponent in each evaluation (0: none)."),
         click.option("--self-slots", type=click.IntRange(1, 1024), default=R.self_slots, show_default=True,
                      help="Past checkpoints playing at once for --vs self."),
-        click.option("--threads", type=click.IntRange(0, 1024), default=R.threads, show_default=True,
-                     help="torch CPU threads (0: torch's default). Small networks gain little from more, "
-                          "and on a busy CPU threads spin against each other."),
+        click.option("--threads", type=click.IntRange(0, MAX_THREADS), default=R.threads, help=THREADS_HELP),
         click.option("--device", default=R.device, show_default=True, help="cpu, cuda, cuda:N or auto."),
         click.option("--seed", type=click.IntRange(0, MAX_SEED), default=R.seed, show_default=True),
         click.option("--resume", type=click.Path(dir_okay=False, path_type=Path), default=None,

@@ -18,6 +18,7 @@ import torch
 from arena.env import EnvConfig, TensorEnv, obs_vector
 from arena.match import AgentFailure, check_device
 from arena.progress import Progress
+from arena.threads import apply_threads
 from arena.training import (
     MetricLogger, OpponentPool, OpponentSpec, SelfPlayPool, StopRequest, checkpoint_name, clean_stale_temp_files,
     evaluate,
@@ -69,8 +70,7 @@ class OnPolicyRunner:
         self.counters = Counters()
         self.last_metrics: dict[str, float] = {}
 
-        if run.threads > 0:
-            torch.set_num_threads(run.threads)
+        apply_threads(run.threads)
         torch.manual_seed(run.seed)  # network initialization
         self.env_config = EnvConfig(obs_mode=run.obs_mode)  # type: ignore[arg-type]
         self.agent = PPOAgent(self.device, self.env_config, network=cfg.network, obs_norm=run.obs_norm,

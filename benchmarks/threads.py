@@ -1,0 +1,161 @@
+"""Thread settings against a busy CPU: each command's defaults beside explicit thread settings.
+
+    python benchmarks/threads.py                        # quiet, then with one core kept busy
+    python benchmarks/threads.py --busy 1 --repeats 5   # only with one busy core
+    python benchmarks/threads.py --workloads env:16384,play
+
+Every measurement runs in a fresh process, because OpenMP reads its wait policy once, when torch
+loads. The settings compared, in the table's columns:
+
+- ``default``: the command as a user types it: no flag, no environment variable;
+- ``1 thread`` / ``N threads``: ``--threads 1`` / ``--threads N`` (N = the usable cores);
+- ``torch default``: torch's own thread count and OpenMP's own wait policy (torch imported before
+  arena, ``--threads 0``): what every command did before arena chose its defaults.
+
+Workloads: ``env:N`` steps N battles with random actions (env-steps/s); ``play`` is ``arena play crank
+placeholder --games 4096`` (games/s, as the command reports it); ``league`` is ``arena tournament`` of
+a four-agent league with 256 games a pairing (games/s over the whole command, start-up included).
+
+``--busy K`` starts K processes that spin on the CPU for the whole measurement, like a second job on a
+shared laptop or CI runner. Figures are medians of ``--repeats`` runs; ``def/1thr`` is the default's
+rate over the one-thread rate under the same load, ``def/best`` over the best setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ENV_CODE = """
+import json, sys, time
+import torch
+from arena.env import TensorEnv
+from arena.threads import apply_threads
+apply_threads(None if sys.argv[2] == "default" else int(sys.argv[2]))
+n = int(sys.argv[1])
+env = TensorEnv(n, device="cpu", seed=0)
+env.reset()
+g = torch.Generator().manual_seed(0)
+acts = [{"rudder": torch.rand(n, generator=g) * 2 - 1, "throttle": torch.rand(n, generator=g),
+         "fire": torch.rand(n, generator=g) < 0.05} for _ in range(4)]
+for i in range(5):
+    env.step(acts[i % 4], acts[(i + 1) % 4])
+steps = max(20, min(1000, 2_000_000 // n))
+start = time.perf_counter()
+for i in range(steps):
+    env.step(acts[i % 4], acts[(i + 1) % 4])
+print(json.dumps({"rate": n * steps / (time.perf_counter() - start)}))
+"""
+
+CLI_CODE = "import sys\nfrom arena.cli import main\nsys.argv = ['arena', *sys.argv[1:]]\nmain()\n"
+
+LEAGUE = """name: bench-threads
+output: {out}
+seed: 0
+device: cpu
+max_envs: 16384
+games_per_pairing: 256
+participants:
+  - crank
+  - {{name: crank-long-shot, agent: crank, params: {{fire_range_frac: 1.0}}}}
+  - {{name: crank-patient, agent: crank, params: {{fire_range_frac: 0.5, cooldown_s: 20.0}}}}
+  - placeholder
+"""
+LEAGUE_GAMES = 6 * 256
+
+SETTINGS = ("default", "1 thread", "N threads", "torch default")
+
+
+def spin() -> None:
+    while True:
+        pass
+
+
+def child(code: str, setting: str, args: list[str]) -> str:
+    """Run ``code`` in a fresh interpreter under ``setting``; returns its stdout."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "ARENA_THREADS")}
+    if setting == "torch default":
+        code = "import torch\n" + code  # torch (and OpenMP) load before arena can choose a policy
+    return subprocess.run([sys.executable, "-c", code, *args], env=env, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def thread_arg(setting: str, cores: int) -> str | None:
+    return {"default": None, "1 thread": "1", "N threads": str(cores), "torch default": "0"}[setting]
+
+
+def run_once(workload: str, setting: str, cores: int) -> float:
+    threads = thread_arg(setting, cores)
+    flag = [] if threads is None else ["--threads", threads]
+    if workload.startswith("env:"):
+        out = child(ENV_CODE, setting, [workload[4:], threads or "default"])
+        return float(json.loads(out.strip().splitlines()[-1])["rate"])
+    if workload == "play":
+        out = child(CLI_CODE, setting, ["play", "crank", "placeholder", "--games", "4096", "--json", "--quiet",
+                                        "--device", "cpu", *flag])
+        return float(json.loads(out)["games_per_second"])
+    if workload == "league":
+        with tempfile.TemporaryDirectory() as tmp:
+            league = Path(tmp) / "league.yaml"
+            league.write_text(LEAGUE.format(out=str(Path(tmp) / "out")))
+            start = time.perf_counter()
+            child(CLI_CODE, setting, ["tournament", str(league), "--quiet", "--json", *flag])
+            return LEAGUE_GAMES / (time.perf_counter() - start)
+    raise SystemExit(f"unknown workload {workload!r}: expected env:N, play or league")
+
+
+def measure(workloads: list[str], busy: int, repeats: int, cores: int) -> list[dict[str, object]]:
+    spinners = [multiprocessing.Process(target=spin, daemon=True) for _ in range(busy)]
+    for p in spinners:
+        p.start()
+    rows: list[dict[str, object]] = []
+    try:
+        for workload in workloads:
+            rates = {s: statistics.median(run_once(workload, s, cores) for _ in range(repeats)) for s in SETTINGS}
+            rows.append({"workload": workload, "busy": busy, **rates,
+                         "def/1thr": rates["default"] / rates["1 thread"],
+                         "def/best": rates["default"] / max(rates.values())})
+            print(format_row(rows[-1]), file=sys.stderr, flush=True)
+    finally:
+        for p in spinners:
+            p.terminate()
+    return rows
+
+
+def format_row(r: dict[str, object]) -> str:
+    cells = " ".join(f"{float(r[s]):>13,.0f}" for s in SETTINGS)  # type: ignore[arg-type]
+    return f"{r['workload']:<12} {r['busy']:>4} {cells} {float(r['def/1thr']):>8.2f} {float(r['def/best']):>8.2f}"  # type: ignore[arg-type]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workloads", default="env:1024,env:16384,env:65536,play,league",
+                    help="comma-separated: env:N, play, league")
+    ap.add_argument("--busy", type=int, action="append", help="spinning processes (repeatable; default 0 and 1)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--json", action="store_true", help="print the rows as one JSON list")
+    args = ap.parse_args()
+    cores = len(os.sched_getaffinity(0))
+    rows = []
+    for busy in args.busy or [0, 1]:
+        rows += measure(args.workloads.split(","), busy, args.repeats, cores)
+    if args.json:
+        print(json.dumps(rows))
+        return
+    print(f"{cores} usable cores (N threads = {cores}); medians of {args.repeats} runs; "
+          "env: env-steps/s, play and league: games/s")
+    print(f"{'workload':<12} {'busy':>4} " + " ".join(f"{s:>13}" for s in SETTINGS) + f" {'def/1thr':>8} {'def/best':>8}")
+    for r in rows:
+        print(format_row(r))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Thread defaults: one torch thread and a passive OpenMP wait policy unless the user says otherwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from arena.cli import main
+from arena.threads import ENV_VAR, MAX_THREADS, ThreadsError, apply_threads, check_threads, default_threads
+
+
+@pytest.fixture(autouse=True)
+def restore_threads(monkeypatch: pytest.MonkeyPatch):
+    before = torch.get_num_threads()
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_default_is_one_thread() -> None:
+    torch.set_num_threads(2)
+    assert apply_threads() == 1
+    assert torch.get_num_threads() == 1
+
+
+def test_environment_variable_sets_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_VAR, "2")
+    assert default_threads() == 2
+    assert apply_threads(None) == 2
+    assert apply_threads(1) == 1  # an explicit count wins over the variable
+
+
+def test_zero_keeps_torchs_own_count() -> None:
+    torch.set_num_threads(2)
+    assert apply_threads(0) == 2
+
+
+@pytest.mark.parametrize("value", ["two", "-1", str(MAX_THREADS + 1), "1.5"])
+def test_bad_environment_variable_names_it(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(ENV_VAR, value)
+    with pytest.raises(ThreadsError, match=ENV_VAR):
+        default_threads()
+
+
+@pytest.mark.parametrize("value", [-1, MAX_THREADS + 1, True, 1.0, "1"])
+def test_bad_counts_are_refused(value: object) -> None:
+    with pytest.raises(ThreadsError, match="--threads"):
+        check_threads(value)  # type: ignore[arg-type]
+
+
+def test_bad_environment_variable_is_one_line_on_the_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_VAR, "lots")
+    result = CliRunner().invoke(main, ["play", "crank", "placeholder", "--games", "2", "--device", "cpu", "-q"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        f"Error: {ENV_VAR}='lots': expected an integer from 0 (torch's default) to {MAX_THREADS}"]
+
+
+def test_play_runs_with_the_thread_count_asked_for() -> None:
+    result = CliRunner().invoke(main, ["play", "crank", "placeholder", "--games", "2", "--device", "cpu", "-q",
+                                       "--threads", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    assert torch.get_num_threads() == 2
+
+
+PROBE = ("import json, os, sys; {first}; import torch; "
+         "print(json.dumps([os.environ.get('OMP_WAIT_POLICY'), 'torch' in sys.modules]))")
+
+
+def probe(first: str, **env: str) -> list[object]:
+    clean = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", ENV_VAR)}
+    out = subprocess.run([sys.executable, "-c", PROBE.format(first=first)], env={**clean, **env}, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def test_importing_arena_first_makes_openmp_threads_sleep() -> None:
+    assert probe("import arena") == ["PASSIVE", True]
+
+
+def test_a_wait_policy_the_user_chose_is_kept() -> None:
+    assert probe("import arena", OMP_WAIT_POLICY="ACTIVE") == ["ACTIVE", True]
+
+
+def test_too_late_once_torch_is_loaded() -> None:
+    # OpenMP has read its policy by then; setting the variable would only mislead child processes.
+    assert probe("import torch, arena") == [None, True]
