@@ -1,12 +1,15 @@
-"""Train PPO with the trainer's defaults for a wall-clock budget, then play CrankAgent.
+"""Train PPO with the trainer's defaults for a wall-clock budget, then score every checkpoint.
 
-    python benchmarks/train_vs_crank.py --minutes 15            # the figure docs/training.md reports
+    python benchmarks/train_vs_crank.py --minutes 15            # the curve docs/training.md reports
     python benchmarks/train_vs_crank.py --minutes 2 --games 400 # a quick look
+    python benchmarks/train_vs_crank.py --curve-only runs/demo  # score an existing run's checkpoints
 
-Prints the untrained policy's record against CrankAgent (expected below 10 % wins), the
-training throughput (environment steps per second, collection and update together) and the
-record of the trained policy over ``--games`` deterministic games (half from each side; each
-game is one env's first episode). Wall-clock figures depend on what else the machine is running.
+Prints the untrained policy's record against CrankAgent, the training throughput (environment steps
+per second, collection and update together), then one row per checkpoint: its record over
+``--games`` deterministic games (half from each side; each game is one env's first episode) against
+each of ``--opponents`` (default crank and the random placeholder). A policy that "stays good" wins
+at every checkpoint, not only at the last one. Wall-clock figures depend on what else the machine is
+running.
 """
 
 from __future__ import annotations
@@ -16,80 +19,131 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
+
+
+def parse_set(cfg: Any, items: list[str]) -> None:
+    """``SECTION.FIELD=VALUE`` overrides of the trainer's config, typed like the default they replace."""
+    for item in items:
+        key, _, text = item.partition("=")
+        section, _, name = key.partition(".")
+        obj = getattr(cfg, section)
+        current = getattr(obj, name)
+        if isinstance(current, bool):
+            value: Any = text.lower() in ("1", "true", "yes")
+        elif isinstance(current, tuple):
+            value = tuple(text.split(",")) if text else ()
+        else:
+            value = type(current)(text)
+        setattr(obj, name, value)
+
+
+def score_checkpoints(out: Path, opponents: list[str], games: int, seed: int, device: Any) -> list[dict[str, Any]]:
+    """Deterministic record of every checkpoint in ``out`` against each opponent."""
+    import torch
+
+    from arena.agents import build_agent
+    from arena.match import play_match
+    from arena_ppo.agent import PPOAgent
+
+    rows = []
+    rivals = {name: build_agent(name, device=device) for name in opponents}
+    for path in sorted(out.glob("ckpt_*.pt")):
+        agent = PPOAgent.load(path, device=device)
+        row: dict[str, Any] = {"checkpoint": path.name, "step": int(path.stem.split("_")[1])}
+        for name, rival in rivals.items():
+            with torch.random.fork_rng(devices=[]):
+                r = play_match(agent, rival, games, env_config=agent.env_config, device=device, seed=seed + 777,
+                               name_a="ppo", name_b=name)
+            row[name] = {"wins": r.wins, "draws": r.draws, "losses": r.losses, "score": round(r.score, 4)}
+        rows.append(row)
+        cells = "  ".join(f"{n}: {row[n]['wins']:>4}W {row[n]['draws']:>4}D {row[n]['losses']:>4}L "
+                          f"({row[n]['score']:.1%})" for n in opponents)
+        print(f"{row['step']:>12,}  {cells}", flush=True)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=15.0, help="training budget in wall-clock minutes")
-    parser.add_argument("--games", type=int, default=1000, help="deterministic games against CrankAgent afterwards")
+    parser.add_argument("--games", type=int, default=1000, help="deterministic games per checkpoint and opponent")
+    parser.add_argument("--opponents", default="crank,placeholder", help="comma-separated agents to score against")
+    parser.add_argument("--vs", action="append", default=None, help="training opponents (default: crank)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: the trainer's default)")
     parser.add_argument("--out", type=Path, default=None, help="run directory (default runs/bench-ppo-<time>)")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="override a default, e.g. --set run.reward=zero --set ppo.n_epochs=2 (for tuning)")
+    parser.add_argument("--curve-only", type=Path, default=None, metavar="RUN_DIR",
+                        help="skip training; score the checkpoints already in RUN_DIR")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = parser.parse_args(argv)
 
     import torch
 
     from arena.env import resolve_device
-    from arena.match import play_match
-    from arena.training import OpponentSpec, default_run_dir
+    from arena.threads import apply_threads
+
+    device = resolve_device(args.device)
+    opponents = [o for o in args.opponents.split(",") if o]
+    if args.curve_only is not None:
+        apply_threads(args.threads)
+        print(f"{'step':>12}  deterministic games against each opponent ({args.games} each)")
+        rows = score_checkpoints(args.curve_only, opponents, args.games, args.seed, device)
+        if args.json:
+            print(json.dumps({"out": str(args.curve_only), "curve": rows}))
+        return 0
+
+    from arena.training import default_run_dir
     from arena_ppo.config import TrainConfig
     from arena_ppo.runners import OnPolicyRunner
     from arena_ppo.trainer import opponent_factory, resolve_reward
 
     cfg = TrainConfig()
-    cfg.run.vs = ("crank",)
+    cfg.run.vs = tuple(args.vs or ("crank",))
     cfg.run.device = args.device
     cfg.run.seed = args.seed
     cfg.run.max_steps = 10**12  # the budget is time
-    cfg.run.eval_games = 0  # evaluation below, outside the timed training
+    cfg.run.eval_games = 0  # the curve below, outside the timed training
     if args.threads is not None:
         cfg.run.threads = args.threads
-    for item in args.set:
-        key, _, text = item.partition("=")
-        section, _, name = key.partition(".")
-        obj = getattr(cfg, section)
-        current = getattr(obj, name)
-        value = text.lower() in ("1", "true", "yes") if isinstance(current, bool) else type(current)(text)
-        setattr(obj, name, value)
+    parse_set(cfg, args.set)
     out = args.out or default_run_dir("bench-ppo")
     cfg.run.out = str(out)
-    device = resolve_device(cfg.run.device)
     make_opponent = opponent_factory(device, cfg.run.obs_mode)
     runner = OnPolicyRunner(cfg, out, make_opponent, reward_fn=resolve_reward(cfg.run.reward), console=None,
                             progress=sys.stderr.isatty())
+    from arena.match import play_match
+    from arena.training import OpponentSpec
+
     crank = make_opponent(OpponentSpec("agent", "crank"))
-
-    def record(label: str) -> dict[str, float]:
-        with torch.random.fork_rng(devices=[]):
-            r = play_match(runner.agent, crank, args.games, env_config=runner.env_config, device=device,
-                           seed=args.seed + 777, name_a="ppo", name_b="crank")
-        runner.agent.train(True)
-        row = {"wins": r.wins, "draws": r.draws, "losses": r.losses, "win_rate": r.wins / r.games}
-        print(f"{label}: {r.wins}W {r.draws}D {r.losses}L of {r.games} deterministic games "
-              f"(win rate {row['win_rate']:.1%})", flush=True)
-        return row
-
-    untrained = record("untrained policy vs crank")
-    print(f"training for {args.minutes:g} min on {device} ({torch.get_num_threads()} torch threads), "
-          f"{cfg.run.num_envs} envs x {cfg.ppo.n_steps} steps per update, reward {cfg.run.reward}; output {out}",
-          flush=True)
+    with torch.random.fork_rng(devices=[]):
+        r = play_match(runner.agent, crank, args.games, env_config=runner.env_config, device=device,
+                       seed=args.seed + 777, name_a="ppo", name_b="crank")
+    runner.agent.train(True)
+    print(f"untrained policy vs crank: {r.wins}W {r.draws}D {r.losses}L of {r.games} deterministic games", flush=True)
+    print(f"training for {args.minutes:g} min on {device} ({torch.get_num_threads()} torch threads) vs "
+          f"{', '.join(cfg.run.vs)}, {cfg.run.num_envs} envs x {cfg.ppo.n_steps} steps per update, reward "
+          f"{cfg.run.reward}, lr schedule {cfg.ppo.lr_schedule}; output {out}", flush=True)
     start = time.perf_counter()
     runner.learn(max_time=args.minutes * 60.0)
     elapsed = time.perf_counter() - start
     sps = runner.counters.env_steps / elapsed
     print(f"trained {runner.counters.env_steps:,} env steps in {runner.counters.updates} updates, "
-          f"{elapsed / 60:.2f} min "
-          f"of the {args.minutes:g} min budget: {sps:,.0f} env steps/s", flush=True)
-    trained = record("trained policy vs crank")
+          f"{elapsed / 60:.2f} min of the {args.minutes:g} min budget: {sps:,.0f} env steps/s", flush=True)
+    print(f"{'step':>12}  deterministic games against each opponent ({args.games} each)")
+    rows = score_checkpoints(out, opponents, args.games, args.seed, device)
+    late = [r for r in rows if r["step"] >= 5_000_000]
+    if late:
+        worst = {n: min(r[n]["score"] for r in late) for n in opponents}
+        print("worst checkpoint after 5M steps: " + ", ".join(f"{n} {s:.1%}" for n, s in worst.items()))
     if args.json:
-        print(json.dumps({"minutes": args.minutes, "elapsed_s": round(elapsed, 1),
-                          "env_steps": runner.counters.env_steps,
-                          "updates": runner.counters.updates, "sps": round(sps), "untrained": untrained,
-                          "trained": trained, "overrides": args.set, "out": str(out)}))
+        print(json.dumps({"minutes": args.minutes, "elapsed_s": round(elapsed, 1), "env_steps": runner.counters.env_steps,
+                          "updates": runner.counters.updates, "sps": round(sps), "overrides": args.set,
+                          "vs": list(cfg.run.vs), "out": str(out), "curve": rows}))
     return 0
 
 

@@ -59,3 +59,38 @@ def test_corrupt_and_foreign_checkpoints_are_rejected(tmp_path):
     path = save_checkpoint(broken, tmp_path / "broken.pt")
     with pytest.raises(CheckpointError, match=r"broken\.pt: damaged or incompatible"):
         PPOAgent.load(path)
+
+
+def test_eval_fires_at_the_median_launch_step_of_the_sampling_policy():
+    # p = 0.2 a step: the hazard -log(1 - p) = 0.2231 accumulates to ln 2 = 0.6931 on the 4th step
+    # (0.669 after 3); p = 0.6 is above one half and fires at once; p = 0.01 needs 69 steps.
+    agent = PPOAgent()
+    p = torch.tensor([0.2, 0.6, 0.01])
+    logit = torch.log(p / (1 - p))
+    fired = torch.stack([agent.fire_decision(logit) for _ in range(8)])
+    assert fired[:, 0].tolist() == [False, False, False, True, False, False, False, True]
+    assert fired[:, 1].all()
+    assert not fired[:, 2].any()
+
+
+def test_eval_fire_memory_resets_per_env_and_threshold_rule_is_memoryless():
+    agent = PPOAgent()
+    logit = torch.full((2,), -1.386)  # p = 0.2
+    for _ in range(3):
+        agent.fire_decision(logit)
+    agent.reset(torch.tensor([True, False]))  # env 0 starts a new battle
+    assert agent.fire_decision(logit).tolist() == [False, True]
+    agent.reset()
+    assert agent.fire_hazard is None
+    agent.fire_rule = "threshold"
+    assert agent.fire_decision(torch.tensor([0.1, -0.1])).tolist() == [True, False]
+    assert agent.fire_hazard is None
+
+
+def test_train_mode_samples_the_trigger():
+    torch.manual_seed(0)
+    agent = PPOAgent()
+    agent.train()
+    obs = observation(n=512)
+    rates = torch.stack([agent.act(obs)["fire"].float() for _ in range(4)]).mean()
+    assert 0.0 < rates < 0.02  # the initial fire logit of -6: p ≈ 0.0025
