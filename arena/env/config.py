@@ -221,11 +221,22 @@ def _checked(defaults: Any, data: dict[str, Any], where: str) -> dict[str, Any]:
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
-            raise EnvConfigError(prefix + key, f"must be {expected.__name__}, got {_short(value)}")
+            raise EnvConfigError(prefix + key, f"must be {expected.__name__}, got {_short(value)}{_yaml_hint(value)}")
         if expected is float and not math.isfinite(value):
             raise EnvConfigError(prefix + key, f"must be a finite number, got {value!r}")
         out[key] = value
     return out
+
+
+def _yaml_hint(value: Any) -> str:
+    """YAML 1.1 reads ``1e-9`` (no decimal point) as text; say so rather than leave the user puzzled."""
+    if isinstance(value, str) and "e" in value.lower() and "." not in value:
+        try:
+            float(value)
+        except ValueError:
+            return ""
+        return f" (YAML reads {value} as text; write it with a decimal point, e.g. {value.lower().replace('e', '.0e', 1)})"
+    return ""
 
 
 def _num(x: float) -> str:

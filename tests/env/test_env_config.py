@@ -49,6 +49,7 @@ def test_defaults_lie_inside_every_bound() -> None:
     ({"reward": {"win": 1e30}}, "reward.win", "must be a finite number in [-1e+06, 1e+06]"),
     ({"reward": {"survival": "x" * 500}}, "reward.survival", "must be float, got 'xxxxx"),
     ({"obs_mode": "full"}, "obs_mode", "must be 'default' or 'extended'"),
+    ({"dt": "1e-9"}, "dt", "YAML reads 1e-9 as text; write it with a decimal point, e.g. 1.0e-9"),
 ])
 def test_out_of_range_values_are_refused_by_key(data, key, expected) -> None:
     with pytest.raises(EnvConfigError) as info:
