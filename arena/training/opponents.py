@@ -101,6 +101,26 @@ def parse_opponent_specs(texts: Iterable[str]) -> list[OpponentSpec]:
     return specs
 
 
+FLOOR_AGENT = "placeholder"  # the league's floor: what anything that learns must beat
+
+
+def with_floor(specs: list[OpponentSpec], share: float, num_envs: int,
+               agent: str = FLOOR_AGENT) -> list[OpponentSpec]:
+    """``specs`` plus the floor ``agent`` weighted to get ``share`` of the envs.
+
+    Opponents that always attack never show a learner an enemy it has to find; a floor share keeps
+    that situation in every run. Nothing is added when ``agent`` is already an opponent, or when
+    there are too few envs to give it one of its own.
+    """
+    if not 0.0 <= share < 1.0:
+        raise OpponentSpecError(f"--floor: expected a share in [0, 1), got {share!r}")
+    listed = any(s.kind == "agent" and s.target == agent for s in specs)
+    if share == 0.0 or listed or num_envs <= len(specs):
+        return specs
+    total = sum(s.weight for s in specs)
+    return [*specs, OpponentSpec("agent", agent, total * share / (1.0 - share))]
+
+
 def split_envs(weights: Sequence[float], num_envs: int) -> list[int]:
     """Env counts proportional to ``weights`` (largest remainder), each at least 1, summing to ``num_envs``."""
     if not weights:

@@ -318,7 +318,7 @@ STOPS = [  # (mode, words)
 def test_a_misbehaving_opponent_stops_training_cleanly_and_keeps_the_checkpoint(fake_dists, tmp_path, mode, words):
     fake_dists.add("bad-opponent", f"bad_opp_{mode}", OPPONENT_PLUGIN.format(mode=mode))
     out = tmp_path / "run"
-    result = train(*TINY, "--vs", "crank", "--vs", "bad", "--max-steps", "256", "--save-interval", "64",
+    result = train(*TINY, "--vs", "crank", "--vs", "bad", "--floor", "0", "--max-steps", "256", "--save-interval", "64",
                    "--out", str(out))
     line = one_clean_line(result, "training stopped", "'bad' (--vs bad)", *words)
     saved = list_checkpoints(out)

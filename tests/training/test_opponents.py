@@ -223,3 +223,29 @@ def test_self_play_skips_an_unreadable_checkpoint_with_one_warning(tmp_path):
         assert pool.act({"x": torch.zeros(8)})["rudder"].tolist() == [0.25] * 8
     assert len(warnings) == 1 and "ckpt_000000002.pt" in warnings[0] and "skipping" in warnings[0]
     assert set(pfsp.records) == {"ckpt_000000001.pt"}
+
+
+def test_the_floor_takes_its_share_of_the_envs() -> None:
+    from arena.training import parse_opponent_specs, split_envs, with_floor
+
+    specs = with_floor(parse_opponent_specs(["crank"]), 0.25, 1024)
+    assert [(s.target, round(s.weight, 6)) for s in specs] == [("crank", 1.0), ("placeholder", 0.333333)]
+    assert split_envs([s.weight for s in specs], 1024) == [768, 256]
+    mixed = with_floor(parse_opponent_specs(["crank=3", "self"]), 0.2, 100)
+    assert split_envs([s.weight for s in mixed], 100)[-1] == 20
+
+
+@pytest.mark.parametrize("vs, share, envs", [(["crank", "placeholder=2"], 0.25, 64), (["crank"], 0.0, 64),
+                                             (["crank"], 0.25, 1)])
+def test_the_floor_steps_aside(vs, share, envs) -> None:
+    from arena.training import parse_opponent_specs, with_floor
+
+    specs = parse_opponent_specs(vs)
+    assert with_floor(specs, share, envs) == specs
+
+
+def test_a_floor_share_of_one_is_refused() -> None:
+    from arena.training import OpponentSpecError, parse_opponent_specs, with_floor
+
+    with pytest.raises(OpponentSpecError, match=r"--floor: expected a share in \[0, 1\)"):
+        with_floor(parse_opponent_specs(["crank"]), 1.0, 64)

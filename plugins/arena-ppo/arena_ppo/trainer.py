@@ -27,7 +27,10 @@ PARAMS: dict[str, tuple[str, str]] = {
     "init_log_std": ("network", "init_log_std"),
 }
 # Settings a resumed run cannot change: the checkpoint's tensors are shaped by them.
-FIXED_ON_RESUME = ("num_envs", "obs_mode", "obs_norm", "privileged_critic", "value_norm", "layer_norm", "self_slots")
+FIXED_ON_RESUME = ("num_envs", "obs_mode", "obs_norm", "privileged_critic", "value_norm", "layer_norm", "self_slots",
+                   "floor")
+# What a run saved before a setting existed did: resuming it must not change its course.
+SAVED_BEFORE = {"run": {"floor": 0.0}}
 MAX_ENVS = 1 << 24  # battles stepped at once: ~16.7 M, already tens of GB of env state and rollout
 MAX_STEPS = 1 << 60  # environment steps (and intervals): far beyond any run, still exact in int64 counters
 MAX_SEED = (1 << 62) - 1  # seeds feed 64-bit torch generators with small offsets added
@@ -52,6 +55,9 @@ def _options(func: Any) -> Any:
                      help="Opponent, repeatable: an agent name (crank, placeholder), ckpt:PATH, or self "
                           "(this run's past checkpoints, prioritized fictitious self-play). Envs are split by weight. "
                           f"[default: {' '.join(R.vs)}]"),
+        click.option("--floor", type=FiniteFloat(0.0, 0.9), default=R.floor, show_default=True,
+                     help="Share of the envs that play the random placeholder (the league's floor) besides "
+                          "--vs, so the policy also learns to beat an opponent that does not come at it. 0: off."),
         click.option("--reward", default=R.reward, show_default=True,
                      help="Reward shaping added to the env reward (a name from arena_rewards)."),
         click.option("--num-envs", type=click.IntRange(1, MAX_ENVS), default=R.num_envs, show_default=True,
@@ -149,7 +155,7 @@ def config_from_dict(data: Any, command: click.Command | None = None, ctx: click
         if not isinstance(raw, dict):
             raise ValueError(f"config.{section}: expected a dict, got {type(raw).__name__}")
         defaults = cls()
-        values = {}
+        values = dict(SAVED_BEFORE.get(section, {}))
         for f in fields(cls):
             if f.name in raw:
                 values[f.name] = check_value(raw[f.name], getattr(defaults, f.name), options.get(f.name), ctx,
@@ -244,7 +250,7 @@ def explicit(ctx: click.Context) -> set[str]:
 def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]:
     """Validate everything that can be wrong before any compute starts, then run."""
     from arena.training import (
-        CheckpointError, OpponentSpecError, default_run_dir, load_checkpoint, parse_opponent_specs,
+        CheckpointError, OpponentSpecError, default_run_dir, load_checkpoint, parse_opponent_specs, with_floor,
     )
 
     resume_data = None
@@ -294,7 +300,7 @@ def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]
     cfg.run.out = str(out)
 
     try:
-        specs = parse_opponent_specs(cfg.run.vs)
+        specs = with_floor(parse_opponent_specs(cfg.run.vs), cfg.run.floor, cfg.run.num_envs)
     except OpponentSpecError as exc:
         raise fail(str(exc)) from None
     reward_fn = resolve_reward(cfg.run.reward)

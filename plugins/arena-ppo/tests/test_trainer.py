@@ -119,3 +119,15 @@ def test_new_run_refuses_an_out_that_holds_a_run(tmp_path):
     result = run(args, tmp_path / "r")
     assert result.exit_code != 0 and "already holds a training run" in result.output
     assert (tmp_path / "r" / "metrics.csv").read_text() == before
+
+
+def test_a_run_saved_before_the_floor_existed_resumes_without_one():
+    from dataclasses import asdict
+
+    from arena_ppo.config import TrainConfig
+    from arena_ppo.trainer import config_from_dict
+
+    saved = asdict(TrainConfig())
+    assert config_from_dict(saved).run.floor == 0.25
+    del saved["run"]["floor"]
+    assert config_from_dict(saved).run.floor == 0.0

@@ -21,7 +21,7 @@ from arena.progress import Progress
 from arena.threads import apply_threads
 from arena.training import (
     MetricLogger, OpponentPool, OpponentSpec, SelfPlayPool, StopRequest, checkpoint_name, clean_stale_temp_files,
-    evaluate,
+    evaluate, with_floor,
     parse_opponent_specs, save_checkpoint, tensorboard_writer, to_plain, write_config,
 )
 
@@ -85,7 +85,7 @@ class OnPolicyRunner:
         self.shuffle_generator = torch.Generator()
         self.shuffle_generator.manual_seed(run.seed + 2)
 
-        self.specs = parse_opponent_specs(run.vs)
+        self.specs = with_floor(parse_opponent_specs(run.vs), run.floor, run.num_envs)
         self_play = SelfPlayPool(self.out_dir,
                                  self._load_snapshot) if any(s.kind == "self" for s in self.specs) else None
         self.pool = OpponentPool(self.specs, run.num_envs, make_opponent, self_play=self_play,
