@@ -217,9 +217,12 @@ def parse_env_overrides(items: tuple[str, ...]) -> "EnvConfig | None":
         else:
             data[head] = value
     try:
-        return EnvConfig.from_dict(data)
+        config = EnvConfig.from_dict(data)
     except (ValueError, TypeError) as exc:
         raise ArenaError(f"--env: {exc}") from None
+    if config.team_size != 1:
+        raise ArenaError(f"--env team_size={config.team_size}: expected 1: arena play flies duels")
+    return config
 
 
 @main.command("play")

@@ -123,6 +123,17 @@ class MatchResult:
         return {key: getattr(self, key) for key in RESULT_KEYS}
 
 
+def check_duel(env_config: "EnvConfig | None") -> None:
+    """Refuse team battles where agents are still routed one aircraft a side.
+
+    TensorEnv steps teams (``team_size`` > 1); matches, tournaments and training opponent pools hand
+    each agent one side's [N] observation, so they take duels only.
+    """
+    if env_config is not None and env_config.team_size != 1:
+        raise ValueError(f"team_size must be 1 here: matches and tournaments play duels; got {env_config.team_size} "
+                         "(TensorEnv itself steps team battles)")
+
+
 def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "EnvConfig | None" = None,
                device: "str | torch.device" = "cpu", seed: int = 0, name_a: str | None = None,
                name_b: str | None = None, progress: bool = False) -> MatchResult:
@@ -145,6 +156,7 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
     if not isinstance(games, int) or isinstance(games, bool) or not 1 <= games <= MAX_GAMES:
         raise ValueError(f"games must be an int from 1 to {MAX_GAMES:,}, got {games!r}")
     device = check_device(device)
+    check_duel(env_config)
     name_a = name_a or str(getattr(agent_a, "name", "") or type(agent_a).__name__)
     name_b = name_b or str(getattr(agent_b, "name", "") or type(agent_b).__name__)
     roles = ((agent_a, name_a, "A"), (agent_b, name_b, "B"))

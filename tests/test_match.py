@@ -173,3 +173,12 @@ def test_mps_without_mps_is_refused():
     with pytest.raises(ValueError, match="MPS is not available"):
         check_device("mps")
     assert str(check_device("cpu:0")) == "cpu"
+
+
+def test_play_match_refuses_team_battles() -> None:
+    from arena.agents import build_agent
+    from arena.env import EnvConfig
+    from arena.match import play_match
+
+    with pytest.raises(ValueError, match="team_size must be 1 here"):
+        play_match(build_agent("crank"), build_agent("placeholder"), 4, env_config=EnvConfig(team_size=2))

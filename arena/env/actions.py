@@ -17,14 +17,20 @@ ACTION_KEYS: tuple[str, ...] = ("rudder", "throttle", "fire")
 
 @dataclass
 class CleanAction:
-    rudder: torch.Tensor  # [N] in [-1, 1]
-    throttle: torch.Tensor  # [N] in [0, 1]
-    fire: torch.Tensor  # [N] bool
-    nan_count: torch.Tensor  # [N] int32, NaN entries replaced in this action
+    rudder: torch.Tensor  # [N] (duel) or [N, T] in [-1, 1]
+    throttle: torch.Tensor  # same shape, in [0, 1]
+    fire: torch.Tensor  # same shape, bool
+    nan_count: torch.Tensor  # same shape, int32: NaN entries replaced in this action
 
 
-def check_action(action: object, num_envs: int, device: torch.device, who: str = "action") -> CleanAction:
-    """Validate ``action`` and return it clamped, with NaNs replaced (rudder 0, throttle 0, no fire)."""
+def check_action(action: object, num_envs: int, device: torch.device, who: str = "action",
+                 team_size: int = 1) -> CleanAction:
+    """Validate ``action`` and return it clamped, with NaNs replaced (rudder 0, throttle 0, no fire).
+
+    Each entry is [N] in a duel and [N, T] (one column per seat) in a team battle.
+    """
+    shape = (num_envs,) if team_size == 1 else (num_envs, team_size)
+    shown = list(shape)
     if not isinstance(action, Mapping):
         raise ValueError(f"{who}: expected a dict with keys {list(ACTION_KEYS)}, got {type(action).__name__}")
     missing = [k for k in ACTION_KEYS if k not in action]
@@ -39,9 +45,9 @@ def check_action(action: object, num_envs: int, device: torch.device, who: str =
     for key in ACTION_KEYS:
         value = action[key]
         if not isinstance(value, torch.Tensor):
-            raise ValueError(f"{who}['{key}']: expected a torch.Tensor of shape [{num_envs}], got {type(value).__name__}")
-        if tuple(value.shape) != (num_envs,):
-            raise ValueError(f"{who}['{key}']: expected shape [{num_envs}], got {list(value.shape)}")
+            raise ValueError(f"{who}['{key}']: expected a torch.Tensor of shape {shown}, got {type(value).__name__}")
+        if tuple(value.shape) != shape:
+            raise ValueError(f"{who}['{key}']: expected shape {shown}, got {list(value.shape)}")
         if value.device != device:
             raise ValueError(f"{who}['{key}']: expected device {device}, got {value.device}")
         ok = value.is_floating_point() or (key == "fire" and value.dtype == torch.bool)

@@ -65,6 +65,9 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "missile_seeker_half_angle": (0.0, math.pi, "rad"),
     "missile_hit_radius": (0.0, 10_000_000.0, "m"),
     "missile_max_range": (0.0, 100_000_000.0, "m"),
+    "team_size": (1, 8, ""),
+    "formation_spacing": (0.0, 100_000.0, "m"),
+    "obs_neighbours": (1, 7, ""),
 }
 _OPEN_LOW = frozenset({"max_time", "spawn_speed_min", "spawn_speed_max", "speed_min", "speed_max",
                        "missile_seeker_half_angle", "missile_hit_radius", "missile_max_range"})
@@ -125,6 +128,11 @@ class EnvConfig:
     missile_hit_radius: float = 150.0  # m, closest approach that counts as a hit
     missile_max_range: float = 40_000.0  # m, nominal range published to agents
 
+    # Teams (docs/env.md, "Team battles"): p1 and p2 are sides of team_size aircraft each
+    team_size: int = 1  # aircraft per side; 1 is the classic duel
+    formation_spacing: float = 2_000.0  # m, lateral gap between wingmen at spawn
+    obs_neighbours: int = 3  # with team_size > 1: slots for the nearest allies and enemies in the observation
+
     # Observation and rewards
     obs_mode: ObsMode = "default"  # "extended" adds aspect, enemy missiles and nearest-threat features
     reward: RewardConfig = field(default_factory=RewardConfig)
@@ -138,6 +146,11 @@ class EnvConfig:
     def max_steps(self) -> int:
         """Decision steps before the time limit."""
         return int(round(self.max_time / self.dt))
+
+    @property
+    def aircraft(self) -> int:
+        """Aircraft per battle: p1's seats first, then p2's."""
+        return 2 * self.team_size
 
     @property
     def diagonal(self) -> float:
@@ -192,6 +205,9 @@ def _bounds_problem(cfg: EnvConfig) -> tuple[str, str] | None:
                                   f"aircraft spawn on their own sides, got {cfg.spawn_edge_max:g}")
     if cfg.spawn_band > cfg.arena_size:
         return "spawn_band", f"must be at most arena_size ({cfg.arena_size:g} m), got {cfg.spawn_band:g}"
+    if (cfg.team_size // 2) * cfg.formation_spacing > cfg.arena_size / 4:
+        return "formation_spacing", (f"puts the outer wingmen of a team of {cfg.team_size} more than a quarter of "
+                                     f"the arena ({cfg.arena_size / 4:g} m) from the lead, got {cfg.formation_spacing:g}")
     if cfg.missile_hit_radius > cfg.arena_size:
         return "missile_hit_radius", f"must be at most arena_size ({cfg.arena_size:g} m), got {cfg.missile_hit_radius:g}"
     steps = cfg.max_time / cfg.dt

@@ -20,24 +20,44 @@ import torch
 
 from arena.env.config import G, EnvConfig
 from arena.env.state import WorldState
+from arena.env.teams import enemy_index, nearest, offsets, shooter_table
 
 TWO_PI = 2.0 * math.pi
 
 
 def launch(state: WorldState, fire: torch.Tensor, cfg: EnvConfig) -> torch.Tensor:
-    """Launch one missile for every player whose ``fire`` ([N, 2] bool) is set and who can shoot.
+    """Launch one missile for every aircraft whose ``fire`` ([N, A] bool) is set and who can shoot.
 
-    The missile leaves along the shooter's heading at the shooter's speed. Returns [N, 2] bool: who
-    launched, indexed by shooter.
+    The missile leaves along the shooter's heading at the shooter's speed, at the target chosen by
+    :func:`choose_targets`. Returns [N, A] bool: who launched, indexed by shooter.
     """
     can = fire & state.alive & (state.missiles_left > 0.5)
-    used = (cfg.missiles - state.missiles_left).round().long()  # [N, 2] the shooter's next free slot
-    slots = torch.arange(state.m_active.shape[0], device=fire.device).view(-1, 1, 1)
-    new = ((slots == used) & can).roll(1, -1)  # [M, N, target]: the shooter of missiles at j is 1 - j
+    used = (cfg.missiles - state.missiles_left).round().long()  # [N, A] the shooter's next free slot
+    t = state.team_size
+    if t == 1:  # the duel: the shooter of missiles at j is 1 - j
+        slots = torch.arange(state.m_active.shape[0], device=fire.device).view(-1, 1, 1)
+        new = ((slots == used) & can).roll(1, -1)  # [M, N, target]
+
+        def from_shooter(v: torch.Tensor) -> torch.Tensor:
+            return swap_players(v)
+    else:
+        n, a = can.shape
+        m = state.m_active.shape[0] // t
+        table = shooter_table(t, fire.device)  # [T, A]
+
+        def from_shooter(v: torch.Tensor) -> torch.Tensor:
+            """[S, N, A]: the value of each slot's shooter, for every target column."""
+            return v[:, table].permute(1, 0, 2).unsqueeze(1).expand(t, m, n, a).reshape(t * m, n, a)
+
+        aims = choose_targets(state, cfg)[:, table] == torch.arange(a, device=fire.device)  # [N, T, A]
+        aims = aims & can[:, table] & (used[:, table] < m)
+        k = torch.arange(m, device=fire.device).view(1, m, 1, 1)
+        new = ((k == used[:, table].permute(1, 0, 2).unsqueeze(1)) & aims.permute(1, 0, 2).unsqueeze(1))
+        new = new.reshape(t * m, n, a)
     w = new.float()
     for name, source in (("mx", state.x), ("my", state.y), ("m_heading", state.heading), ("m_speed", state.speed)):
         old = getattr(state, name)
-        setattr(state, name, torch.addcmul(old, w, swap_players(source) - old))
+        setattr(state, name, torch.addcmul(old, w, from_shooter(source) - old))
     state.m_age = state.m_age * (1.0 - w)
     state.m_active = state.m_active | new
     state.m_locked = state.m_locked | new
@@ -48,6 +68,25 @@ def launch(state: WorldState, fire: torch.Tensor, cfg: EnvConfig) -> torch.Tenso
 def swap_players(t: torch.Tensor) -> torch.Tensor:
     """Exchange the two entries of the last dimension (a roll is cheaper than ``flip`` on the CPU)."""
     return t.roll(1, -1)
+
+
+def choose_targets(state: WorldState, cfg: EnvConfig) -> torch.Tensor:
+    """[N, A] the aircraft each aircraft's next missile would chase.
+
+    The live enemy nearest to the shooter's nose inside the seeker cone; when none is, the nearest
+    live enemy, and the missile leaves unguided (its seeker finds nothing in the cone on the first
+    substep): it can then hit that enemy only by flying through it. In a duel that is simply the
+    enemy, as it always was.
+    """
+    enemies = enemy_index(state.team_size, state.x.device)  # [A, T]
+    rx, ry = offsets(state.x, state.y, enemies)  # [N, A, T]
+    dist2 = torch.addcmul(rx * rx, ry, ry).clamp_(min=1.0)
+    facing = (rx * torch.cos(state.heading).unsqueeze(-1) + ry * torch.sin(state.heading).unsqueeze(-1)) * dist2.rsqrt()
+    alive = state.alive[:, enemies]  # [N, A, T]
+    seen = alive & (facing >= math.cos(cfg.missile_seeker_half_angle))
+    best_seen = torch.where(seen, facing, torch.full_like(facing, -2.0)).argmax(-1)
+    choice = torch.where(seen.any(-1), best_seen, nearest(dist2, alive))
+    return enemies.expand(state.x.shape[0], -1, -1).gather(-1, choice.unsqueeze(-1)).squeeze(-1)
 
 
 def move_aircraft(state: WorldState, rudder: torch.Tensor, throttle: torch.Tensor, cfg: EnvConfig, h: float
@@ -77,9 +116,9 @@ def move_aircraft(state: WorldState, rudder: torch.Tensor, throttle: torch.Tenso
 class Missiles:
     """The missile fields being integrated, in one of two layouts.
 
-    Dense: the world's own [M, N, 2] slot tensors, against which per-aircraft [N, 2] tensors broadcast.
+    Dense: the world's own [S, N, A] slot tensors, against which per-aircraft [N, A] tensors broadcast.
     Packed: a [K] list of only the missiles in flight, gathered once per decision step; per-aircraft
-    values are gathered to match through ``aircraft`` (flat index ``env * 2 + target``). Packing pays on
+    values are gathered to match through ``aircraft`` (flat index ``env * A + target``). Packing pays on
     the CPU, where most slots are empty and reading a tensor's size costs nothing; on a GPU the dense
     layout avoids the host synchronisation that sizing a packed list would need.
     """
@@ -91,8 +130,9 @@ class Missiles:
     age: torch.Tensor
     active: torch.Tensor
     locked: torch.Tensor
-    slots: torch.Tensor | None = None  # packed: flat indices into the [M, N, 2] slot tensors
-    aircraft: torch.Tensor | None = None  # packed: flat indices into the [N, 2] aircraft tensors
+    slots: torch.Tensor | None = None  # packed: flat indices into the [S, N, A] slot tensors
+    aircraft: torch.Tensor | None = None  # packed: flat indices into the [N, A] aircraft tensors
+    per_seat: int = 1  # slots per shooter seat (missiles carried)
 
     FIELDS: ClassVar[tuple[tuple[str, str], ...]] = (
         ("x", "mx"), ("y", "my"), ("heading", "m_heading"), ("speed", "m_speed"), ("age", "m_age"),
@@ -101,27 +141,33 @@ class Missiles:
 
     @classmethod
     def dense(cls, state: WorldState) -> "Missiles":
-        return cls(*(getattr(state, name) for _, name in cls.FIELDS))
+        return cls(*(getattr(state, name) for _, name in cls.FIELDS), per_seat=state.m_active.shape[0] // state.team_size)
 
     @classmethod
     def packed(cls, state: WorldState) -> "Missiles":
         slots = state.m_active.reshape(-1).nonzero().squeeze(1)
-        aircraft = slots % state.x.numel()  # the [M, N, 2] slot layout flattens to slot * 2N + env * 2 + target
-        return cls(*(getattr(state, name).reshape(-1)[slots] for _, name in cls.FIELDS), slots=slots, aircraft=aircraft)
+        aircraft = slots % state.x.numel()  # the [S, N, A] slot layout flattens to slot * A·N + env * A + target
+        return cls(*(getattr(state, name).reshape(-1)[slots] for _, name in cls.FIELDS), slots=slots, aircraft=aircraft,
+                   per_seat=state.m_active.shape[0] // state.team_size)
 
     def pick(self, t: torch.Tensor) -> torch.Tensor:
-        """A per-aircraft [N, 2] tensor, seen from each missile (its target's value)."""
+        """A per-aircraft [N, A] tensor, seen from each missile (its target's value)."""
         return t if self.aircraft is None else t.reshape(-1)[self.aircraft]
 
-    def any_hit(self, hit: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-        """[N, 2] bool: which aircraft at least one missile hit."""
+    def pair_hits(self, hit: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+        """[T, N, A] bool: aircraft ``a`` was hit by a missile of the enemy in seat ``t`` (``like``: [N, A])."""
+        t = like.shape[-1] // 2
         if self.aircraft is None:
-            out = hit[0]
-            for k in range(1, hit.shape[0]):  # a chain of | is far cheaper than any(0) on the CPU
-                out = out | hit[k]
+            blocks = hit.view(t, -1, *like.shape)
+            out = blocks[:, 0]
+            for k in range(1, blocks.shape[1]):  # a chain of | is far cheaper than any(1) on the CPU
+                out = out | blocks[:, k]
             return out
-        count = torch.zeros(like.numel(), device=hit.device).index_add_(0, self.aircraft, hit.float())
-        return (count > 0).view_as(like)
+        assert self.slots is not None
+        block = self.slots // (like.numel() * self.per_seat)  # slot row // missiles per seat
+        count = torch.zeros(t * like.numel(), device=hit.device).index_add_(0, block * like.numel() + self.aircraft,
+                                                                           hit.float())
+        return (count > 0).view(t, *like.shape)
 
     def store(self, state: WorldState) -> None:
         """Write the integrated fields back into the world."""
@@ -203,17 +249,18 @@ def closest_approach_sq(px0: torch.Tensor, py0: torch.Tensor, px1: torch.Tensor,
 
 
 def advance(state: WorldState, rudder: torch.Tensor, throttle: torch.Tensor, cfg: EnvConfig,
-            packed: bool = False) -> None:
+            packed: bool = False) -> torch.Tensor:
     """Integrate one decision step in ``cfg.substeps`` substeps: move, score hits, expire, kill strays.
 
     ``packed`` integrates only the missiles in flight (see :class:`Missiles`); both layouts compute the
-    same physics.
+    same physics. Returns [N, A] kills: for each aircraft, how many enemies its missiles destroyed.
     """
     h = cfg.dt / cfg.substeps
     m = Missiles.packed(state) if packed else Missiles.dense(state)
     missiles = MissileIntegrator(m, cfg, h)
     size = cfg.arena_size
     cos_h, sin_h = torch.cos(state.heading), torch.sin(state.heading)
+    scored: torch.Tensor | None = None  # [T, N, A] target a hit by the enemy in seat t, this step
     for _ in range(cfg.substeps):
         t_alive = m.pick(state.alive)
         tx, ty = m.pick(state.x), m.pick(state.y)
@@ -227,7 +274,22 @@ def advance(state: WorldState, rudder: torch.Tensor, throttle: torch.Tensor, cfg
         m.active = m.active & ~(hit | spent)
         m.locked = m.locked & m.active
         outside = (state.x < 0.0) | (state.x > size) | (state.y < 0.0) | (state.y > size)
-        state.alive = state.alive & ~(m.any_hit(hit, state.alive) | outside)
+        pairs = m.pair_hits(hit, state.alive)
+        struck = pairs[0] if pairs.shape[0] == 1 else pairs.any(0)
+        state.alive = state.alive & ~(struck | outside)
+        scored = pairs if scored is None else scored | pairs
     m.store(state)
     state.heading = torch.remainder(state.heading, TWO_PI)
     state.m_heading = torch.remainder(state.m_heading, TWO_PI)
+    assert scored is not None  # substeps >= 1
+    return credit_kills(scored)
+
+
+def credit_kills(scored: torch.Tensor) -> torch.Tensor:
+    """[N, A] float: enemies destroyed by each shooter, from [T, N, A] hits by (shooter seat, target)."""
+    t, n, a = scored.shape
+    if t == 1:
+        return swap_players(scored[0]).float()
+    shooters = shooter_table(t, scored.device)  # [T, A]
+    index = (torch.arange(n, device=scored.device).view(1, n, 1) * a + shooters.unsqueeze(1)).reshape(-1)
+    return torch.zeros(n * a, device=scored.device).index_add_(0, index, scored.reshape(-1).float()).view(n, a)

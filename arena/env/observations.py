@@ -1,4 +1,4 @@
-"""What each player sees, always from its own side.
+"""What each aircraft sees, always from its own side.
 
 p2's view is the world turned 180° about the arena centre, so p2 also "starts in the west": the
 rotation keeps left and right, so one policy can fly either side with the same rudder meaning.
@@ -12,6 +12,7 @@ import torch
 
 from arena.env.config import EnvConfig
 from arena.env.state import WorldState
+from arena.env.teams import ally_index, enemy_index, nearest, side_index
 
 TWO_PI = 2.0 * math.pi
 SPEED_SCALE = 200.0  # m/s, speed normaliser of the observation
@@ -30,7 +31,10 @@ Observation = dict[str, torch.Tensor]
 
 
 def obs_keys(cfg: EnvConfig) -> tuple[str, ...]:
-    return EXTENDED_OBS_KEYS if cfg.obs_mode == "extended" else OBS_KEYS
+    """Every key of an observation, in canonical order: the standard (or extended) keys, then the
+    neighbour slots of team battles."""
+    base = EXTENDED_OBS_KEYS if cfg.obs_mode == "extended" else OBS_KEYS
+    return base + neighbour_keys(cfg)
 
 
 def wrap_angle(a: torch.Tensor) -> torch.Tensor:
@@ -45,43 +49,133 @@ def own_frame(state: WorldState, cfg: EnvConfig, player: int) -> tuple[torch.Ten
     return cfg.arena_size - state.x, cfg.arena_size - state.y, torch.remainder(state.heading + math.pi, TWO_PI)
 
 
-def observe(state: WorldState, cfg: EnvConfig, player: int) -> Observation:
-    """The observation dict of ``player`` (0 = p1, 1 = p2), each entry [N] float32."""
-    me, foe = player, 1 - player
-    x, y, heading = own_frame(state, cfg, player)
-    dx = state.x[:, foe] - state.x[:, me]
-    dy = state.y[:, foe] - state.y[:, me]
+def side_view(t: torch.Tensor, team_size: int, side: int) -> torch.Tensor:
+    """A side's columns of an [N, A] tensor: [N, T], or [N] in a duel (the 1-v-1 interface)."""
+    cols = t[:, side * team_size:(side + 1) * team_size]
+    return cols.squeeze(-1) if team_size == 1 else cols
+
+
+def primary_enemy(state: WorldState, team_size: int, side: int) -> torch.Tensor | None:
+    """[N, T] the nearest live enemy of each of ``side``'s aircraft (None in a duel: the enemy)."""
+    if team_size == 1:
+        return None
+    mine = side_index(team_size, side, state.x.device)
+    enemies = enemy_index(team_size, state.x.device)[mine]  # [T, T]
+    rx = state.x[:, enemies] - state.x[:, mine].unsqueeze(-1)
+    ry = state.y[:, enemies] - state.y[:, mine].unsqueeze(-1)
+    choice = nearest(rx * rx + ry * ry, state.alive[:, enemies])  # [N, T]
+    return enemies.expand(state.x.shape[0], -1, -1).gather(-1, choice.unsqueeze(-1)).squeeze(-1)
+
+
+def observe(state: WorldState, cfg: EnvConfig, side: int) -> Observation:
+    """The observation dict of ``side`` (0 = p1, 1 = p2): each entry [N, T], or [N] in a duel.
+
+    Every aircraft sees itself and its primary enemy (the nearest live one) through the standard
+    keys, so a 1-v-1 policy can fly any seat; with teams, ``neighbour_keys`` add the nearest allies
+    and enemies.
+    """
+    t = cfg.team_size
+    lo, hi = side * t, (side + 1) * t
+    primary = primary_enemy(state, t, side)
+    foe_lo = (1 - side) * t
+
+    def own(v: torch.Tensor) -> torch.Tensor:
+        return v[:, lo:hi]
+
+    def enemy(v: torch.Tensor) -> torch.Tensor:
+        return v[:, foe_lo:foe_lo + 1] if primary is None else v.gather(1, primary)
+
+    x, y, heading = own_frame(state, cfg, side)
+    dx = enemy(state.x) - own(state.x)
+    dy = enemy(state.y) - own(state.y)
     dist = torch.sqrt(dx * dx + dy * dy)
     bearing = torch.atan2(dy, dx)
     carried = float(max(cfg.missiles, 1))
     obs: Observation = {
-        "x": (x[:, me] / cfg.arena_size).clamp(0.0, 1.0),
-        "y": (y[:, me] / cfg.arena_size).clamp(0.0, 1.0),
-        "angle": heading[:, me] / TWO_PI,
-        "speed": state.speed[:, me] / SPEED_SCALE,
-        "missiles": state.missiles_left[:, me] / carried,
-        "alive": state.alive[:, me].float(),
+        "x": (own(x) / cfg.arena_size).clamp(0.0, 1.0),
+        "y": (own(y) / cfg.arena_size).clamp(0.0, 1.0),
+        "angle": own(heading) / TWO_PI,
+        "speed": own(state.speed) / SPEED_SCALE,
+        "missiles": own(state.missiles_left) / carried,
+        "alive": own(state.alive).float(),
         "enemy_distance": (dist / cfg.diagonal).clamp(0.0, 1.0),
-        "enemy_relative_angle": wrap_angle(bearing - state.heading[:, me]) / math.pi,
-        "enemy_speed": state.speed[:, foe] / SPEED_SCALE,
-        "enemy_alive": state.alive[:, foe].float(),
+        "enemy_relative_angle": wrap_angle(bearing - own(state.heading)) / math.pi,
+        "enemy_speed": enemy(state.speed) / SPEED_SCALE,
+        "enemy_alive": enemy(state.alive).float(),
     }
     if cfg.obs_mode == "extended":
-        obs["enemy_aspect"] = wrap_angle(bearing + math.pi - state.heading[:, foe]) / math.pi
-        obs["enemy_missiles"] = state.missiles_left[:, foe] / carried
+        obs["enemy_aspect"] = wrap_angle(bearing + math.pi - enemy(state.heading)) / math.pi
+        obs["enemy_missiles"] = enemy(state.missiles_left) / carried
         # Nearest enemy missile in flight (missiles are stored by target): the threat to react to.
-        rx = state.mx[:, :, me] - state.x[:, me]  # [M, N]
-        ry = state.my[:, :, me] - state.y[:, me]
-        m_dist = torch.sqrt(rx * rx + ry * ry).masked_fill(~state.m_active[:, :, me], float("inf"))
+        rx = state.mx[:, :, lo:hi] - own(state.x)  # [S, N, T]
+        ry = state.my[:, :, lo:hi] - own(state.y)
+        m_dist = torch.sqrt(rx * rx + ry * ry).masked_fill(~state.m_active[:, :, lo:hi], float("inf"))
         nearest_dist, idx = m_dist.min(dim=0)
         present = torch.isfinite(nearest_dist)
         idx = idx.unsqueeze(0)
         m_bearing = torch.atan2(ry.gather(0, idx).squeeze(0), rx.gather(0, idx).squeeze(0))
         zero = torch.zeros_like(dist)
         obs["threat_distance"] = torch.where(present, (nearest_dist / cfg.diagonal).clamp(0.0, 1.0), zero + 1.0)
-        obs["threat_relative_angle"] = torch.where(present, wrap_angle(m_bearing - state.heading[:, me]) / math.pi, zero)
+        obs["threat_relative_angle"] = torch.where(present, wrap_angle(m_bearing - own(state.heading)) / math.pi, zero)
         obs["threat_present"] = present.float()
-    return obs
+    if t > 1:
+        obs.update(observe_neighbours(state, cfg, side))
+        return obs
+    return {k: v.squeeze(-1) for k, v in obs.items()}
+
+
+NEIGHBOUR_FEATURES: tuple[str, ...] = ("range", "bearing", "aspect", "speed", "alive", "missiles")
+
+
+def neighbour_counts(cfg: EnvConfig) -> tuple[int, int]:
+    """(ally slots, enemy slots) in each observation: the nearest ``obs_neighbours`` of each; none in a duel."""
+    t = cfg.team_size
+    if t == 1:
+        return 0, 0
+    return min(cfg.obs_neighbours, t - 1), min(cfg.obs_neighbours, t)
+
+
+def neighbour_keys(cfg: EnvConfig) -> tuple[str, ...]:
+    allies, enemies = neighbour_counts(cfg)
+    return tuple(f"{kind}{k}_{f}" for kind, count in (("ally", allies), ("enemy", enemies))
+                 for k in range(1, count + 1) for f in NEIGHBOUR_FEATURES)
+
+
+def observe_neighbours(state: WorldState, cfg: EnvConfig, side: int) -> Observation:
+    """Slots ``ally1..`` and ``enemy1..`` nearest first, live ones before dead ones.
+
+    A dead neighbour's slot reads zeros with ``alive`` 0 (the mask); every feature is relative to the
+    observer, so it reads the same from either side's frame.
+    """
+    t, dev = cfg.team_size, state.x.device
+    mine = side_index(t, side, dev)
+    carried = float(max(cfg.missiles, 1))
+    out: Observation = {}
+    allies, enemies = neighbour_counts(cfg)
+    for kind, table, count in (("ally", ally_index(t, dev)[mine], allies), ("enemy", enemy_index(t, dev)[mine], enemies)):
+        n = state.x.shape[0]
+        rx = state.x[:, table] - state.x[:, mine].unsqueeze(-1)  # [N, T, K]
+        ry = state.y[:, table] - state.y[:, mine].unsqueeze(-1)
+        dist = torch.sqrt(rx * rx + ry * ry)
+        alive = state.alive[:, table]
+        order = (dist + (~alive).float() * 4.0 * cfg.diagonal).argsort(-1)[..., :count]  # [N, T, count]
+        who = table.expand(n, -1, -1).gather(-1, order)  # aircraft index per slot
+        pick = lambda v: v.gather(-1, order)  # noqa: E731
+        rx, ry, dist, live = pick(rx), pick(ry), pick(dist), pick(alive).float()
+        bearing = torch.atan2(ry, rx)
+        other_heading = state.heading.gather(1, who.flatten(1)).view_as(who)
+        features = {
+            "range": (dist / cfg.diagonal).clamp(0.0, 1.0),
+            "bearing": wrap_angle(bearing - state.heading[:, mine].unsqueeze(-1)) / math.pi,
+            "aspect": wrap_angle(bearing + math.pi - other_heading) / math.pi,
+            "speed": state.speed.gather(1, who.flatten(1)).view_as(who) / SPEED_SCALE,
+            "alive": live,
+            "missiles": state.missiles_left.gather(1, who.flatten(1)).view_as(who) / carried,
+        }
+        for k in range(count):
+            for name, value in features.items():
+                out[f"{kind}{k + 1}_{name}"] = value[..., k] * live[..., k] if name != "alive" else value[..., k]
+    return out
 
 
 def obs_vector(obs: Observation, keys: tuple[str, ...] | None = None) -> torch.Tensor:
@@ -93,7 +187,61 @@ def obs_vector(obs: Observation, keys: tuple[str, ...] | None = None) -> torch.T
 
 def global_state_size(cfg: EnvConfig) -> int:
     m = max(cfg.missiles, 1)
-    return 1 + 2 * 7 + 2 * m * 7
+    if cfg.team_size == 1:
+        return 1 + 2 * 7 + 2 * m * 7
+    return 1 + cfg.aircraft * 7 + 2 * cfg.team_size * m * 8
+
+
+def team_global_state(state: WorldState, cfg: EnvConfig, side: int) -> torch.Tensor:
+    """:func:`global_state` of a team battle: every aircraft (own seats first), every missile slot.
+
+    A slot ``seat·M + k`` of a side is that seat's ``k``-th launch. Besides the duel's seven missile
+    features it carries its target, as (enemy seat + 1) / T (0 while the slot is empty). Missile
+    positions are relative to the side's lead (seat 0), alive or not.
+    """
+    t, dev = cfg.team_size, state.x.device
+    mine, theirs = side_index(t, side, dev), side_index(t, 1 - side, dev)
+    order = torch.cat((mine, theirs))
+    x, y, heading = own_frame(state, cfg, side)
+    heading = heading[:, order]
+    planes = torch.stack(
+        [
+            x[:, order] / cfg.arena_size,
+            y[:, order] / cfg.arena_size,
+            torch.cos(heading),
+            torch.sin(heading),
+            state.speed[:, order] / SPEED_SCALE,
+            state.alive[:, order].float(),
+            state.missiles_left[:, order] / float(max(cfg.missiles, 1)),
+        ],
+        dim=-1,
+    ).flatten(1)
+    sign = 1.0 if side == 0 else -1.0  # the 180° turn flips both vector components
+    lead_x, lead_y = state.x[:, mine[0]].view(1, -1), state.y[:, mine[0]].view(1, -1)
+    seat_code = (torch.arange(t, device=dev, dtype=torch.float32) + 1.0) / t
+    groups = []
+    for owner, targets in ((1.0, theirs), (0.0, mine)):  # own missiles chase the enemy's columns
+        act = state.m_active[:, :, targets].float()  # [S, N, T]; a slot is in flight in one column at most
+
+        def merged(v: torch.Tensor, act: torch.Tensor = act, targets: torch.Tensor = targets) -> torch.Tensor:
+            return (v[:, :, targets] * act).sum(-1)
+
+        active = act.sum(-1)
+        head = merged(state.m_heading) + (0.0 if side == 0 else math.pi)
+        speed = merged(state.m_speed) / MISSILE_SPEED_SCALE
+        groups.append(torch.stack([
+            sign * (merged(state.mx) - lead_x) / cfg.diagonal * active,
+            sign * (merged(state.my) - lead_y) / cfg.diagonal * active,
+            speed * torch.cos(head),
+            speed * torch.sin(head),
+            active,
+            merged(state.m_locked.float()),
+            torch.full_like(active, owner),
+            (act * seat_code).sum(-1),
+        ], dim=-1))  # [S, N, 8]
+    missiles = torch.stack(groups, 0).permute(2, 0, 1, 3).flatten(1)  # [N, owner, slot, feature] -> [N, ...]
+    elapsed = (state.time * cfg.dt / cfg.max_time).unsqueeze(-1)
+    return torch.cat([elapsed, planes, missiles], dim=-1)
 
 
 def global_state(state: WorldState, cfg: EnvConfig, player: int) -> torch.Tensor:
@@ -102,8 +250,11 @@ def global_state(state: WorldState, cfg: EnvConfig, player: int) -> torch.Tensor
     Per aircraft (own first): x, y, cos, sin heading, speed, alive, missiles left. Per missile slot
     (own missiles first, in launch order): position relative to the player, velocity, active, locked, and 1 for own /
     0 for the enemy's. Positions scale by the arena size or diagonal, speeds by 200 m/s (aircraft)
-    or 1000 m/s (missiles). Leading entry: elapsed fraction of the time limit.
+    or 1000 m/s (missiles). Leading entry: elapsed fraction of the time limit. Team battles:
+    :func:`team_global_state`.
     """
+    if cfg.team_size > 1:
+        return team_global_state(state, cfg, player)
     me, foe = player, 1 - player
     order = [me, foe]
     x, y, heading = own_frame(state, cfg, player)

@@ -1,4 +1,11 @@
-"""Random starting positions: p1 in the western band, p2 in the eastern band, facing each other."""
+"""Random starting positions: p1 in the western band, p2 in the eastern band, facing each other.
+
+Teams fly line abreast: the leads are placed exactly as in a duel (same random draws, so a duel's
+battles do not change when teams exist), and wingman ``t`` sits ``formation_spacing · ceil(t/2)`` m
+beside its lead, to the lead's left for odd seats and right for even ones, as seen facing the enemy.
+Wingmen share their lead's heading and draw their own speed. p2's formation is p1's turned 180°, so
+every seat starts in the same place in its own side's frame.
+"""
 
 from __future__ import annotations
 
@@ -37,9 +44,25 @@ def sample_spawn(cfg: EnvConfig, num_envs: int, generator: torch.Generator, devi
     h2 = bearing + math.pi + (2.0 * u[:, 5] - 1.0) * jitter
     speed_span = cfg.spawn_speed_max - cfg.spawn_speed_min
 
-    state = WorldState.empty(num_envs, cfg.missiles, device)
-    state.x = torch.stack((x1, x2), -1)
-    state.y = torch.stack((y1, y2), -1)
-    state.heading = torch.remainder(torch.stack((h1, h2), -1), 2.0 * math.pi)
-    state.speed = cfg.spawn_speed_min + speed_span * u[:, 6:8]
+    state = WorldState.empty(num_envs, cfg.missiles, device, cfg.team_size)
+    if cfg.team_size == 1:
+        state.x = torch.stack((x1, x2), -1)
+        state.y = torch.stack((y1, y2), -1)
+        state.heading = torch.remainder(torch.stack((h1, h2), -1), 2.0 * math.pi)
+        state.speed = cfg.spawn_speed_min + speed_span * u[:, 6:8]
+        return state
+
+    t = cfg.team_size
+    seat = torch.arange(t, device=device)
+    lateral = ((seat + 1) // 2) * torch.where(seat % 2 == 1, 1.0, -1.0) * cfg.formation_spacing  # [T] m, left +
+    left_x, left_y = -torch.sin(bearing).unsqueeze(-1), torch.cos(bearing).unsqueeze(-1)  # p1's left, [N, 1]
+    x = torch.cat((x1.unsqueeze(-1) + lateral * left_x, x2.unsqueeze(-1) - lateral * left_x), -1)
+    y = torch.cat((y1.unsqueeze(-1) + lateral * left_y, y2.unsqueeze(-1) - lateral * left_y), -1)
+    state.x = x.clamp(0.0, size)
+    state.y = y.clamp(0.0, size)
+    heading = torch.cat((h1.unsqueeze(-1).expand(-1, t), h2.unsqueeze(-1).expand(-1, t)), -1)
+    state.heading = torch.remainder(heading, 2.0 * math.pi)
+    wing_u = torch.rand(num_envs, 2, t - 1, generator=generator, device=device)
+    lead_u = u[:, 6:8].unsqueeze(-1)
+    state.speed = cfg.spawn_speed_min + speed_span * torch.cat((lead_u, wing_u), -1).flatten(1)
     return state

@@ -1,4 +1,4 @@
-"""TensorEnv: thousands of 1-v-1 air battles stepped at once as batched tensors."""
+"""TensorEnv: thousands of air battles, 1-v-1 or team against team, stepped at once as batched tensors."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import torch
 from arena.env.actions import CleanAction, check_action
 from arena.env.config import EnvConfig
 from arena.env.dynamics import advance, launch, swap_players
-from arena.env.observations import PLAYERS, Observation, global_state, global_state_size, obs_keys, observe
+from arena.env.observations import (
+    PLAYERS, Observation, global_state, global_state_size, obs_keys, observe, side_view,
+)
 from arena.env.spawn import sample_spawn
 from arena.env.state import WorldState
 
@@ -38,11 +40,12 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
 
 class TensorEnv:
-    """A batch of ``num_envs`` independent battles between p1 and p2.
+    """A batch of ``num_envs`` independent battles between the sides p1 and p2.
 
-    Finished battles are reset in place (auto-reset), and everything a trainer needs about them — who
-    won, the last observation, episode statistics — comes back as tensors in ``infos``, so on a GPU
-    ``step`` never waits for the host.
+    Each side flies ``config.team_size`` aircraft (T). In a duel (T = 1) every per-side tensor is
+    [N]; in a team battle it is [N, T], one column per seat. Finished battles are reset in place
+    (auto-reset), and everything a trainer needs about them — who won, the last observation, episode
+    statistics — comes back as tensors in ``infos``, so on a GPU ``step`` never waits for the host.
     """
 
     def __init__(self, num_envs: int, device: str | torch.device | None = "cpu", seed: int = 0,
@@ -61,10 +64,12 @@ class TensorEnv:
         self.generator = torch.Generator(device=self.device)
         self.seed = seed
         self.generator.manual_seed(seed)
-        self.state = WorldState.empty(num_envs, self.config.missiles, self.device)
-        zeros = torch.zeros(num_envs, 2, device=self.device)
+        self.team_size = self.config.team_size
+        self.state = WorldState.empty(num_envs, self.config.missiles, self.device, self.team_size)
+        zeros = torch.zeros(num_envs, self.config.aircraft, device=self.device)
         self._ep_return = zeros.clone()
         self._ep_missiles = zeros.clone()
+        self._ep_kills = zeros.clone()
         self._has_reset = False
 
     # -- public API -------------------------------------------------------------------------------
@@ -85,6 +90,7 @@ class TensorEnv:
         self.state = sample_spawn(self.config, self.num_envs, self.generator, self.device)
         self._ep_return.zero_()
         self._ep_missiles.zero_()
+        self._ep_kills.zero_()
         self._has_reset = True
         return self.observe()
 
@@ -101,44 +107,63 @@ class TensorEnv:
              ) -> tuple[Obs, dict[str, torch.Tensor], torch.Tensor, dict[str, Any]]:
         """Advance every battle by one decision step of ``config.dt`` seconds.
 
-        Returns ``(obs, rewards, dones, infos)``. For envs where ``dones`` is set, ``obs`` is already
-        the first observation of the next episode and ``infos["final_obs"]`` holds the last one (and
-        ``infos["final_global_state"]`` the last global state, when the env was built to return it).
+        Each action maps ``rudder``, ``throttle`` and ``fire`` to [N] (duel) or [N, T] (a column per
+        seat); a dead aircraft's action is ignored. Returns ``(obs, rewards, dones, infos)``. For envs
+        where ``dones`` is set, ``obs`` is already the first observation of the next episode and
+        ``infos["final_obs"]`` holds the last one (and ``infos["final_global_state"]`` the last global
+        state, when the env was built to return it).
+
+        A battle ends when a side has no aircraft left, or at the time limit, where the side with more
+        aircraft alive wins (else a draw). Each aircraft's reward has the three standard parts, with
+        win and loss from its side's outcome. ``infos["kills"]`` (enemies its missiles destroyed this
+        step) and ``infos["deaths"]`` (it died this step) are per aircraft.
         """
         if not self._has_reset:
             raise RuntimeError("call reset() before step()")
         cfg = self.config
-        a1 = check_action(action_p1, self.num_envs, self.device, "action_p1")
-        a2 = check_action(action_p2, self.num_envs, self.device, "action_p2")
+        t = self.team_size
+        a1 = check_action(action_p1, self.num_envs, self.device, "action_p1", t)
+        a2 = check_action(action_p2, self.num_envs, self.device, "action_p2", t)
         rudder, throttle, fire = self._pair(a1, a2)
 
         s = self.state
+        was_alive = s.alive
         fired = launch(s, fire, cfg)
-        advance(s, rudder, throttle, cfg, packed=self.packed_missiles)
+        kills = advance(s, rudder, throttle, cfg, packed=self.packed_missiles)
         s.time = s.time + 1.0
 
         dead = ~s.alive
-        terminated = dead.any(-1)
+        side_dead = dead if t == 1 else dead.view(self.num_envs, 2, t).all(-1)  # [N, 2] a side has no aircraft left
+        terminated = side_dead.any(-1)
         truncated = (s.time >= cfg.max_steps) & ~terminated
         dones = terminated | truncated
-        won = swap_players(dead) & ~dead  # [N, 2] the other one died, I did not
-        lost = dead & ~swap_players(dead)
+        won = swap_players(side_dead) & ~side_dead  # [N, 2] the other side is gone, mine is not
+        lost = side_dead & ~swap_players(side_dead)
+        if t > 1:  # at the time limit the side with more aircraft alive wins (in a duel both are alive then)
+            count = s.alive.view(self.num_envs, 2, t).sum(-1)
+            won = won | (truncated.unsqueeze(-1) & (count > swap_players(count)))
+            lost = lost | (truncated.unsqueeze(-1) & (count < swap_players(count)))
         winner = torch.full((self.num_envs,), -1, dtype=torch.int8, device=self.device)
         winner = torch.where(dones, torch.zeros_like(winner), winner)
         winner = torch.where(won[:, 0], torch.ones_like(winner), winner)
         winner = torch.where(won[:, 1], torch.full_like(winner, 2), winner)
 
         rc = cfg.reward
-        reward = (rc.survival * s.alive.float() + rc.win * (won.float() - lost.float()) - rc.missile_cost * fired.float())
+        outcome = won.float() - lost.float()
+        if t > 1:
+            outcome = outcome.repeat_interleave(t, -1)  # [N, A] each aircraft gets its side's outcome
+        reward = (rc.survival * s.alive.float() + rc.win * outcome - rc.missile_cost * fired.float())
         self._ep_return += reward
         self._ep_missiles += fired.float()
+        self._ep_kills += kills
 
         final_obs = self.observe()
         final_state = {p: self.global_state(p) for p in PLAYERS} if self.final_global_state else None
         episode = {
-            "return": {"p1": self._ep_return[:, 0].clone(), "p2": self._ep_return[:, 1].clone()},
+            "return": self._by_side(self._ep_return, clone=True),
             "length": s.time.clone(),
-            "missiles_fired": {"p1": self._ep_missiles[:, 0].clone(), "p2": self._ep_missiles[:, 1].clone()},
+            "missiles_fired": self._by_side(self._ep_missiles, clone=True),
+            "kills": self._by_side(self._ep_kills, clone=True),
         }
         self._auto_reset(dones)
         obs = self.observe()
@@ -149,11 +174,12 @@ class TensorEnv:
             "final_obs": final_obs,
             "episode": episode,
             "nan_actions": {"p1": a1.nan_count, "p2": a2.nan_count},
+            "kills": self._by_side(kills),
+            "deaths": self._by_side(was_alive & dead),
         }
         if final_state is not None:
             infos["final_global_state"] = final_state
-        rewards = {"p1": reward[:, 0], "p2": reward[:, 1]}
-        return obs, rewards, dones, infos
+        return obs, self._by_side(reward), dones, infos
 
     def state_dict(self) -> dict[str, Any]:
         """Everything that decides the env's future: world state, generator and episode accumulators.
@@ -167,6 +193,7 @@ class TensorEnv:
             "generator": self.generator.get_state(),
             "episode_return": self._ep_return.clone(),
             "episode_missiles": self._ep_missiles.clone(),
+            "episode_kills": self._ep_kills.clone(),
         }
 
     def load_state_dict(self, data: dict[str, Any]) -> Obs:
@@ -176,19 +203,33 @@ class TensorEnv:
         names = {f.name for f in fields(WorldState)}
         if set(data["world"]) != names:
             raise ValueError(f"env state has fields {sorted(data['world'])}; expected {sorted(names)}")
+        like = WorldState.empty(self.num_envs, self.config.missiles, torch.device("meta"), self.team_size)
+        for name in sorted(names):
+            want, got = tuple(getattr(like, name).shape), tuple(data["world"][name].shape)
+            if got != want:
+                raise ValueError(f"env state field {name} has shape {list(got)}; this env (team_size "
+                                 f"{self.team_size}, {self.config.missiles} missiles) needs {list(want)}")
         self.state = WorldState(**{k: v.to(self.device) for k, v in data["world"].items()})
         self.generator.set_state(data["generator"])
         self._ep_return = data["episode_return"].to(self.device)
         self._ep_missiles = data["episode_missiles"].to(self.device)
+        kills = data.get("episode_kills")  # absent from states saved before kills were counted
+        self._ep_kills = torch.zeros_like(self._ep_return) if kills is None else kills.to(self.device)
         self._has_reset = True
         return self.observe()
 
     # -- internals --------------------------------------------------------------------------------
 
-    @staticmethod
-    def _pair(a1: CleanAction, a2: CleanAction) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        return (torch.stack((a1.rudder, a2.rudder), -1), torch.stack((a1.throttle, a2.throttle), -1),
-                torch.stack((a1.fire, a2.fire), -1))
+    def _by_side(self, t: torch.Tensor, clone: bool = False) -> dict[str, torch.Tensor]:
+        """{"p1": ..., "p2": ...} of an [N, A] tensor: [N] each in a duel, [N, T] in a team battle."""
+        views = {p: side_view(t, self.team_size, i) for i, p in enumerate(PLAYERS)}
+        return {p: v.clone() for p, v in views.items()} if clone else views
+
+    def _pair(self, a1: CleanAction, a2: CleanAction) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Both sides' actions as [N, A] tensors, p1's seats first."""
+        join = torch.stack if self.team_size == 1 else torch.cat
+        return (join((a1.rudder, a2.rudder), -1), join((a1.throttle, a2.throttle), -1),
+                join((a1.fire, a2.fire), -1))
 
     def _auto_reset(self, dones: torch.Tensor) -> None:
         fresh = sample_spawn(self.config, self.num_envs, self.generator, self.device)
@@ -196,6 +237,8 @@ class TensorEnv:
         keep = (~dones).float().unsqueeze(-1)
         self._ep_return *= keep
         self._ep_missiles *= keep
+        self._ep_kills *= keep
 
     def __repr__(self) -> str:
-        return f"TensorEnv(num_envs={self.num_envs}, device={self.device}, seed={self.seed}, obs_mode={self.config.obs_mode!r})"
+        return (f"TensorEnv(num_envs={self.num_envs}, device={self.device}, seed={self.seed}, "
+                f"team_size={self.team_size}, obs_mode={self.config.obs_mode!r})")

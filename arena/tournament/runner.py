@@ -146,6 +146,17 @@ def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "
     return report
 
 
+def same_env(stored: str, env_config: Any) -> bool:
+    """Whether settings stored as JSON are ``env_config``'s, keys added since then taking their defaults
+    (a database from before team battles was played with ``team_size`` 1)."""
+    from arena.env import EnvConfig
+
+    try:
+        return EnvConfig.from_dict(json.loads(stored)).to_dict() == env_config.to_dict()
+    except (ValueError, TypeError):
+        return False
+
+
 def _play_and_report(config: TournamentConfig, store: ResultStore, participants: Sequence[Participant],
                      agents: Sequence["Agent"], device: Any, env_config: Any, progress: bool, stream: TextIO | None,
                      max_batches: int | None) -> TournamentReport:
@@ -156,7 +167,7 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
 
     env_text = json.dumps(env_config.to_dict(), sort_keys=True)
     stored_env = store.meta("env_config")
-    if stored_env not in (None, env_text) and store.game_count():  # without games, nothing to mix
+    if stored_env not in (None, env_text) and store.game_count() and not same_env(stored_env, env_config):
         raise StoreError(f"{store.path}: its games were played with other env settings than "
                          f"{config.file or 'this config'} asks for; use --fresh to start over, or another "
                          f"output directory")

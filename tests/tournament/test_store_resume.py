@@ -120,3 +120,20 @@ def test_unusable_output_is_a_store_error_and_is_left_alone(tmp_path: Path, writ
         rebuild_report(foreign)
     with sqlite3.connect(foreign / "results.sqlite") as conn:
         assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("notes",)]
+
+
+def test_a_database_from_before_team_battles_resumes(write_league, registry) -> None:
+    import json
+
+    config = load_config(write_league(LEAGUE, games_per_pairing=4))
+    run_tournament(config, registry=registry, progress=False)
+    with ResultStore(config.output / "results.sqlite") as store:
+        settings = json.loads(store.meta("env_config"))
+        for key in ("team_size", "formation_spacing", "obs_neighbours"):  # what older databases stored
+            del settings[key]
+        store.set_meta("env_config", json.dumps(settings, sort_keys=True))
+    again = run_tournament(load_config(write_league(LEAGUE, games_per_pairing=6)), registry=registry, progress=False)
+    assert again.run["played"] == 3 * 2
+    longer = write_league(LEAGUE, env={"max_time": 600.0})
+    with pytest.raises(StoreError, match="other env settings"):
+        run_tournament(load_config(longer), registry=registry, progress=False)
