@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from arena_ppo.algorithms import PPO, bernoulli_kl, gaussian_kl
@@ -49,7 +50,17 @@ def test_update_moves_the_policy_and_reports_metrics():
     assert set(out) == {"policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "learning_rate"}
     assert all(torch.isfinite(torch.tensor(v)) and -100 < v < 100 for v in out.values())
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
-    assert out["learning_rate"] != 3e-4  # the adaptive schedule reacted to the KL
+    assert 1e-5 <= out["learning_rate"] <= 3e-4  # the adaptive rate never rises above --learning-rate
+
+
+@pytest.mark.parametrize("lr, desired_kl, lowered", [(0.05, 0.001, True), (3e-4, 10.0, False)])
+def test_adaptive_rate_brakes_on_a_large_kl_and_never_accelerates(lr, desired_kl, lowered):
+    torch.manual_seed(0)
+    model = ActorCritic(NetworkConfig())
+    algo = PPO(model, PPOConfig(learning_rate=lr, batch_size=32, n_epochs=4, lr_schedule="adaptive",
+                                desired_kl=desired_kl))
+    out = algo.update(filled_storage(model), torch.Generator().manual_seed(0))
+    assert (out["learning_rate"] < lr) if lowered else (out["learning_rate"] == lr)
 
 
 def test_kl_helpers():
