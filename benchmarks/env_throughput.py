@@ -1,7 +1,11 @@
-"""Environment throughput: env-steps per second (both players, one step of one env = 1).
+"""Environment throughput: env-steps per second (both sides, one step of one env = 1).
 
     python benchmarks/env_throughput.py                      # CPU, and CUDA when present
     python benchmarks/env_throughput.py --sizes 1024,16384 --steps 50 --device cpu
+    python benchmarks/env_throughput.py --team-sizes 1,2,4,8 --sizes 4096,16384   # team battles
+
+With ``--team-sizes`` the table adds aircraft-steps/s (env-steps/s x 2T) and its ratio to the duel's at
+the same size: how much of the batch's speed a team battle keeps per aircraft.
 
 Actions are random (5 % fire probability) and generated before timing, so the figures measure the
 simulation, not an agent. Each size is timed ``--repeats`` times; the table gives the median and the
@@ -35,15 +39,18 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def measure(num_envs: int, device: str, steps: int, obs_mode: str, repeats: int) -> tuple[list[float], float]:
-    env = TensorEnv(num_envs, device=device, seed=0, config=EnvConfig(obs_mode=obs_mode))  # type: ignore[arg-type]
+def measure(num_envs: int, device: str, steps: int, obs_mode: str, repeats: int,
+            team_size: int = 1) -> tuple[list[float], float]:
+    config = EnvConfig(obs_mode=obs_mode, team_size=team_size)  # type: ignore[arg-type]
+    env = TensorEnv(num_envs, device=device, seed=0, config=config)
     env.reset()
     gen = torch.Generator(device=env.device).manual_seed(0)
+    shape = (num_envs,) if team_size == 1 else (num_envs, team_size)
     pool = [
         {
-            "rudder": torch.rand(num_envs, device=env.device, generator=gen) * 2 - 1,
-            "throttle": torch.rand(num_envs, device=env.device, generator=gen),
-            "fire": torch.rand(num_envs, device=env.device, generator=gen) < 0.05,
+            "rudder": torch.rand(shape, device=env.device, generator=gen) * 2 - 1,
+            "throttle": torch.rand(shape, device=env.device, generator=gen),
+            "fire": torch.rand(shape, device=env.device, generator=gen) < 0.05,
         }
         for _ in range(8)
     ]
@@ -68,20 +75,30 @@ def main() -> None:
     parser.add_argument("--obs-mode", default="default", choices=["default", "extended"])
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per size (default 3)")
     parser.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    parser.add_argument("--team-sizes", default="1", help="comma-separated aircraft per side (default 1, the duel)")
     args = parser.parse_args()
     apply_threads(args.threads)
     devices = args.device or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     sizes = [int(s) for s in args.sizes.split(",")]
+    teams = [int(t) for t in args.team_sizes.split(",")]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, obs_mode={args.obs_mode}")
     for device in devices:
         name = torch.cuda.get_device_name(0) if device.startswith("cuda") else "cpu"
         print(f"\n{device} ({name})")
-        print(f"{'num_envs':>10} {'env-steps/s':>14} {'best':>14} {'steps/s':>9} {'bytes/env':>10}")
-        for n in sizes:
-            steps = args.steps or max(20, min(2000, int(1_000_000 / max(n, 1)) if device == "cpu" else 500))
-            rates, per_env = measure(n, device, steps, args.obs_mode, max(args.repeats, 1))
-            median = statistics.median(rates)
-            print(f"{n:>10,} {median:>14,.0f} {max(rates):>14,.0f} {median / n:>9,.1f} {per_env:>10,.0f}")
+        print(f"{'T v T':>6} {'num_envs':>10} {'env-steps/s':>14} {'best':>14} {'steps/s':>9} {'bytes/env':>10} "
+              f"{'aircraft-steps/s':>17} {'vs 1v1':>7}")
+        duel: dict[int, float] = {}
+        for t in teams:
+            for n in sizes:
+                steps = args.steps or max(20, min(2000, int(1_000_000 / max(n * t, 1)) if device == "cpu" else 500))
+                rates, per_env = measure(n, device, steps, args.obs_mode, max(args.repeats, 1), t)
+                median = statistics.median(rates)
+                aircraft = median * 2 * t
+                if t == 1:
+                    duel[n] = aircraft
+                ratio = f"{aircraft / duel[n]:>7.2f}" if n in duel else f"{'':>7}"
+                print(f"{t:>6} {n:>10,} {median:>14,.0f} {max(rates):>14,.0f} {median / n:>9,.1f} {per_env:>10,.0f} "
+                      f"{aircraft:>17,.0f} {ratio}", flush=True)
 
 
 if __name__ == "__main__":

@@ -125,8 +125,10 @@ def main(argv: list[str] | None = None) -> int:
                        seed=args.seed + 777, name_a="ppo", name_b="crank")
     runner.agent.train(True)
     print(f"untrained policy vs crank: {r.wins}W {r.draws}D {r.losses}L of {r.games} deterministic games", flush=True)
+    from arena.training import describe_split
+
     print(f"training for {args.minutes:g} min on {device} ({torch.get_num_threads()} torch threads) vs "
-          f"{', '.join(cfg.run.vs)}, {cfg.run.num_envs} envs x {cfg.ppo.n_steps} steps per update, reward "
+          f"{describe_split(runner.pool)}, {cfg.run.num_envs} envs x {cfg.ppo.n_steps} steps per update, reward "
           f"{cfg.run.reward}, lr schedule {cfg.ppo.lr_schedule}; output {out}", flush=True)
     start = time.perf_counter()
     runner.learn(max_time=args.minutes * 60.0)

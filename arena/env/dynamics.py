@@ -20,7 +20,7 @@ import torch
 
 from arena.env.config import G, EnvConfig
 from arena.env.state import WorldState
-from arena.env.teams import enemy_index, nearest, offsets, shooter_table
+from arena.env.teams import enemies_of, nearest, pairwise
 
 TWO_PI = 2.0 * math.pi
 
@@ -41,23 +41,25 @@ def launch(state: WorldState, fire: torch.Tensor, cfg: EnvConfig) -> torch.Tenso
         def from_shooter(v: torch.Tensor) -> torch.Tensor:
             return swap_players(v)
     else:
-        n, a = can.shape
+        n = can.shape[0]
         m = state.m_active.shape[0] // t
-        table = shooter_table(t, fire.device)  # [T, A]
 
         def from_shooter(v: torch.Tensor) -> torch.Tensor:
-            """[S, N, A]: the value of each slot's shooter, for every target column."""
-            return v[:, table].permute(1, 0, 2).unsqueeze(1).expand(t, m, n, a).reshape(t * m, n, a)
+            """[T, 1, N, 2, 1]: slot block ``seat`` of target side q holds the launches of side 1-q's ``seat``."""
+            return v.view(n, 2, t).roll(1, 1).permute(2, 0, 1).reshape(t, 1, n, 2, 1)
 
-        aims = choose_targets(state, cfg)[:, table] == torch.arange(a, device=fire.device)  # [N, T, A]
-        aims = aims & can[:, table] & (used[:, table] < m)
-        k = torch.arange(m, device=fire.device).view(1, m, 1, 1)
-        new = ((k == used[:, table].permute(1, 0, 2).unsqueeze(1)) & aims.permute(1, 0, 2).unsqueeze(1))
-        new = new.reshape(t * m, n, a)
+        seats = torch.arange(t, device=fire.device)
+        aims = from_shooter(choose_targets(state, cfg)) == seats  # [T, 1, N, 2, T]: the shooter aims at this column
+        k = torch.arange(m, device=fire.device).view(1, m, 1, 1, 1)
+        new = ((k == from_shooter(used)) & from_shooter(can) & aims).reshape(t * m, n, 2 * t)
     w = new.float()
     for name, source in (("mx", state.x), ("my", state.y), ("m_heading", state.heading), ("m_speed", state.speed)):
         old = getattr(state, name)
-        setattr(state, name, torch.addcmul(old, w, from_shooter(source) - old))
+        if t == 1:
+            setattr(state, name, torch.addcmul(old, w, from_shooter(source) - old))
+        else:
+            blocks = old.view(t, m, n, 2, t)
+            setattr(state, name, torch.addcmul(blocks, w.view_as(blocks), from_shooter(source) - blocks).view_as(old))
     state.m_age = state.m_age * (1.0 - w)
     state.m_active = state.m_active | new
     state.m_locked = state.m_locked | new
@@ -71,22 +73,22 @@ def swap_players(t: torch.Tensor) -> torch.Tensor:
 
 
 def choose_targets(state: WorldState, cfg: EnvConfig) -> torch.Tensor:
-    """[N, A] the aircraft each aircraft's next missile would chase.
+    """[N, A] the enemy seat each aircraft's next missile would chase.
 
     The live enemy nearest to the shooter's nose inside the seeker cone; when none is, the nearest
     live enemy, and the missile leaves unguided (its seeker finds nothing in the cone on the first
     substep): it can then hit that enemy only by flying through it. In a duel that is simply the
     enemy, as it always was.
     """
-    enemies = enemy_index(state.team_size, state.x.device)  # [A, T]
-    rx, ry = offsets(state.x, state.y, enemies)  # [N, A, T]
+    n, t = state.x.shape[0], state.team_size
+    rx, ry = pairwise(state.x, t), pairwise(state.y, t)  # [N, 2, T, T] shooter seat x enemy seat
     dist2 = torch.addcmul(rx * rx, ry, ry).clamp_(min=1.0)
-    facing = (rx * torch.cos(state.heading).unsqueeze(-1) + ry * torch.sin(state.heading).unsqueeze(-1)) * dist2.rsqrt()
-    alive = state.alive[:, enemies]  # [N, A, T]
+    heading = state.heading.view(n, 2, t, 1)
+    facing = (rx * torch.cos(heading) + ry * torch.sin(heading)) * dist2.rsqrt()
+    alive = enemies_of(state.alive, t).unsqueeze(2)  # [N, 2, 1, T]
     seen = alive & (facing >= math.cos(cfg.missile_seeker_half_angle))
     best_seen = torch.where(seen, facing, torch.full_like(facing, -2.0)).argmax(-1)
-    choice = torch.where(seen.any(-1), best_seen, nearest(dist2, alive))
-    return enemies.expand(state.x.shape[0], -1, -1).gather(-1, choice.unsqueeze(-1)).squeeze(-1)
+    return torch.where(seen.any(-1), best_seen, nearest(dist2, alive)).view(n, 2 * t)
 
 
 def move_aircraft(state: WorldState, rudder: torch.Tensor, throttle: torch.Tensor, cfg: EnvConfig, h: float
@@ -290,6 +292,6 @@ def credit_kills(scored: torch.Tensor) -> torch.Tensor:
     t, n, a = scored.shape
     if t == 1:
         return swap_players(scored[0]).float()
-    shooters = shooter_table(t, scored.device)  # [T, A]
-    index = (torch.arange(n, device=scored.device).view(1, n, 1) * a + shooters.unsqueeze(1)).reshape(-1)
-    return torch.zeros(n * a, device=scored.device).index_add_(0, index, scored.reshape(-1).float()).view(n, a)
+    # Block ``seat`` of target side q was fired by side 1-q's ``seat``: sum over the targets, swap sides.
+    per_shooter = scored.view(t, n, 2, t).float().sum(-1).permute(1, 2, 0)  # [N, target side, seat]
+    return per_shooter.roll(1, 1).reshape(n, a)

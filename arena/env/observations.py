@@ -12,7 +12,7 @@ import torch
 
 from arena.env.config import EnvConfig
 from arena.env.state import WorldState
-from arena.env.teams import ally_index, enemy_index, nearest, side_index
+from arena.env.teams import nearest
 
 TWO_PI = 2.0 * math.pi
 SPEED_SCALE = 200.0  # m/s, speed normaliser of the observation
@@ -55,16 +55,22 @@ def side_view(t: torch.Tensor, team_size: int, side: int) -> torch.Tensor:
     return cols.squeeze(-1) if team_size == 1 else cols
 
 
+def side_slice(team_size: int, side: int) -> slice:
+    """The columns of ``side``'s aircraft in an [N, 2T] tensor."""
+    return slice(side * team_size, (side + 1) * team_size)
+
+
+def relative(v: torch.Tensor, team_size: int, side: int, other: int) -> torch.Tensor:
+    """[N, T, T]: ``other`` side's value minus each of ``side``'s own (own seat, other seat)."""
+    return v[:, side_slice(team_size, other)].unsqueeze(1) - v[:, side_slice(team_size, side)].unsqueeze(2)
+
+
 def primary_enemy(state: WorldState, team_size: int, side: int) -> torch.Tensor | None:
-    """[N, T] the nearest live enemy of each of ``side``'s aircraft (None in a duel: the enemy)."""
+    """[N, T] the enemy seat nearest each of ``side``'s aircraft, live ones first (None in a duel)."""
     if team_size == 1:
         return None
-    mine = side_index(team_size, side, state.x.device)
-    enemies = enemy_index(team_size, state.x.device)[mine]  # [T, T]
-    rx = state.x[:, enemies] - state.x[:, mine].unsqueeze(-1)
-    ry = state.y[:, enemies] - state.y[:, mine].unsqueeze(-1)
-    choice = nearest(rx * rx + ry * ry, state.alive[:, enemies])  # [N, T]
-    return enemies.expand(state.x.shape[0], -1, -1).gather(-1, choice.unsqueeze(-1)).squeeze(-1)
+    rx, ry = relative(state.x, team_size, side, 1 - side), relative(state.y, team_size, side, 1 - side)
+    return nearest(rx * rx + ry * ry, state.alive[:, side_slice(team_size, 1 - side)].unsqueeze(1))
 
 
 def observe(state: WorldState, cfg: EnvConfig, side: int) -> Observation:
@@ -83,7 +89,7 @@ def observe(state: WorldState, cfg: EnvConfig, side: int) -> Observation:
         return v[:, lo:hi]
 
     def enemy(v: torch.Tensor) -> torch.Tensor:
-        return v[:, foe_lo:foe_lo + 1] if primary is None else v.gather(1, primary)
+        return v[:, foe_lo:foe_lo + 1] if primary is None else v[:, foe_lo:foe_lo + t].gather(1, primary)
 
     x, y, heading = own_frame(state, cfg, side)
     dx = enemy(state.x) - own(state.x)
@@ -147,34 +153,44 @@ def observe_neighbours(state: WorldState, cfg: EnvConfig, side: int) -> Observat
     A dead neighbour's slot reads zeros with ``alive`` 0 (the mask); every feature is relative to the
     observer, so it reads the same from either side's frame.
     """
-    t, dev = cfg.team_size, state.x.device
-    mine = side_index(t, side, dev)
+    t = cfg.team_size
     carried = float(max(cfg.missiles, 1))
+    own = side_slice(t, side)
     out: Observation = {}
     allies, enemies = neighbour_counts(cfg)
-    for kind, table, count in (("ally", ally_index(t, dev)[mine], allies), ("enemy", enemy_index(t, dev)[mine], enemies)):
-        n = state.x.shape[0]
-        rx = state.x[:, table] - state.x[:, mine].unsqueeze(-1)  # [N, T, K]
-        ry = state.y[:, table] - state.y[:, mine].unsqueeze(-1)
+    n = state.x.shape[0]
+    last = 4.0 * cfg.diagonal  # sorts after any live distance
+    for kind, other, count in (("ally", side, allies), ("enemy", 1 - side, enemies)):
+        cols = side_slice(t, other)
+        rx, ry = relative(state.x, t, side, other), relative(state.y, t, side, other)  # [N, T, T]
         dist = torch.sqrt(rx * rx + ry * ry)
-        alive = state.alive[:, table]
-        order = (dist + (~alive).float() * 4.0 * cfg.diagonal).argsort(-1)[..., :count]  # [N, T, count]
-        who = table.expand(n, -1, -1).gather(-1, order)  # aircraft index per slot
-        pick = lambda v: v.gather(-1, order)  # noqa: E731
-        rx, ry, dist, live = pick(rx), pick(ry), pick(dist), pick(alive).float()
+        alive = state.alive[:, cols].unsqueeze(1).expand(n, t, t)
+        key = dist + (~alive).float() * last
+        if other == side:
+            key = key + torch.eye(t, device=dist.device) * (2.0 * last)  # oneself sorts last of all
+        order = key.argsort(-1)[..., :count]  # [N, T, count]
+
+        def pick(v: torch.Tensor, order: torch.Tensor = order) -> torch.Tensor:
+            return v.gather(-1, order)
+
+        def other_value(v: torch.Tensor, cols: slice = cols, pick=pick) -> torch.Tensor:
+            return pick(v[:, cols].unsqueeze(1).expand(n, t, t))
+
+        live = pick(alive).float()
+        rx, ry, dist = pick(rx), pick(ry), pick(dist)
         bearing = torch.atan2(ry, rx)
-        other_heading = state.heading.gather(1, who.flatten(1)).view_as(who)
         features = {
             "range": (dist / cfg.diagonal).clamp(0.0, 1.0),
-            "bearing": wrap_angle(bearing - state.heading[:, mine].unsqueeze(-1)) / math.pi,
-            "aspect": wrap_angle(bearing + math.pi - other_heading) / math.pi,
-            "speed": state.speed.gather(1, who.flatten(1)).view_as(who) / SPEED_SCALE,
-            "alive": live,
-            "missiles": state.missiles_left.gather(1, who.flatten(1)).view_as(who) / carried,
+            "bearing": wrap_angle(bearing - state.heading[:, own].unsqueeze(-1)) / math.pi,
+            "aspect": wrap_angle(bearing + math.pi - other_value(state.heading)) / math.pi,
+            "speed": other_value(state.speed) / SPEED_SCALE,
+            "missiles": other_value(state.missiles_left) / carried,
         }
+        masked = {name: value * live for name, value in features.items()}
+        masked["alive"] = live
         for k in range(count):
-            for name, value in features.items():
-                out[f"{kind}{k + 1}_{name}"] = value[..., k] * live[..., k] if name != "alive" else value[..., k]
+            for name in NEIGHBOUR_FEATURES:
+                out[f"{kind}{k + 1}_{name}"] = masked[name][..., k]
     return out
 
 
@@ -200,30 +216,33 @@ def team_global_state(state: WorldState, cfg: EnvConfig, side: int) -> torch.Ten
     positions are relative to the side's lead (seat 0), alive or not.
     """
     t, dev = cfg.team_size, state.x.device
-    mine, theirs = side_index(t, side, dev), side_index(t, 1 - side, dev)
-    order = torch.cat((mine, theirs))
+    mine, theirs = side_slice(t, side), side_slice(t, 1 - side)
+
+    def ordered(v: torch.Tensor) -> torch.Tensor:
+        return torch.cat((v[:, mine], v[:, theirs]), 1)
+
     x, y, heading = own_frame(state, cfg, side)
-    heading = heading[:, order]
+    heading = ordered(heading)
     planes = torch.stack(
         [
-            x[:, order] / cfg.arena_size,
-            y[:, order] / cfg.arena_size,
+            ordered(x) / cfg.arena_size,
+            ordered(y) / cfg.arena_size,
             torch.cos(heading),
             torch.sin(heading),
-            state.speed[:, order] / SPEED_SCALE,
-            state.alive[:, order].float(),
-            state.missiles_left[:, order] / float(max(cfg.missiles, 1)),
+            ordered(state.speed) / SPEED_SCALE,
+            ordered(state.alive).float(),
+            ordered(state.missiles_left) / float(max(cfg.missiles, 1)),
         ],
         dim=-1,
     ).flatten(1)
     sign = 1.0 if side == 0 else -1.0  # the 180° turn flips both vector components
-    lead_x, lead_y = state.x[:, mine[0]].view(1, -1), state.y[:, mine[0]].view(1, -1)
+    lead_x, lead_y = state.x[:, mine.start].view(1, -1), state.y[:, mine.start].view(1, -1)
     seat_code = (torch.arange(t, device=dev, dtype=torch.float32) + 1.0) / t
     groups = []
     for owner, targets in ((1.0, theirs), (0.0, mine)):  # own missiles chase the enemy's columns
         act = state.m_active[:, :, targets].float()  # [S, N, T]; a slot is in flight in one column at most
 
-        def merged(v: torch.Tensor, act: torch.Tensor = act, targets: torch.Tensor = targets) -> torch.Tensor:
+        def merged(v: torch.Tensor, act: torch.Tensor = act, targets: slice = targets) -> torch.Tensor:
             return (v[:, :, targets] * act).sum(-1)
 
         active = act.sum(-1)

@@ -1,7 +1,8 @@
-"""Who is whose enemy: index tables and pairwise geometry over the aircraft axis.
+"""Who is whose enemy, as views over the aircraft axis.
 
-Aircraft ``0..T-1`` are p1's seats, ``T..2T-1`` p2's. Everything here is a gather with a small
-constant index table, so the env never loops over aircraft in Python.
+Aircraft ``0..T-1`` are p1's seats and ``T..2T-1`` p2's, so ``[N, 2T]`` views as ``[N, 2, T]`` (side,
+seat) and the other side is a roll over the side axis. Everything here is a view, a roll or a
+broadcast: no index tables, which on the CPU cost a copy per use, and no loop over aircraft.
 """
 
 from __future__ import annotations
@@ -9,44 +10,24 @@ from __future__ import annotations
 import torch
 
 
-def side_index(team_size: int, side: int, device: torch.device) -> torch.Tensor:
-    """[T] aircraft indices of ``side`` (0 = p1, 1 = p2), seat order."""
-    return torch.arange(team_size, device=device) + side * team_size
+def by_side(v: torch.Tensor, team_size: int) -> torch.Tensor:
+    """[N, 2, T] view of an [N, 2T] per-aircraft tensor."""
+    return v.view(v.shape[0], 2, team_size)
 
 
-def enemy_index(team_size: int, device: torch.device) -> torch.Tensor:
-    """[A, T] for each aircraft, the aircraft of the other side in seat order."""
-    t = team_size
-    seats = torch.arange(t, device=device)
-    return torch.cat((seats.expand(t, t) + t, seats.expand(t, t)), 0)
+def enemies_of(v: torch.Tensor, team_size: int) -> torch.Tensor:
+    """[N, 2, T]: for each side, the other side's values (seat order)."""
+    return by_side(v, team_size).roll(1, 1)
 
 
-def ally_index(team_size: int, device: torch.device) -> torch.Tensor:
-    """[A, T-1] for each aircraft, the other aircraft of its own side in seat order."""
-    t = team_size
-    a = torch.arange(2 * t, device=device)
-    own = (a // t * t).unsqueeze(-1) + torch.arange(t, device=device)  # [A, T] own side, self included
-    keep = own != a.unsqueeze(-1)
-    return own[keep].view(2 * t, t - 1)
-
-
-def shooter_table(team_size: int, device: torch.device) -> torch.Tensor:
-    """[T, A]: the shooter of slot block ``seat`` (slots ``seat·M .. seat·M + M-1``) in target column ``a``.
-
-    Missiles chasing an aircraft of one side are fired by the other side; the slot block is the
-    shooter's seat there.
-    """
-    t = team_size
-    return enemy_index(t, device).t()
-
-
-def offsets(x: torch.Tensor, y: torch.Tensor, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """[N, A, K] position of ``index``'s aircraft ([A, K]) relative to each aircraft."""
-    return x[:, index] - x.unsqueeze(-1), y[:, index] - y.unsqueeze(-1)
+def pairwise(v: torch.Tensor, team_size: int) -> torch.Tensor:
+    """[N, 2, T, T]: enemy seat's value minus own seat's (side, own seat, enemy seat)."""
+    own = by_side(v, team_size)
+    return own.roll(1, 1).unsqueeze(2) - own.unsqueeze(3)
 
 
 def nearest(dist: torch.Tensor, alive: torch.Tensor) -> torch.Tensor:
-    """[N, A] position (in the last axis of ``dist``, [N, A, K]) of the nearest live one, else the nearest."""
+    """Position in the last axis of ``dist`` of the nearest live one, else the nearest (``alive`` broadcasts)."""
     live = torch.where(alive, dist, torch.full_like(dist, float("inf")))
     any_live = alive.any(-1, keepdim=True)
     return torch.where(any_live, live, dist).argmin(-1)
