@@ -33,11 +33,12 @@ def threads_option(fn: Any) -> Any:
     return click.option("--threads", type=click.IntRange(0, MAX_THREADS), default=None, help=HELP)(fn)
 
 
-def set_threads(threads: int | None) -> None:
+def set_threads(threads: int | None, batch: int | None = None) -> None:
+    """Apply ``--threads`` (or the default for ``batch`` envs), turning a bad value into one line."""
     from arena.threads import ThreadsError, apply_threads
 
     try:
-        apply_threads(threads)
+        apply_threads(threads, batch)
     except ThreadsError as exc:
         raise ArenaError(str(exc)) from None
 
@@ -254,7 +255,7 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, env_ove
     from arena.plugins import PluginError
 
     env_config = parse_env_overrides(env_overrides)
-    set_threads(threads)
+    set_threads(threads, batch=games)
     dev = device_option(device)
     try:
         a = build_agent(agent_a, dev, env_config)
@@ -377,7 +378,7 @@ def tournament(file: str, fresh: bool, device: str | None, as_json: bool, quiet:
             raise ArenaError(f"--device: {exc}") from None
     for warning in config.warnings:
         click.echo(f"warning: {warning}", err=True)
-    set_threads(threads)
+    set_threads(threads, batch=config.max_envs)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # a kill flushes stored games like Ctrl-C
     try:
         report = run_tournament(config, fresh=fresh, progress=not quiet)

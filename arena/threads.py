@@ -1,31 +1,33 @@
-"""CPU thread defaults: one torch thread, and OpenMP threads that sleep instead of spinning.
+"""CPU thread defaults that are never the slow case, on a quiet machine or a busy one.
 
-Why: the env steps thousands of battles with many small tensor operations. torch's default is one
-OpenMP thread per core, and OpenMP threads spin-wait between operations. With another process busy on
-one of the cores (a second job on a laptop, a shared CI runner), each operation waits for a thread
-that is not running, and a 2-core machine ran 20-38x slower than with one thread. With one thread
-nothing waits, and on a quiet machine one thread is as fast or faster at the sizes arena uses,
-because most operations on ``[num_envs]`` tensors stay under torch's parallel grain anyway
-(docs/performance.md has the table).
+The env steps thousands of battles with many small tensor operations. torch's default is one OpenMP
+thread per core, spinning between operations. With another process busy on one core of two (a
+second job on a laptop, a shared CI runner) every operation waits for a thread that is not running:
+a 2-core machine ran 3-4x slower than with one thread (20-38x on small batches). On a quiet machine,
+more threads pay only for large batches (1.6x at 65,536 envs; nothing at 4,096, and `arena play`
+was faster with one). docs/performance.md has the table.
 
-So every command uses one thread unless told otherwise (``--threads N``, or the ``ARENA_THREADS``
-environment variable; 0 means torch's own default), and ``import arena`` sets ``OMP_WAIT_POLICY=PASSIVE``
-before torch loads, unless the variable is already set, so that a user who asks for more threads
-does not get the spinning either. This module never imports torch at import time.
+So the default count depends on the batch and on the machine: batches under ``LARGE_BATCH`` envs get
+one thread; larger ones get one thread per core that sat idle over 50 ms at start (one when the
+other cores are busy). ``--threads N`` or ``ARENA_THREADS=N`` fix the count (0: torch's own choice;
+``ARENA_THREADS=auto`` asks for the idle-core count whatever the batch). ``import arena`` also sets
+``OMP_WAIT_POLICY=PASSIVE`` before torch loads, unless the variable is already set, so that threads
+that find no work sleep instead of spinning. This module never imports torch at import time.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 ENV_VAR = "ARENA_THREADS"
-DEFAULT_THREADS = 1
 MAX_THREADS = 1024  # far above any CPU arena runs on; guards against a typo such as 99999
+LARGE_BATCH = 16_384  # envs from which more threads pay on a quiet machine
 
 
-HELP = (f"torch CPU threads [default: 1, or ${ENV_VAR}; 0: one per core]. More threads spin against other "
-        "work on a shared CPU and rarely help at arena's sizes (docs/performance.md).")
+HELP = (f"torch CPU threads [default: ${ENV_VAR}, else 1 below {LARGE_BATCH:,} envs and one per idle core "
+        "above; 0: torch's own]. Threads on busy cores slow everything down (docs/performance.md).")
 
 
 class ThreadsError(ValueError):
@@ -48,26 +50,72 @@ def check_threads(value: int, where: str = "--threads") -> int:
     return value
 
 
-def default_threads() -> int:
-    """``ARENA_THREADS`` when set, else one thread."""
+def idle_cores(sample_s: float = 0.05) -> float | None:
+    """How many cores sat idle over the next ``sample_s`` seconds (Linux ``/proc/stat``), else the
+    count of cores minus the 1-minute load average; None where neither can be read."""
+    cores = usable_cores()
+    try:
+        before = _cpu_times()
+        time.sleep(sample_s)
+        after = _cpu_times()
+        total = after[1] - before[1]
+        if total > 0:
+            return (os.cpu_count() or cores) * (after[0] - before[0]) / total
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return max(0.0, cores - os.getloadavg()[0])
+    except (OSError, AttributeError):
+        return None
+
+
+def _cpu_times() -> tuple[int, int]:
+    """(idle + iowait, total) jiffies of all CPUs."""
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    return values[3] + values[4], sum(values)
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def auto_threads() -> int:
+    """One thread per idle core, at least one: all cores on a quiet machine, one when the others are busy."""
+    idle = idle_cores()
+    if idle is None:
+        return 1
+    return max(1, min(usable_cores(), int(idle + 0.25)))
+
+
+def default_threads(batch: int | None = None) -> int:
+    """``ARENA_THREADS`` when set (a count, or ``auto``); else one thread per idle core for a batch of
+    at least ``LARGE_BATCH`` envs, and one thread otherwise (or when the batch is unknown)."""
     text = os.environ.get(ENV_VAR, "").strip()
     if not text:
-        return DEFAULT_THREADS
+        return auto_threads() if batch is not None and batch >= LARGE_BATCH else 1
+    if text.lower() == "auto":
+        return auto_threads()
     try:
         value = int(text)
     except ValueError:
-        raise ThreadsError(f"{ENV_VAR}={text!r}: expected an integer from 0 (torch's default) to {MAX_THREADS}") from None
+        raise ThreadsError(f"{ENV_VAR}={text!r}: expected auto or an integer from 0 (torch's default) to "
+                           f"{MAX_THREADS}") from None
     return check_threads(value, ENV_VAR)
 
 
-def apply_threads(threads: int | None = None) -> int:
+def apply_threads(threads: int | None = None, batch: int | None = None) -> int:
     """Set torch's intra-op thread count and return the count in force.
 
-    ``None`` takes the default (``ARENA_THREADS``, else 1); 0 keeps torch's own choice (one per core).
+    ``None`` takes the default for a batch of ``batch`` envs (see :func:`default_threads`); 0 keeps
+    torch's own choice (one per core).
     """
     import torch
 
-    count = default_threads() if threads is None else check_threads(threads)
+    count = default_threads(batch) if threads is None else check_threads(threads)
     if count > 0:
         torch.set_num_threads(count)
     return torch.get_num_threads()

@@ -64,7 +64,7 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     args = parser.parse_args()
-    apply_threads(args.threads)
+    apply_threads(args.threads, batch=max(int(s) for s in args.sizes.split(",")))
     device = resolve_device(args.device)
     print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} CPU thread(s)\n")
 

@@ -77,9 +77,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     parser.add_argument("--team-sizes", default="1", help="comma-separated aircraft per side (default 1, the duel)")
     args = parser.parse_args()
-    apply_threads(args.threads)
     devices = args.device or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     sizes = [int(s) for s in args.sizes.split(",")]
+    apply_threads(args.threads, batch=max(sizes))
     teams = [int(t) for t in args.team_sizes.split(",")]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, obs_mode={args.obs_mode}")
     for device in devices:

@@ -9,6 +9,7 @@ loads. The settings compared, in the table's columns:
 
 - ``default``: the command as a user types it: no flag, no environment variable;
 - ``1 thread`` / ``N threads``: ``--threads 1`` / ``--threads N`` (N = the usable cores);
+- ``auto``: ``ARENA_THREADS=auto``, one thread per core found idle over 50 ms at start;
 - ``torch default``: torch's own thread count and OpenMP's own wait policy (torch imported before
   arena, ``--threads 0``): what every command did before arena chose its defaults.
 
@@ -18,7 +19,8 @@ a four-agent league with 256 games a pairing (games/s over the whole command, st
 
 ``--busy K`` starts K processes that spin on the CPU for the whole measurement, like a second job on a
 shared laptop or CI runner. Figures are medians of ``--repeats`` runs; ``def/1thr`` is the default's
-rate over the one-thread rate under the same load, ``def/best`` over the best setting.
+rate over the one-thread rate under the same load, ``def/best`` over the best setting (and the same
+for ``auto``).
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ import json, sys, time
 import torch
 from arena.env import TensorEnv
 from arena.threads import apply_threads
-apply_threads(None if sys.argv[2] == "default" else int(sys.argv[2]))
 n = int(sys.argv[1])
+apply_threads(None if sys.argv[2] == "default" else int(sys.argv[2]), batch=n)
 env = TensorEnv(n, device="cpu", seed=0)
 env.reset()
 g = torch.Generator().manual_seed(0)
@@ -71,7 +73,7 @@ participants:
 """
 LEAGUE_GAMES = 6 * 256
 
-SETTINGS = ("default", "1 thread", "N threads", "torch default")
+SETTINGS = ("default", "auto", "1 thread", "N threads", "torch default")
 
 
 def spin() -> None:
@@ -82,6 +84,8 @@ def spin() -> None:
 def child(code: str, setting: str, args: list[str]) -> str:
     """Run ``code`` in a fresh interpreter under ``setting``; returns its stdout."""
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "ARENA_THREADS")}
+    if setting == "auto":
+        env["ARENA_THREADS"] = "auto"
     if setting == "torch default":
         code = "import torch\n" + code  # torch (and OpenMP) load before arena can choose a policy
     return subprocess.run([sys.executable, "-c", code, *args], env=env, check=True, capture_output=True,
@@ -89,7 +93,7 @@ def child(code: str, setting: str, args: list[str]) -> str:
 
 
 def thread_arg(setting: str, cores: int) -> str | None:
-    return {"default": None, "1 thread": "1", "N threads": str(cores), "torch default": "0"}[setting]
+    return {"default": None, "auto": None, "1 thread": "1", "N threads": str(cores), "torch default": "0"}[setting]
 
 
 def run_once(workload: str, setting: str, cores: int) -> float:
@@ -112,17 +116,19 @@ def run_once(workload: str, setting: str, cores: int) -> float:
     raise SystemExit(f"unknown workload {workload!r}: expected env:N, play or league")
 
 
-def measure(workloads: list[str], busy: int, repeats: int, cores: int) -> list[dict[str, object]]:
+def measure(workloads: list[str], busy: int, repeats: int, cores: int,
+            settings: tuple[str, ...] = SETTINGS) -> list[dict[str, object]]:
     spinners = [multiprocessing.Process(target=spin, daemon=True) for _ in range(busy)]
     for p in spinners:
         p.start()
     rows: list[dict[str, object]] = []
     try:
         for workload in workloads:
-            rates = {s: statistics.median(run_once(workload, s, cores) for _ in range(repeats)) for s in SETTINGS}
+            rates = {s: statistics.median(run_once(workload, s, cores) for _ in range(repeats)) for s in settings}
+            best = max(rates.values())
             rows.append({"workload": workload, "busy": busy, **rates,
-                         "def/1thr": rates["default"] / rates["1 thread"],
-                         "def/best": rates["default"] / max(rates.values())})
+                         **{f"{short}/1thr": rates[s] / rates["1 thread"] for s, short in RATED if s in rates},
+                         **{f"{short}/best": rates[s] / best for s, short in RATED if s in rates}})
             print(format_row(rows[-1]), file=sys.stderr, flush=True)
     finally:
         for p in spinners:
@@ -130,9 +136,14 @@ def measure(workloads: list[str], busy: int, repeats: int, cores: int) -> list[d
     return rows
 
 
+RATED = (("default", "def"), ("auto", "auto"))
+RATIOS = ("def/1thr", "def/best", "auto/1thr", "auto/best")
+
+
 def format_row(r: dict[str, object]) -> str:
-    cells = " ".join(f"{float(r[s]):>13,.0f}" for s in SETTINGS)  # type: ignore[arg-type]
-    return f"{r['workload']:<12} {r['busy']:>4} {cells} {float(r['def/1thr']):>8.2f} {float(r['def/best']):>8.2f}"  # type: ignore[arg-type]
+    cells = " ".join(f"{float(r[s]):>13,.0f}" if s in r else f"{'-':>13}" for s in SETTINGS)  # type: ignore[arg-type]
+    ratios = " ".join(f"{float(r[k]):>9.2f}" if k in r else f"{'-':>9}" for k in RATIOS)  # type: ignore[arg-type]
+    return f"{r['workload']:<12} {r['busy']:>4} {cells} {ratios}"
 
 
 def main() -> None:
@@ -141,18 +152,26 @@ def main() -> None:
                     help="comma-separated: env:N, play, league")
     ap.add_argument("--busy", type=int, action="append", help="spinning processes (repeatable; default 0 and 1)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--settings", default=",".join(SETTINGS),
+                    help="comma-separated settings to time (1 thread is always timed: the ratios need it)")
     ap.add_argument("--json", action="store_true", help="print the rows as one JSON list")
     args = ap.parse_args()
     cores = len(os.sched_getaffinity(0))
+    wanted = {s.strip() for s in args.settings.split(",")} | {"1 thread"}
+    unknown = wanted - set(SETTINGS)
+    if unknown:
+        raise SystemExit(f"--settings: unknown {sorted(unknown)}; expected some of {list(SETTINGS)}")
+    settings = tuple(s for s in SETTINGS if s in wanted)
     rows = []
     for busy in args.busy or [0, 1]:
-        rows += measure(args.workloads.split(","), busy, args.repeats, cores)
+        rows += measure(args.workloads.split(","), busy, args.repeats, cores, settings)
     if args.json:
         print(json.dumps(rows))
         return
     print(f"{cores} usable cores (N threads = {cores}); medians of {args.repeats} runs; "
           "env: env-steps/s, play and league: games/s")
-    print(f"{'workload':<12} {'busy':>4} " + " ".join(f"{s:>13}" for s in SETTINGS) + f" {'def/1thr':>8} {'def/best':>8}")
+    print(f"{'workload':<12} {'busy':>4} " + " ".join(f"{s:>13}" for s in SETTINGS) + " "
+          + " ".join(f"{k:>9}" for k in RATIOS))
     for r in rows:
         print(format_row(r))
 

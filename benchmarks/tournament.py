@@ -74,7 +74,7 @@ def main() -> None:
     ap.add_argument("--max-checkpoints", type=int, default=4)
     ap.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     args = ap.parse_args()
-    apply_threads(args.threads)
+    apply_threads(args.threads, batch=args.max_envs)
 
     participants, note = league(args.participants, args.checkpoints, args.max_checkpoints)
     with tempfile.TemporaryDirectory() as tmp:

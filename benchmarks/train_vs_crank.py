@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     device = resolve_device(args.device)
     opponents = [o for o in args.opponents.split(",") if o]
     if args.curve_only is not None:
-        apply_threads(args.threads)
+        apply_threads(args.threads, batch=args.games)
         print(f"{'step':>12}  deterministic games against each opponent ({args.games} each)")
         rows = score_checkpoints(args.curve_only, opponents, args.games, args.seed, device)
         if args.json:

@@ -12,7 +12,10 @@ import torch
 from click.testing import CliRunner
 
 from arena.cli import main
-from arena.threads import ENV_VAR, MAX_THREADS, ThreadsError, apply_threads, check_threads, default_threads
+import arena.threads as threads
+from arena.threads import (
+    ENV_VAR, LARGE_BATCH, MAX_THREADS, ThreadsError, apply_threads, auto_threads, check_threads, default_threads,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -27,6 +30,30 @@ def test_default_is_one_thread() -> None:
     torch.set_num_threads(2)
     assert apply_threads() == 1
     assert torch.get_num_threads() == 1
+
+
+@pytest.mark.parametrize("idle, cores, expected", [(2.0, 2, 2), (1.0, 2, 1), (0.1, 2, 1), (1.8, 2, 2), (15.2, 16, 15),
+                                                    (None, 4, 1)])
+def test_auto_takes_one_thread_per_idle_core(monkeypatch: pytest.MonkeyPatch, idle, cores, expected) -> None:
+    monkeypatch.setattr(threads, "idle_cores", lambda: idle)
+    monkeypatch.setattr(threads, "usable_cores", lambda: cores)
+    assert auto_threads() == expected
+
+
+def test_large_batches_get_the_idle_cores_small_ones_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads, "auto_threads", lambda: 2)
+    assert default_threads(batch=LARGE_BATCH) == 2
+    assert default_threads(batch=LARGE_BATCH - 1) == 1
+    assert default_threads() == 1
+    monkeypatch.setenv(ENV_VAR, "auto")
+    assert default_threads(batch=8) == 2
+    monkeypatch.setenv(ENV_VAR, "1")
+    assert default_threads(batch=10**6) == 1
+
+
+def test_idle_cores_reads_this_machine() -> None:
+    idle = threads.idle_cores(sample_s=0.01)
+    assert idle is not None and 0.0 <= idle <= (threads.os.cpu_count() or 1) + 0.01
 
 
 def test_environment_variable_sets_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -59,7 +86,7 @@ def test_bad_environment_variable_is_one_line_on_the_command_line(monkeypatch: p
     result = CliRunner().invoke(main, ["play", "crank", "placeholder", "--games", "2", "--device", "cpu", "-q"])
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        f"Error: {ENV_VAR}='lots': expected an integer from 0 (torch's default) to {MAX_THREADS}"]
+        f"Error: {ENV_VAR}='lots': expected auto or an integer from 0 (torch's default) to {MAX_THREADS}"]
 
 
 def test_play_runs_with_the_thread_count_asked_for() -> None:

@@ -70,7 +70,7 @@ class OnPolicyRunner:
         self.counters = Counters()
         self.last_metrics: dict[str, float] = {}
 
-        apply_threads(run.threads)
+        apply_threads(run.threads, batch=run.num_envs)
         torch.manual_seed(run.seed)  # network initialization
         self.env_config = EnvConfig(obs_mode=run.obs_mode)  # type: ignore[arg-type]
         self.agent = PPOAgent(self.device, self.env_config, network=cfg.network, obs_norm=run.obs_norm,
