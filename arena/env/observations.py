@@ -49,15 +49,15 @@ def own_frame(state: WorldState, cfg: EnvConfig, player: int) -> tuple[torch.Ten
     return cfg.arena_size - state.x, cfg.arena_size - state.y, torch.remainder(state.heading + math.pi, TWO_PI)
 
 
-def side_view(t: torch.Tensor, team_size: int, side: int) -> torch.Tensor:
-    """A side's columns of an [N, A] tensor: [N, T], or [N] in a duel (the 1-v-1 interface)."""
-    cols = t[:, side * team_size:(side + 1) * team_size]
-    return cols.squeeze(-1) if team_size == 1 else cols
-
-
 def side_slice(team_size: int, side: int) -> slice:
     """The columns of ``side``'s aircraft in an [N, 2T] tensor."""
     return slice(side * team_size, (side + 1) * team_size)
+
+
+def side_view(t: torch.Tensor, team_size: int, side: int) -> torch.Tensor:
+    """A side's columns of an [N, A] tensor: [N, T], or [N] in a duel (the 1-v-1 interface)."""
+    cols = t[:, side_slice(team_size, side)]
+    return cols.squeeze(-1) if team_size == 1 else cols
 
 
 def relative(v: torch.Tensor, team_size: int, side: int, other: int) -> torch.Tensor:
@@ -81,15 +81,14 @@ def observe(state: WorldState, cfg: EnvConfig, side: int) -> Observation:
     and enemies.
     """
     t = cfg.team_size
-    lo, hi = side * t, (side + 1) * t
+    mine, foes = side_slice(t, side), side_slice(t, 1 - side)
     primary = primary_enemy(state, t, side)
-    foe_lo = (1 - side) * t
 
     def own(v: torch.Tensor) -> torch.Tensor:
-        return v[:, lo:hi]
+        return v[:, mine]
 
     def enemy(v: torch.Tensor) -> torch.Tensor:
-        return v[:, foe_lo:foe_lo + 1] if primary is None else v[:, foe_lo:foe_lo + t].gather(1, primary)
+        return v[:, foes] if primary is None else v[:, foes].gather(1, primary)
 
     x, y, heading = own_frame(state, cfg, side)
     dx = enemy(state.x) - own(state.x)
@@ -113,9 +112,9 @@ def observe(state: WorldState, cfg: EnvConfig, side: int) -> Observation:
         obs["enemy_aspect"] = wrap_angle(bearing + math.pi - enemy(state.heading)) / math.pi
         obs["enemy_missiles"] = enemy(state.missiles_left) / carried
         # Nearest enemy missile in flight (missiles are stored by target): the threat to react to.
-        rx = state.mx[:, :, lo:hi] - own(state.x)  # [S, N, T]
-        ry = state.my[:, :, lo:hi] - own(state.y)
-        m_dist = torch.sqrt(rx * rx + ry * ry).masked_fill(~state.m_active[:, :, lo:hi], float("inf"))
+        rx = state.mx[:, :, mine] - own(state.x)  # [S, N, T]
+        ry = state.my[:, :, mine] - own(state.y)
+        m_dist = torch.sqrt(rx * rx + ry * ry).masked_fill(~state.m_active[:, :, mine], float("inf"))
         nearest_dist, idx = m_dist.min(dim=0)
         present = torch.isfinite(nearest_dist)
         idx = idx.unsqueeze(0)
