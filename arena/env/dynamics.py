@@ -25,15 +25,21 @@ from arena.env.teams import enemies_of, nearest, pairwise
 TWO_PI = 2.0 * math.pi
 
 
-def launch(state: WorldState, fire: torch.Tensor, cfg: EnvConfig) -> torch.Tensor:
+def launch(state: WorldState, fire: torch.Tensor, cfg: EnvConfig, sparse: bool = False) -> torch.Tensor:
     """Launch one missile for every aircraft whose ``fire`` ([N, A] bool) is set and who can shoot.
 
     The missile leaves along the shooter's heading at the shooter's speed, at the target chosen by
-    :func:`choose_targets`. Returns [N, A] bool: who launched, indexed by shooter.
+    :func:`choose_targets`. Returns [N, A] bool: who launched, indexed by shooter. ``sparse`` (team
+    battles on the CPU, where listing the shooters costs no synchronisation) writes only the new
+    slots instead of blending every slot of every target.
     """
     can = fire & state.alive & (state.missiles_left > 0.5)
     used = (cfg.missiles - state.missiles_left).round().long()  # [N, A] the shooter's next free slot
     t = state.team_size
+    if t > 1 and sparse:
+        launch_sparse(state, can, used, cfg)
+        state.missiles_left = state.missiles_left - can.float()
+        return can
     if t == 1:  # the duel: the shooter of missiles at j is 1 - j
         slots = torch.arange(state.m_active.shape[0], device=fire.device).view(-1, 1, 1)
         new = ((slots == used) & can).roll(1, -1)  # [M, N, target]
@@ -65,6 +71,27 @@ def launch(state: WorldState, fire: torch.Tensor, cfg: EnvConfig) -> torch.Tenso
     state.m_locked = state.m_locked | new
     state.missiles_left = state.missiles_left - can.float()
     return can
+
+
+def launch_sparse(state: WorldState, can: torch.Tensor, used: torch.Tensor, cfg: EnvConfig) -> None:
+    """:func:`launch` of a team battle, writing the new slots only (a shooter's ``k``-th launch goes to
+    slot ``seat·M + k`` of its target's column)."""
+    n, a = can.shape
+    t = a // 2
+    m = state.m_active.shape[0] // t
+    shooters = can.view(-1).nonzero().squeeze(1)  # flat env * A + aircraft
+    if shooters.numel() == 0:
+        return
+    env, aircraft = shooters // a, shooters % a
+    side, seat = aircraft // t, aircraft % t
+    target = (1 - side) * t + choose_targets(state, cfg).view(-1)[shooters]
+    slot = seat * m + used.view(-1)[shooters]
+    flat = (slot * n + env) * a + target
+    for name, source in (("mx", state.x), ("my", state.y), ("m_heading", state.heading), ("m_speed", state.speed)):
+        getattr(state, name).view(-1).index_copy_(0, flat, source.view(-1)[shooters])
+    state.m_age.view(-1).index_fill_(0, flat, 0.0)
+    state.m_active.view(-1).index_fill_(0, flat, True)
+    state.m_locked.view(-1).index_fill_(0, flat, True)
 
 
 def swap_players(t: torch.Tensor) -> torch.Tensor:
@@ -280,9 +307,13 @@ def advance(state: WorldState, rudder: torch.Tensor, throttle: torch.Tensor, cfg
         struck = pairs[0] if pairs.shape[0] == 1 else pairs.any(0)
         state.alive = state.alive & ~(struck | outside)
         scored = pairs if scored is None else scored | pairs
-    m.store(state)
     state.heading = torch.remainder(state.heading, TWO_PI)
-    state.m_heading = torch.remainder(state.m_heading, TWO_PI)
+    if packed and state.team_size > 1:  # wrap only the missiles in flight: most team slots are empty
+        m.heading = torch.remainder(m.heading, TWO_PI)
+        m.store(state)
+    else:
+        m.store(state)
+        state.m_heading = torch.remainder(state.m_heading, TWO_PI)
     assert scored is not None  # substeps >= 1
     return credit_kills(scored)
 

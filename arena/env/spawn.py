@@ -17,8 +17,10 @@ from arena.env.config import EnvConfig
 from arena.env.state import WorldState
 
 
-def sample_spawn(cfg: EnvConfig, num_envs: int, generator: torch.Generator, device: torch.device) -> WorldState:
-    """A fresh episode for every env; the caller keeps only the envs it is resetting.
+def sample_spawn(cfg: EnvConfig, num_envs: int, generator: torch.Generator, device: torch.device,
+                 slots: bool = True) -> WorldState:
+    """A fresh episode for every env; the caller keeps only the envs it is resetting (``slots=False``
+    leaves out the empty missile slots, which an auto-reset does not copy).
 
     x is drawn within ``spawn_edge_min..max`` of each player's own edge, so the east-west gap already
     lies in 60–80 km; the north-south offset is then capped to keep the separation within
@@ -44,7 +46,7 @@ def sample_spawn(cfg: EnvConfig, num_envs: int, generator: torch.Generator, devi
     h2 = bearing + math.pi + (2.0 * u[:, 5] - 1.0) * jitter
     speed_span = cfg.spawn_speed_max - cfg.spawn_speed_min
 
-    state = WorldState.empty(num_envs, cfg.missiles, device, cfg.team_size)
+    state = WorldState.empty(num_envs, cfg.missiles, device, cfg.team_size, slots=slots)
     if cfg.team_size == 1:
         state.x = torch.stack((x1, x2), -1)
         state.y = torch.stack((y1, y2), -1)

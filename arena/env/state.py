@@ -39,10 +39,14 @@ class WorldState:
     time: torch.Tensor  # [N] decision steps since the episode began (float)
 
     @classmethod
-    def empty(cls, num_envs: int, missiles: int, device: torch.device, team_size: int = 1) -> "WorldState":
+    def empty(cls, num_envs: int, missiles: int, device: torch.device, team_size: int = 1,
+              slots: bool = True) -> "WorldState":
+        """A world of aircraft at the origin and empty missile slots (none at all with ``slots=False``:
+        the aircraft of fresh battles that :meth:`restart` copies from)."""
         f = dict(dtype=torch.float32, device=device)
         b = dict(dtype=torch.bool, device=device)
-        n, a, s = num_envs, 2 * team_size, team_size * max(missiles, 1)
+        n, a = num_envs, 2 * team_size
+        s = team_size * max(missiles, 1) if slots else 0
         return cls(
             x=torch.zeros(n, a, **f),
             y=torch.zeros(n, a, **f),

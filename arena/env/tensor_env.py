@@ -128,7 +128,7 @@ class TensorEnv:
 
         s = self.state
         was_alive = s.alive
-        fired = launch(s, fire, cfg)
+        fired = launch(s, fire, cfg, sparse=self.packed_missiles)
         kills = advance(s, rudder, throttle, cfg, packed=self.packed_missiles)
         s.time = s.time + 1.0
 
@@ -232,7 +232,7 @@ class TensorEnv:
                 join((a1.fire, a2.fire), -1))
 
     def _auto_reset(self, dones: torch.Tensor) -> None:
-        fresh = sample_spawn(self.config, self.num_envs, self.generator, self.device)
+        fresh = sample_spawn(self.config, self.num_envs, self.generator, self.device, slots=False)
         self.state.restart(dones, fresh)
         keep = (~dones).float().unsqueeze(-1)
         self._ep_return *= keep

@@ -283,3 +283,23 @@ def test_team_size_is_bounded() -> None:
         EnvConfig.from_dict({"team_size": 9})
     with pytest.raises(EnvConfigError, match="formation_spacing"):
         EnvConfig.from_dict({"team_size": 8, "formation_spacing": 20_000.0})
+
+
+@pytest.mark.parametrize("team_size", [2, 3])
+def test_packed_and_dense_missiles_fly_the_same_team_battles(team_size: int) -> None:
+    # The CPU writes launches and integrates missiles sparsely; a GPU uses the dense slots.
+    cfg = EnvConfig(team_size=team_size, obs_mode="extended")
+    packed = TensorEnv(24, seed=6, config=cfg, packed_missiles=True)
+    dense = TensorEnv(24, seed=6, config=cfg, packed_missiles=False)
+    obs_p, obs_d = packed.reset(), dense.reset()
+    launched = 0
+    for _ in range(60):
+        obs_p, rp, dp, ip = packed.step(pursue(obs_p["p1"]), pursue(obs_p["p2"]))
+        obs_d, rd, dd, idd = dense.step(pursue(obs_d["p1"]), pursue(obs_d["p2"]))
+        assert torch.equal(dp, dd) and torch.equal(ip["winner"], idd["winner"])
+        assert torch.equal(ip["kills"]["p1"], idd["kills"]["p1"])
+        for key in obs_p["p1"]:
+            assert torch.allclose(obs_p["p1"][key], obs_d["p1"][key], atol=1e-4), key
+        launched += int(packed.state.m_active.sum())
+    assert launched > 0
+    assert torch.allclose(packed.state.mx * packed.state.m_active, dense.state.mx * dense.state.m_active, atol=0.5)
