@@ -308,7 +308,9 @@ def advance(state: WorldState, rudder: torch.Tensor, throttle: torch.Tensor, cfg
         state.alive = state.alive & ~(struck | outside)
         scored = pairs if scored is None else scored | pairs
     state.heading = torch.remainder(state.heading, TWO_PI)
-    if packed and state.team_size > 1:  # wrap only the missiles in flight: most team slots are empty
+    # Team battles wrap only the missiles in flight (most team slots are empty). A duel keeps wrapping
+    # every slot: its launch blends into the old heading of an empty slot, so its bits depend on it.
+    if packed and state.team_size > 1:
         m.heading = torch.remainder(m.heading, TWO_PI)
         m.store(state)
     else:

@@ -12,7 +12,7 @@ import torch
 
 from arena.env.config import EnvConfig
 from arena.env.state import WorldState
-from arena.env.teams import nearest
+from arena.env.teams import nearest, relative, side_slice
 
 TWO_PI = 2.0 * math.pi
 SPEED_SCALE = 200.0  # m/s, speed normaliser of the observation
@@ -47,22 +47,6 @@ def own_frame(state: WorldState, cfg: EnvConfig, player: int) -> tuple[torch.Ten
     if player == 0:
         return state.x, state.y, state.heading
     return cfg.arena_size - state.x, cfg.arena_size - state.y, torch.remainder(state.heading + math.pi, TWO_PI)
-
-
-def side_slice(team_size: int, side: int) -> slice:
-    """The columns of ``side``'s aircraft in an [N, 2T] tensor."""
-    return slice(side * team_size, (side + 1) * team_size)
-
-
-def side_view(t: torch.Tensor, team_size: int, side: int) -> torch.Tensor:
-    """A side's columns of an [N, A] tensor: [N, T], or [N] in a duel (the 1-v-1 interface)."""
-    cols = t[:, side_slice(team_size, side)]
-    return cols.squeeze(-1) if team_size == 1 else cols
-
-
-def relative(v: torch.Tensor, team_size: int, side: int, other: int) -> torch.Tensor:
-    """[N, T, T]: ``other`` side's value minus each of ``side``'s own (own seat, other seat)."""
-    return v[:, side_slice(team_size, other)].unsqueeze(1) - v[:, side_slice(team_size, side)].unsqueeze(2)
 
 
 def primary_enemy(state: WorldState, team_size: int, side: int) -> torch.Tensor | None:
@@ -207,22 +191,17 @@ def global_state_size(cfg: EnvConfig) -> int:
     return 1 + cfg.aircraft * 7 + 2 * cfg.team_size * m * 8
 
 
-def team_global_state(state: WorldState, cfg: EnvConfig, side: int) -> torch.Tensor:
-    """:func:`global_state` of a team battle: every aircraft (own seats first), every missile slot.
-
-    A slot ``seat·M + k`` of a side is that seat's ``k``-th launch. Besides the duel's seven missile
-    features it carries its target, as (enemy seat + 1) / T (0 while the slot is empty). Missile
-    positions are relative to the side's lead (seat 0), alive or not.
-    """
-    t, dev = cfg.team_size, state.x.device
-    mine, theirs = side_slice(t, side), side_slice(t, 1 - side)
+def aircraft_features(state: WorldState, cfg: EnvConfig, side: int) -> torch.Tensor:
+    """[N, 7A] of the global state: per aircraft, own side's seats first, x, y, cos and sin of the
+    heading (in ``side``'s frame), speed, alive and missiles left."""
+    mine, theirs = side_slice(cfg.team_size, side), side_slice(cfg.team_size, 1 - side)
 
     def ordered(v: torch.Tensor) -> torch.Tensor:
         return torch.cat((v[:, mine], v[:, theirs]), 1)
 
     x, y, heading = own_frame(state, cfg, side)
     heading = ordered(heading)
-    planes = torch.stack(
+    return torch.stack(
         [
             ordered(x) / cfg.arena_size,
             ordered(y) / cfg.arena_size,
@@ -234,6 +213,18 @@ def team_global_state(state: WorldState, cfg: EnvConfig, side: int) -> torch.Ten
         ],
         dim=-1,
     ).flatten(1)
+
+
+def team_global_state(state: WorldState, cfg: EnvConfig, side: int) -> torch.Tensor:
+    """:func:`global_state` of a team battle: every aircraft (own seats first), every missile slot.
+
+    A slot ``seat·M + k`` of a side is that seat's ``k``-th launch. Besides the duel's seven missile
+    features it carries its target, as (enemy seat + 1) / T (0 while the slot is empty). Missile
+    positions are relative to the side's lead (seat 0), alive or not.
+    """
+    t, dev = cfg.team_size, state.x.device
+    mine, theirs = side_slice(t, side), side_slice(t, 1 - side)
+    planes = aircraft_features(state, cfg, side)
     sign = 1.0 if side == 0 else -1.0  # the 180° turn flips both vector components
     lead_x, lead_y = state.x[:, mine.start].view(1, -1), state.y[:, mine.start].view(1, -1)
     seat_code = (torch.arange(t, device=dev, dtype=torch.float32) + 1.0) / t
@@ -274,21 +265,7 @@ def global_state(state: WorldState, cfg: EnvConfig, player: int) -> torch.Tensor
     if cfg.team_size > 1:
         return team_global_state(state, cfg, player)
     me, foe = player, 1 - player
-    order = [me, foe]
-    x, y, heading = own_frame(state, cfg, player)
-    heading = heading[:, order]
-    planes = torch.stack(
-        [
-            x[:, order] / cfg.arena_size,
-            y[:, order] / cfg.arena_size,
-            torch.cos(heading),
-            torch.sin(heading),
-            state.speed[:, order] / SPEED_SCALE,
-            state.alive[:, order].float(),
-            state.missiles_left[:, order] / float(max(cfg.missiles, 1)),
-        ],
-        dim=-1,
-    ).flatten(1)
+    planes = aircraft_features(state, cfg, player)
     # Own missiles chase the enemy (target index ``foe``); list them first, then the enemy's.
     sign = 1.0 if player == 0 else -1.0  # the 180° turn flips both vector components
     m_order = [foe, me]

@@ -26,6 +26,22 @@ def pairwise(v: torch.Tensor, team_size: int) -> torch.Tensor:
     return own.roll(1, 1).unsqueeze(2) - own.unsqueeze(3)
 
 
+def side_slice(team_size: int, side: int) -> slice:
+    """The columns of ``side``'s aircraft in an [N, 2T] tensor."""
+    return slice(side * team_size, (side + 1) * team_size)
+
+
+def side_view(v: torch.Tensor, team_size: int, side: int) -> torch.Tensor:
+    """A side's columns of an [N, 2T] tensor: [N, T], or [N] in a duel (the 1-v-1 interface)."""
+    cols = v[:, side_slice(team_size, side)]
+    return cols.squeeze(-1) if team_size == 1 else cols
+
+
+def relative(v: torch.Tensor, team_size: int, side: int, other: int) -> torch.Tensor:
+    """[N, T, T]: ``other`` side's value minus each of ``side``'s own (own seat, other seat)."""
+    return v[:, side_slice(team_size, other)].unsqueeze(1) - v[:, side_slice(team_size, side)].unsqueeze(2)
+
+
 def nearest(dist: torch.Tensor, alive: torch.Tensor) -> torch.Tensor:
     """Position in the last axis of ``dist`` of the nearest live one, else the nearest (``alive`` broadcasts)."""
     live = torch.where(alive, dist, torch.full_like(dist, float("inf")))

@@ -10,11 +10,10 @@ import torch
 from arena.env.actions import CleanAction, check_action
 from arena.env.config import EnvConfig
 from arena.env.dynamics import advance, launch, swap_players
-from arena.env.observations import (
-    PLAYERS, Observation, global_state, global_state_size, obs_keys, observe, side_view,
-)
+from arena.env.observations import PLAYERS, Observation, global_state, global_state_size, obs_keys, observe
 from arena.env.spawn import sample_spawn
 from arena.env.state import WorldState
+from arena.env.teams import side_view
 
 Obs = dict[str, Observation]
 
