@@ -46,13 +46,14 @@ def score_checkpoints(out: Path, opponents: list[str], games: int, seed: int, de
 
     from arena.agents import build_agent
     from arena.match import play_match
+    from arena.training import checkpoint_step, list_checkpoints
     from arena_ppo.agent import PPOAgent
 
     rows = []
     rivals = {name: build_agent(name, device=device) for name in opponents}
-    for path in sorted(out.glob("ckpt_*.pt")):
+    for path in list_checkpoints(out):
         agent = PPOAgent.load(path, device=device)
-        row: dict[str, Any] = {"checkpoint": path.name, "step": int(path.stem.split("_")[1])}
+        row: dict[str, Any] = {"checkpoint": path.name, "step": checkpoint_step(path)}
         for name, rival in rivals.items():
             with torch.random.fork_rng(devices=[]):
                 r = play_match(agent, rival, games, env_config=agent.env_config, device=device, seed=seed + 777,

@@ -27,7 +27,6 @@ if TYPE_CHECKING:  # torch loads when an agent is built, not when `arena agents`
 
 FORMAT_VERSION = 1
 LN_2 = math.log(2.0)
-FIRE_RULES = ("median", "threshold")
 
 
 class PPOAgent(BaseAgent):

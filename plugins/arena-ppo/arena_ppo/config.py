@@ -87,7 +87,7 @@ class RunConfig:
     obs_norm: bool = True  # rsl_rl running observation normalization (saved in checkpoints)
     privileged_critic: bool = False  # critic fed env.global_state (rsl_rl privileged obs, MAPPO centralized critic)
     self_slots: int = 4  # past checkpoints playing at once for a `self` opponent
-    threads: int | None = None  # torch intra-op threads: None = arena's default (1, or $ARENA_THREADS); 0 = one per core
+    threads: int | None = None  # torch intra-op threads: None = arena's default for num_envs (arena.threads); 0 = torch's
 
 
 @dataclass

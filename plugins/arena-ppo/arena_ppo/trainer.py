@@ -250,7 +250,7 @@ def explicit(ctx: click.Context) -> set[str]:
 def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]:
     """Validate everything that can be wrong before any compute starts, then run."""
     from arena.training import (
-        CheckpointError, OpponentSpecError, default_run_dir, load_checkpoint, parse_opponent_specs, with_floor,
+        CheckpointError, OpponentSpecError, default_run_dir, load_checkpoint,
     )
 
     resume_data = None
@@ -299,8 +299,10 @@ def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]
                        f"another directory")
     cfg.run.out = str(out)
 
+    from arena_ppo.runners import OnPolicyRunner, opponent_specs
+
     try:
-        specs = with_floor(parse_opponent_specs(cfg.run.vs), cfg.run.floor, cfg.run.num_envs)
+        specs = opponent_specs(cfg.run)
     except OpponentSpecError as exc:
         raise fail(str(exc)) from None
     reward_fn = resolve_reward(cfg.run.reward)
@@ -315,8 +317,6 @@ def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]
         if spec.kind != "self":
             make_opponent(spec)
     check_writable(Path(out))
-
-    from arena_ppo.runners import OnPolicyRunner
 
     try:
         runner = OnPolicyRunner(cfg, Path(out), make_opponent, reward_fn=reward_fn, on_checkpoint=announce_checkpoint,

@@ -1,5 +1,5 @@
 """The training loop."""
 
-from arena_ppo.runners.on_policy_runner import Counters, OnPolicyRunner
+from arena_ppo.runners.on_policy_runner import Counters, OnPolicyRunner, opponent_specs
 
-__all__ = ["Counters", "OnPolicyRunner"]
+__all__ = ["Counters", "OnPolicyRunner", "opponent_specs"]

@@ -27,7 +27,7 @@ from arena.training import (
 
 from arena_ppo.agent import PPOAgent
 from arena_ppo.algorithms import PPO
-from arena_ppo.config import TrainConfig
+from arena_ppo.config import RunConfig, TrainConfig
 from arena_ppo.storage import RolloutStorage, Transition
 
 RewardFn = Callable[..., torch.Tensor]
@@ -44,6 +44,11 @@ class Counters:
     last_log: int = 0
     last_eval: int = 0
     elapsed: float = 0.0  # training wall time before this process (resumed runs)
+
+
+def opponent_specs(run: RunConfig) -> list[OpponentSpec]:
+    """The opponents a run trains against: its ``--vs`` entries plus the ``--floor`` share."""
+    return with_floor(parse_opponent_specs(run.vs), run.floor, run.num_envs)
 
 
 class OnPolicyRunner:
@@ -85,7 +90,7 @@ class OnPolicyRunner:
         self.shuffle_generator = torch.Generator()
         self.shuffle_generator.manual_seed(run.seed + 2)
 
-        self.specs = with_floor(parse_opponent_specs(run.vs), run.floor, run.num_envs)
+        self.specs = opponent_specs(run)
         self_play = SelfPlayPool(self.out_dir,
                                  self._load_snapshot) if any(s.kind == "self" for s in self.specs) else None
         self.pool = OpponentPool(self.specs, run.num_envs, make_opponent, self_play=self_play,
