@@ -3,6 +3,11 @@
 An agent maps one side's observation dict (each entry [N] on the env's device) to an action dict
 ``{"rudder": [N] in [-1, 1], "throttle": [N] in [0, 1], "fire": [N] bool}`` on the same device. It may
 play either side: every player sees the world from its own side.
+
+In team battles (``team_size`` T > 1) an agent whose class sets ``plays_team = True`` gets a side's
+observation with [N, T] entries and returns [N, T] actions. Every other agent flies single aircraft:
+the game loop (:mod:`arena.loop`) hands it each seat as a row of its own ([N·T] entries, a side's
+seats next to each other), so a 1-v-1 agent flies any seat of any team unchanged.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ class BaseAgent:
     name: ClassVar[str] = ""
     aliases: ClassVar[tuple[str, ...]] = ()
     description: ClassVar[str] = ""
+    plays_team: ClassVar[bool] = False  # True: act() takes a side's [N, T] team; else flown seat by seat
 
     def __init__(self, device: "str | torch.device" = "cpu", env_config: "EnvConfig | None" = None) -> None:
         import torch

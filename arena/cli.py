@@ -193,13 +193,14 @@ def agents(as_json: bool) -> None:
         raise ArenaError(f"ARENA_STRICT_PLUGINS: {len(cat.problems)} plugin problem(s), first: {cat.problems[0]}")
 
 
-def parse_env_overrides(items: tuple[str, ...]) -> "EnvConfig | None":
-    """``KEY=VALUE`` pairs (``reward.win=2`` for nested fields) into a validated EnvConfig."""
+def parse_env_overrides(items: tuple[str, ...], team_size: int | None = None) -> "EnvConfig | None":
+    """``KEY=VALUE`` pairs (``reward.win=2`` for nested fields) into a validated EnvConfig; ``team_size``
+    (``--team-size``) wins over an ``--env team_size=`` given as well."""
     import yaml
 
     from arena.env import EnvConfig
 
-    if not items:
+    if not items and team_size in (None, 1):
         return None
     data: dict[str, Any] = {}
     for item in items:
@@ -217,13 +218,12 @@ def parse_env_overrides(items: tuple[str, ...]) -> "EnvConfig | None":
             data[head][sub] = value
         else:
             data[head] = value
+    if team_size is not None:
+        data["team_size"] = team_size
     try:
-        config = EnvConfig.from_dict(data)
+        return EnvConfig.from_dict(data)
     except (ValueError, TypeError) as exc:
         raise ArenaError(f"--env: {exc}") from None
-    if config.team_size != 1:
-        raise ArenaError(f"--env team_size={config.team_size}: expected 1: arena play flies duels")
-    return config
 
 
 @main.command("play")
@@ -233,28 +233,32 @@ def parse_env_overrides(items: tuple[str, ...]) -> "EnvConfig | None":
               help="Battles to play, all in one batch; A flies p1 in half of them and p2 in the rest.")
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto.")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the battles' spawn positions.")
+@click.option("--team-size", type=click.IntRange(1, 8), default=None,
+              help="Aircraft a side (team battles): each agent flies every seat of its side  [default: 1]")
 @click.option("--env", "env_overrides", multiple=True, metavar="KEY=VALUE",
               help="Override an EnvConfig field, e.g. --env max_time=120 (repeatable; see `arena env-info`).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: a, b, games, wins, draws, losses, "
               "mean_length, games_per_second.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @threads_option
-def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, env_overrides: tuple[str, ...],
-         as_json: bool, quiet: bool, threads: int | None) -> None:
+def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_size: int | None,
+         env_overrides: tuple[str, ...], as_json: bool, quiet: bool, threads: int | None) -> None:
     """Play A against B and count A's wins, draws and losses.
 
     A and B are agent names (`arena agents`), NAME:CHECKPOINT, or a checkpoint file (the file
-    names its agent):
+    names its agent). With --team-size T each side is a team of T aircraft; an agent that flies
+    single aircraft (CrankAgent, the placeholder, a 1-v-1 checkpoint) flies every seat of its team:
 
     \b
       arena play crank placeholder --games 1000
       arena play ppo:runs/a/ckpt_000500000.pt crank --json
+      arena play crank placeholder --team-size 4
     """
     from arena.agents import AgentSpecError, DuplicateNameError, build_agent, parse_spec
     from arena.match import AgentFailure, play_match
     from arena.plugins import PluginError
 
-    env_config = parse_env_overrides(env_overrides)
+    env_config = parse_env_overrides(env_overrides, team_size)
     set_threads(threads, batch=games)
     dev = device_option(device)
     try:
@@ -280,7 +284,9 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, env_ove
         echo_json(result.to_dict())
         return
     n = result.games
-    click.echo(f"{result.a} vs {result.b}: {n:,} games on {dev}, seed {seed}")
+    size = env_config.team_size if env_config is not None else 1
+    kind = f"{size}-v-{size} " if size > 1 else ""
+    click.echo(f"{result.a} vs {result.b}: {n:,} {kind}games on {dev}, seed {seed}")
     click.echo(f"  {result.a}: {result.wins:,} wins ({result.wins / n:.1%}), {result.draws:,} draws "
                f"({result.draws / n:.1%}), {result.losses:,} losses ({result.losses / n:.1%}); "
                f"score {result.score:.3f}")

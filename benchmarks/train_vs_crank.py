@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parse_set(cfg, args.set)
     out = args.out or default_run_dir("bench-ppo")
     cfg.run.out = str(out)
-    make_opponent = opponent_factory(device, cfg.run.obs_mode)
+    make_opponent = opponent_factory(device, cfg.run.env_config())
     runner = OnPolicyRunner(cfg, out, make_opponent, reward_fn=resolve_reward(cfg.run.reward), console=None,
                             progress=sys.stderr.isatty())
     from arena.match import play_match

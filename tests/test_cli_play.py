@@ -55,7 +55,8 @@ def test_learning_agent_without_checkpoint_gets_a_note():
     (["play", "crank", "placeholder:x.pt"], "does not load checkpoints"),
     (["play", "crank", "placeholder", "--env", "reward.win=big"], "EnvConfig.reward.win must be float, got 'big'"),
     (["play", "crank", "placeholder", "--env", "reward=3", "--env", "reward.win=2"], "reward was already set to 3"),
-    (["play", "crank", "placeholder", "--env", "team_size=2"], "--env team_size=2: expected 1: arena play flies duels"),
+    (["play", "crank", "placeholder", "--env", "team_size=9"], "team_size"),
+    (["play", "crank", "placeholder", "--team-size", "9"], "9 is not in the range 1<=x<=8"),
 ])
 def test_user_mistakes_give_one_line_and_a_non_zero_exit(args, message, tmp_path):
     if args[-1] == "placeholder:x.pt":

@@ -175,10 +175,19 @@ def test_mps_without_mps_is_refused():
     assert str(check_device("cpu:0")) == "cpu"
 
 
-def test_play_match_refuses_team_battles() -> None:
+def test_single_aircraft_agents_fly_every_seat_of_a_team() -> None:
     from arena.agents import build_agent
     from arena.env import EnvConfig
     from arena.match import play_match
 
-    with pytest.raises(ValueError, match="team_size must be 1 here"):
-        play_match(build_agent("crank"), build_agent("placeholder"), 4, env_config=EnvConfig(team_size=2))
+    cfg = EnvConfig(team_size=2)
+    result = play_match(build_agent("crank", env_config=cfg), build_agent("placeholder", env_config=cfg), 16,
+                        env_config=cfg)
+    assert result.games == 16 and result.wins >= 12
+    assert result.details["return_a"].shape == (16,)
+
+
+def test_observers_see_every_step_of_a_match() -> None:
+    seen = []
+    result = play_match(Straight(), Straight(), 4, observers=[lambda turn: seen.append(turn.step)])
+    assert seen == list(range(1, len(seen) + 1)) and len(seen) >= result.mean_length

@@ -47,3 +47,13 @@ def nearest(dist: torch.Tensor, alive: torch.Tensor) -> torch.Tensor:
     live = torch.where(alive, dist, torch.full_like(dist, float("inf")))
     any_live = alive.any(-1, keepdim=True)
     return torch.where(any_live, live, dist).argmin(-1)
+
+
+def side_total(v: torch.Tensor) -> torch.Tensor:
+    """A side's total over its seats: [N] from [N] (duel) or [N, T] (team battle)."""
+    return v if v.dim() == 1 else v.sum(-1)
+
+
+def flatten_seats(obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A side's observation with one row per aircraft: [N, T] entries become [N·T] (a duel's [N] stay)."""
+    return {k: v.reshape(-1) for k, v in obs.items()}

@@ -418,13 +418,11 @@ def _check_env(env: Mapping[str, Any], err: _Errors) -> None:
         if not isinstance(k, str):
             raise err("env", f"expected setting names as strings, got {_short(k)}")
     try:
-        team_size = EnvConfig.from_dict(env).team_size
+        EnvConfig.from_dict(env)
     except EnvConfigError as exc:
         raise err(f"env.{exc.key}" if exc.key else "env", exc.detail) from None
     except (ValueError, TypeError) as exc:
         raise err("env", str(exc)) from None
-    if team_size != 1:
-        raise err("env.team_size", f"expected 1: tournaments play duels; got {team_size}")
 
 
 def _rating(raw: Any, err: _Errors, key: str = "rating") -> RatingConfig:

@@ -5,10 +5,12 @@ All games of a batch share one :class:`~arena.env.TensorEnv`. Each ordered pairi
 back to back: when a game ends the env resets that slot in place and the slot starts the pairing's next
 game, until the pairing has none left. Because every slot keeps its two players for the whole batch,
 each participant sees the same envs, in the same order, at every step — so it acts **once per step**
-on one gathered batch (its p1 slots, then its p2 slots), and agents with per-env memory (CrankAgent's
-state machine, a recurrent policy) stay aligned; ``reset(mask)`` clears the slots whose game ended.
+on one gathered batch (its p1 slots, then its p2 slots: the shared game loop's seating,
+:mod:`arena.loop`), and agents with per-env memory (CrankAgent's state machine, a recurrent policy)
+stay aligned; ``reset(mask)`` clears the slots whose game ended. In team battles a participant flies
+every seat of its side.
 
-A participant that raises, hands back a malformed action or NaNs forfeits every game it still has in
+A participant that raises (``sys.exit`` included), hands back a malformed action or NaNs forfeits every game it still has in
 the batch — the ones in flight and the ones not yet started — with the reason recorded; its slots idle
 and everyone else plays on. It gets a fresh chance in the next batch. With a ``time_per_move`` budget,
 an act() call (one move on all the participant's battles) that takes longer is a forfeit too, like a
@@ -24,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from arena.agents import first_line, head
+from arena.env.teams import side_total
 from arena.tournament.results import P1_WINS, P2_WINS, GameResult
 from arena.tournament.schedule import Unit
 
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 
     from arena.agents import Agent
     from arena.env import EnvConfig
+    from arena.loop import AgentFailure
     from arena.progress import Progress
 
 GAMES_PER_SLOT = 4  # games a slot plays back to back in one batch; bounds what one forfeit can cost
@@ -213,12 +216,13 @@ class _BatchRun:
         self.playing = 0  # slots with a game, kept with ``game`` so the loop need not scan every slot
         self.began: list[int] = [0] * n  # step at which the slot's game began
         self.step = 0
-        # Each participant's slots, p1 side first, as indices into the stacked [p1 obs; p2 obs] rows.
-        members = sorted(set(self.p1) | set(self.p2))
-        self.index: dict[int, torch.Tensor] = {}
-        for k in members:
-            rows = [s for s in range(n) if self.p1[s] == k] + [n + s for s in range(n) if self.p2[s] == k]
-            self.index[k] = torch.tensor(rows, dtype=torch.long, device=device)
+        # The seating: participant k flies its p1 slots, then its p2 slots, as one batch.
+        self.members = sorted(set(self.p1) | set(self.p2))
+        position = {k: i for i, k in enumerate(self.members)}
+        import torch
+
+        owner = torch.tensor([[position[k] for k in self.p1], [position[k] for k in self.p2]], dtype=torch.long)
+        self.owner = owner
         self.failed: set[int] = set()
         self.batch_id = -1
         self.time_per_move = time_per_move
@@ -229,8 +233,12 @@ class _BatchRun:
         import torch
 
         from arena.env import TensorEnv
+        from arena.loop import Controller, GameLoop, Seating
 
         env = TensorEnv(self.num_envs, device=self.device, seed=self.seed, config=self.env_config)
+        controllers = [Controller(self.agents[k], self.names[k], "participant") for k in self.members]
+        self.seating = Seating(controllers, self.owner, env.team_size, self.device, move_limit=self.time_per_move)
+        loop = GameLoop(env, self.seating, on_fault=self._faults)
         self.batch_id = self.sink.batch_started(self.number, self.seed, self.num_envs, self.batch.games)
         for s in range(self.num_envs):
             self._next_game(s)
@@ -238,81 +246,25 @@ class _BatchRun:
         with torch.random.fork_rng(devices=devices), torch.no_grad():
             torch.manual_seed(self.seed)  # stochastic policies draw from the global generator
             obs = env.reset()
-            for k in self.index:
-                self._call(k, "reset", lambda a: a.reset())
-            n = self.num_envs
-            rudder = torch.zeros(2 * n, device=self.device)
-            throttle = torch.zeros(2 * n, device=self.device)
-            fire = torch.zeros(2 * n, dtype=torch.bool, device=self.device)
+            loop.reset_agents()
             while self.playing:
-                flat = torch.cat([torch.stack([obs[p][key] for key in env.obs_keys], 0) for p in ("p1", "p2")], 1)
-                rudder.zero_(), throttle.zero_(), fire.zero_()
-                nan_counts: list[tuple[int, Any]] = []
-                for k, idx in self.index.items():
-                    if k in self.failed:
-                        continue
-                    local = flat.index_select(1, idx)
-                    observation = dict(zip(env.obs_keys, local.unbind(0)))
-                    timed = self.time_per_move is not None and self.step > 0
-                    if timed:
-                        self._sync()  # the work queued before this move is not this participant's
-                        t0 = time.perf_counter()
-                    clean = self._act(k, observation, idx.numel())
-                    if clean is None:
-                        continue
-                    if timed:
-                        self._sync()
-                        took = time.perf_counter() - t0
-                        if took > self.time_per_move:
-                            self._forfeit(k, f"ran out of time: one move took {took:.3g} s on {idx.numel()} "
-                                             f"battles (time_per_move {self.time_per_move:g} s)")
-                            continue
-                    rudder.index_copy_(0, idx, clean.rudder)
-                    throttle.index_copy_(0, idx, clean.throttle)
-                    fire.index_copy_(0, idx, clean.fire)
-                    nan_counts.append((k, clean.nan_count.sum()))
-                if not self.playing:
-                    break
-                obs, _, dones, infos = env.step({"rudder": rudder[:n], "throttle": throttle[:n], "fire": fire[:n]},
-                                                {"rudder": rudder[n:], "throttle": throttle[n:], "fire": fire[n:]})
+                turn = loop.step(obs)
+                obs = turn.next_obs
                 self.step += 1
                 self.stats.steps += 1
-                self.stats.env_steps += n
-                if nan_counts:
-                    totals = torch.stack([c for _, c in nan_counts]).tolist()
-                    for (k, _), count in zip(nan_counts, totals):
-                        if count > 0:
-                            self._forfeit(k, f"returned NaN in its action ({int(count)} value(s) in one step)")
-                self._collect(dones, infos)
+                self.stats.env_steps += self.num_envs
+                self._faults(self.seating.nan_failures())
+                self._collect(turn.dones, turn.infos)
         self.sink.batch_finished(self.batch_id)
 
     # -- pieces --------------------------------------------------------------------------------------
 
-    def _act(self, k: int, observation: dict[str, "torch.Tensor"], count: int) -> Any:
-        from arena.env import check_action
-
-        try:
-            action = self.agents[k].act(observation)
-        except Exception as exc:  # noqa: BLE001 - any failure of a participant is its forfeit
-            self._forfeit(k, f"raised {first_line(exc)}")
-            return None
-        try:
-            return check_action(action, count, self.device, who="action")
-        except ValueError as exc:
-            self._forfeit(k, f"returned a malformed action: {head(str(exc))}")
-            return None
-
-    def _call(self, k: int, what: str, fn: Any) -> None:
-        try:
-            fn(self.agents[k])
-        except Exception as exc:  # noqa: BLE001
-            self._forfeit(k, f"{what}() raised {first_line(exc)}")
-
-    def _sync(self) -> None:
-        if self.device.type == "cuda":
-            import torch
-
-            torch.cuda.synchronize(self.device)
+    def _faults(self, failures: "list[AgentFailure]") -> None:
+        """Each failing participant forfeits what it has left in the batch; everyone else plays on."""
+        for failure in failures:
+            assert failure.index is not None
+            self.seating.disable(failure.index)
+            self._forfeit(self.members[failure.index], failure.reason)
 
     def _next_game(self, s: int) -> None:
         queue = self.queues[self.slot_unit[s]]
@@ -329,10 +281,9 @@ class _BatchRun:
         if ended.numel() == 0:
             return
         ep = infos["episode"]
-        table = torch.stack([infos["winner"].to(torch.float64), ep["length"].to(torch.float64),
-                             ep["return"]["p1"].to(torch.float64), ep["return"]["p2"].to(torch.float64),
-                             ep["missiles_fired"]["p1"].to(torch.float64),
-                             ep["missiles_fired"]["p2"].to(torch.float64)], 1)[ended].tolist()
+        columns = (infos["winner"], ep["length"], side_total(ep["return"]["p1"]), side_total(ep["return"]["p2"]),
+                   side_total(ep["missiles_fired"]["p1"]), side_total(ep["missiles_fired"]["p2"]))
+        table = torch.stack([c.to(torch.float64) for c in columns], 1)[ended].tolist()
         results = []
         for s, (winner, length, r1, r2, m1, m2) in zip(ended.tolist(), table):
             if self.game[s] < 0:
@@ -340,11 +291,6 @@ class _BatchRun:
             results.append(GameResult(self.p1[s], self.p2[s], self.game[s], int(winner), int(length), r1, r2,
                                       int(m1), int(m2), self.batch_id, s, self.seed))
             self._next_game(s)
-        both = torch.cat([dones, dones])
-        for k, idx in self.index.items():
-            if k not in self.failed:
-                mask = both.index_select(0, idx)
-                self._call(k, "reset", lambda a, m=mask: a.reset(m))
         self._report(results)
 
     def _forfeit(self, k: int, reason: str) -> None:

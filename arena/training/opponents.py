@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from arena.guard import AgentCodeError, call_agent
 from arena.training.checkpoint import list_checkpoints
 
-from arena.match import AgentFailure, checked_act, checked_call, raise_failures
+from arena.loop import Controller, Seating, checked_call, raise_failures
 
 if TYPE_CHECKING:
     import torch
@@ -318,7 +318,7 @@ class OpponentPool:
 
     def __init__(self, specs: Sequence[OpponentSpec], num_envs: int, make_agent: Callable[[OpponentSpec], Any],
                  self_play: SelfPlayPool | None = None, snapshot: Callable[[], Any] | None = None,
-                 self_slots: int = 4) -> None:
+                 self_slots: int = 4, team_size: int = 1) -> None:
         if any(s.kind == "self" for s in specs) and (self_play is None or snapshot is None):
             raise ValueError("a 'self' opponent needs a SelfPlayPool and a snapshot function")
         self.specs = list(specs)
@@ -338,7 +338,8 @@ class OpponentPool:
                 self.slots.append(Slot(g, start, start + count, agent=make_agent(spec)))
                 start += count
         self._fallback: Any = None
-        self._nans: "torch.Tensor | None" = None  # NaN action values per slot since the last check_nans()
+        self.team_size = team_size
+        self._seating: Seating | None = None  # built at the first act(), rebuilt when the slots change
         self.tallies = [Tally() for _ in self.specs]
 
     def group_slices(self) -> list[tuple[OpponentSpec, int, int]]:
@@ -380,10 +381,12 @@ class OpponentPool:
             self._fallback = self.snapshot()
         for slot in slots:
             slot.agent, slot.checkpoint = self._fallback, None
+        self._seating = None
 
     def assign(self, slot: Slot, name: str) -> None:
         assert self.self_play is not None
         slot.agent, slot.checkpoint = self.self_play.agent(name), name
+        self._seating = None
         failure = checked_call(slot.agent.reset, *self.who(slot), "reset", None)
         if failure is not None:
             raise failure
@@ -395,30 +398,43 @@ class OpponentPool:
             return (slot.checkpoint or "self (snapshot of the learner)"), "--vs self"
         return spec.label, f"--vs {spec}"
 
+    def seating(self, device: "torch.device") -> Seating:
+        """The pool as a seating of p2: one controller per distinct agent, on all the envs it plays.
+
+        A snapshot drawn for two slots is one agent, so it gets one controller over both slices and
+        its per-env memory stays one batch. Rebuilt after the slots change (a new rollout's draw).
+        """
+        import torch
+
+        if self._seating is not None and self._seating.device == device:
+            return self._seating
+        agents: list[Any] = []
+        controllers: list[Controller] = []
+        owner = torch.full((2, self.num_envs), -1, dtype=torch.long)
+        for slot in self.slots:
+            for k, agent in enumerate(agents):
+                if agent is slot.agent:
+                    break
+            else:
+                k = len(agents)
+                agents.append(slot.agent)
+                controllers.append(Controller(slot.agent, *self.who(slot)))
+            owner[1, slot.start:slot.stop] = k
+        self._seating = Seating(controllers, owner, self.team_size, device)
+        return self._seating
+
     def act(self, observation: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
         """p2's action for every env, each slot's agent acting on its slice.
 
         Every action is checked as ``arena play`` checks it; an opponent that raises (``sys.exit`` and
         its own ``KeyboardInterrupt`` included) or returns a malformed action raises
-        :class:`~arena.match.AgentFailure` naming it — all of them when several fail in the same step.
-        NaNs are counted per slot and refused by :meth:`check_nans` at the end of the rollout.
+        :class:`~arena.loop.AgentFailure` naming it — all of them when several fail in the same step.
+        NaNs are counted per opponent and refused by :meth:`check_nans` at the end of the rollout.
         """
-        import torch
-
         device = next(iter(observation.values())).device
-        single = len(self.slots) == 1
-        parts, failures = [], []
-        for slot in self.slots:
-            obs = observation if single else {k: v[slot.start:slot.stop] for k, v in observation.items()}
-            result = checked_act(slot.agent, obs, *self.who(slot), slot.size, device, raise_now=False)
-            (failures if isinstance(result, AgentFailure) else parts).append(result)
+        actions, failures = self.seating(device).act({"p2": observation})
         raise_failures(failures)
-        nans = torch.stack([p.nan_count.sum() for p in parts])
-        self._nans = nans if self._nans is None or self._nans.device != nans.device else self._nans + nans
-        if single:
-            clean = parts[0]
-            return {"rudder": clean.rudder, "throttle": clean.throttle, "fire": clean.fire}
-        return {key: torch.cat([getattr(p, key) for p in parts]) for key in ("rudder", "throttle", "fire")}
+        return actions["p2"]
 
     def check_nans(self) -> None:
         """Refuse opponents that returned NaN since the last call (one host sync; once per rollout).
@@ -426,18 +442,17 @@ class OpponentPool:
         ``arena play`` refuses NaN actions; training does the same rather than silently playing them
         as zeros, so a broken opponent is found instead of trained against.
         """
-        if self._nans is None:
-            return
-        counts, self._nans = self._nans.tolist(), None
-        raise_failures([AgentFailure(*self.who(slot), f"returned NaN in {int(n)} action value(s)")
-                        for slot, n in zip(self.slots, counts) if n])
+        if self._seating is not None:
+            raise_failures(self._seating.nan_failures())
 
     def reset(self, env_mask: "torch.Tensor | None" = None) -> None:
-        failures = []
+        if self._seating is not None:
+            raise_failures(self._seating.reset(env_mask))
+            return
+        failures = []  # not acted yet: reset every agent whole
         for slot in self.slots:
             if callable(getattr(slot.agent, "reset", None)):
-                mask = None if env_mask is None else env_mask[slot.start:slot.stop]
-                failure = checked_call(slot.agent.reset, *self.who(slot), "reset", mask)
+                failure = checked_call(slot.agent.reset, *self.who(slot), "reset", None)
                 if failure is not None:
                     failures.append(failure)
         raise_failures(failures)
@@ -496,6 +511,7 @@ class OpponentPool:
             raise ValueError(f"opponents.self_play: expected a dict, got {type(self_play).__name__}")
         if self.self_play is not None and self_play:
             self.self_play.load_state_dict(self_play)
+        self._seating = None
         for slot, saved in zip(self.slots, slots):
             if saved.get("checkpoint"):
                 if not (self.self_play is not None and (self.self_play.directory / saved["checkpoint"]).exists()):

@@ -72,7 +72,7 @@ BAD = [
     ({"env": {"reward": {"win": "big"}}}, "env.reward.win", "must be float, got 'big'"),
     ({"env": {"reward": {"win": float("inf")}}}, "env.reward.win", "must be a finite number"),
     ({"env": {"reward": 3}}, "env.reward", "must be a mapping"),
-    ({"env": {"team_size": 2}}, "env.team_size", "expected 1: tournaments play duels; got 2"),
+    ({"env": {"team_size": 9}}, "env.team_size", "8"),
 ]
 
 

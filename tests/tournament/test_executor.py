@@ -60,7 +60,7 @@ def test_same_seed_same_games() -> None:
 
 @pytest.mark.parametrize("mode,reason", [
     ("raise", "raised RuntimeError: boom"),
-    ("nan", "returned NaN in its action"),
+    ("nan", "returned NaN in 1 action value(s)"),
     ("shape", "returned a malformed action: action['rudder']: expected shape"),
     ("keys", "returned a malformed action: action: missing key(s) ['fire']"),
 ])

@@ -185,7 +185,7 @@ def test_pool_names_every_opponent_that_fails_in_the_same_step():
         pool.act({"x": torch.zeros(6)})
     assert exc.value.no_result and [f[0] for f in exc.value.failures] == ["a", "c"]
     assert "'a' (--vs a) raised RuntimeError: kaput" in str(exc.value)
-    assert "'c' (--vs c) returned a bad action" in str(exc.value)
+    assert "'c' (--vs c) returned a malformed action" in str(exc.value)
 
 
 def test_pool_refuses_nan_at_the_end_of_the_rollout_and_names_the_opponent():

@@ -201,11 +201,13 @@ class PPOAgent(BaseAgent):
             if not isinstance(data.get("env_config"), dict):
                 raise ValueError(f"env_config: expected a dict, got {type(data.get('env_config')).__name__}")
             saved_env = EnvConfig.from_dict(data["env_config"])
-            if env_config is not None and env_config.obs_mode != saved_env.obs_mode:
-                raise CheckpointError(f"{where}: trained with obs_mode={saved_env.obs_mode!r}, but the env uses "
-                                      f"obs_mode={env_config.obs_mode!r}")
-            agent = cls(device=device, env_config=env_config or saved_env, network=network, **options)
+            if env_config is not None:
+                check_seat(saved_env, env_config, where)
+            # The network's inputs are those it was trained on: a 1-v-1 policy flies any seat of a team
+            # on the standard keys; a team policy needs the same neighbour slots.
+            agent = cls(device=device, env_config=saved_env, network=network, **options)
             agent.load_weights(data)
+            agent.env_config = env_config or saved_env
         except CheckpointError:
             raise
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
@@ -213,6 +215,25 @@ class PPOAgent(BaseAgent):
             raise CheckpointError(f"{where}: damaged or incompatible PPO checkpoint "
                                   f"({type(exc).__name__}: {text})") from exc
         return agent.eval()
+
+
+def check_seat(saved: "EnvConfig", env: "EnvConfig", where: str) -> None:
+    """Refuse an env whose observation lacks keys the network was trained on.
+
+    A 1-v-1 policy reads the standard keys, which every seat of every team size has; a team policy
+    also reads its neighbour slots (``ally1_…``, ``enemy2_…``), which a larger team has too.
+    """
+    from arena.env.observations import obs_keys
+
+    if env.obs_mode != saved.obs_mode:
+        raise CheckpointError(f"{where}: trained with obs_mode={saved.obs_mode!r}, but the env uses "
+                              f"obs_mode={env.obs_mode!r}")
+    missing = [k for k in obs_keys(saved) if k not in set(obs_keys(env))]
+    if missing:
+        raise CheckpointError(f"{where}: trained in team battles of {saved.team_size} (obs_neighbours "
+                              f"{saved.obs_neighbours}); an env with team_size {env.team_size} and obs_neighbours "
+                              f"{env.obs_neighbours} lacks the observation keys {', '.join(missing[:4])}"
+                              f"{', …' if len(missing) > 4 else ''}")
 
 
 MAX_LAYER_WIDTH = 4096  # units per hidden layer: 32x the default, far beyond what this task needs

@@ -7,7 +7,10 @@ environment the default was changed and the measurement is recorded in docs/trai
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from arena.env import EnvConfig
 
 LRSchedule = Literal["constant", "linear", "adaptive"]
 LR_SCHEDULES: tuple[str, ...] = ("constant", "linear", "adaptive")
@@ -84,10 +87,20 @@ class RunConfig:
     seed: int = 0
     out: str = ""
     obs_mode: str = "default"  # or "extended"
+    # Aircraft a side (team battles): one policy flies every seat of p1, each on its own observation
+    # (independent PPO with parameter sharing); opponents fly p2's seats.
+    team_size: int = 1
     obs_norm: bool = True  # rsl_rl running observation normalization (saved in checkpoints)
     privileged_critic: bool = False  # critic fed env.global_state (rsl_rl privileged obs, MAPPO centralized critic)
     self_slots: int = 4  # past checkpoints playing at once for a `self` opponent
     threads: int | None = None  # torch intra-op threads: None = arena's default for num_envs (arena.threads); 0 = torch's
+
+
+    def env_config(self) -> "EnvConfig":
+        """The env this run trains in."""
+        from arena.env import EnvConfig
+
+        return EnvConfig(obs_mode=self.obs_mode, team_size=self.team_size)  # type: ignore[arg-type]
 
 
 @dataclass

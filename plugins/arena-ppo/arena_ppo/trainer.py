@@ -28,7 +28,7 @@ PARAMS: dict[str, tuple[str, str]] = {
 }
 # Settings a resumed run cannot change: the checkpoint's tensors are shaped by them.
 FIXED_ON_RESUME = ("num_envs", "obs_mode", "obs_norm", "privileged_critic", "value_norm", "layer_norm", "self_slots",
-                   "floor")
+                   "floor", "team_size")
 # What a run saved before a setting existed did: resuming it must not change its course.
 SAVED_BEFORE = {"run": {"floor": 0.0}}
 MAX_ENVS = 1 << 24  # battles stepped at once: ~16.7 M, already tens of GB of env state and rollout
@@ -97,6 +97,9 @@ def _options(func: Any) -> Any:
                      help="Critic reads the env's global state (rsl_rl privileged observations, MAPPO)."),
         click.option("--obs-mode", type=click.Choice(["default", "extended"]), default=R.obs_mode, show_default=True,
                      help="extended adds aspect, enemy missiles and the nearest threat to the 10 standard features."),
+        click.option("--team-size", type=click.IntRange(1, 8), default=R.team_size, show_default=True,
+                     help="Aircraft a side: the policy flies every seat of its team, each on its own observation "
+                          "(parameter sharing); opponents fly the other team seat by seat."),
         click.option("--init-fire-logit", type=FiniteFloat(-50, 50), default=N.init_fire_logit, show_default=True,
                      help="Starting bias of the fire logit (-6: p≈0.0025 per step, missiles kept for later)."),
         click.option("--init-log-std", type=FiniteFloat(-20, 20), default=N.init_log_std, show_default=True,
@@ -312,7 +315,7 @@ def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]
         device = check_device(cfg.run.device)
     except ValueError as exc:
         raise fail(f"--device: {exc}") from None
-    make_opponent = opponent_factory(device, cfg.run.obs_mode)
+    make_opponent = opponent_factory(device, cfg.run.env_config())
     for spec in specs:  # fail now, not after the first rollout
         if spec.kind != "self":
             make_opponent(spec)
@@ -527,12 +530,9 @@ def resolve_reward(name: str) -> Any:
         raise fail(f"--reward: {exc}") from None
 
 
-def opponent_factory(device: Any, obs_mode: str) -> Any:
+def opponent_factory(device: Any, env_config: Any) -> Any:
     """Build fixed opponents by name or checkpoint, as `arena play` does; errors become one-line CLI errors."""
     from arena.agents import AgentSpecError, build_agent
-    from arena.env import EnvConfig
-
-    env_config = EnvConfig(obs_mode=obs_mode)  # type: ignore[arg-type]
 
     def make(spec: Any) -> Any:
         from arena.guard import AgentCodeError, call_agent

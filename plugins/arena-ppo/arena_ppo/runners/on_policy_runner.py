@@ -15,7 +15,9 @@ from typing import Any
 
 import torch
 
-from arena.env import EnvConfig, TensorEnv, obs_vector
+from arena.env import TensorEnv, obs_vector
+from arena.env.teams import flatten_seats, side_total
+from arena.loop import GameLoop
 from arena.match import AgentFailure, check_device
 from arena.progress import Progress
 from arena.threads import apply_threads
@@ -77,7 +79,8 @@ class OnPolicyRunner:
 
         apply_threads(run.threads, batch=run.num_envs)
         torch.manual_seed(run.seed)  # network initialization
-        self.env_config = EnvConfig(obs_mode=run.obs_mode)  # type: ignore[arg-type]
+        self.env_config = run.env_config()
+        self.seats = self.env_config.team_size  # the learner flies every seat of p1: one row per aircraft
         self.agent = PPOAgent(self.device, self.env_config, network=cfg.network, obs_norm=run.obs_norm,
                               privileged_critic=run.privileged_critic, value_norm=ppo.value_norm)
         cfg.network = self.agent.network  # resolved input sizes, for config.yaml
@@ -94,8 +97,8 @@ class OnPolicyRunner:
         self_play = SelfPlayPool(self.out_dir,
                                  self._load_snapshot) if any(s.kind == "self" for s in self.specs) else None
         self.pool = OpponentPool(self.specs, run.num_envs, make_opponent, self_play=self_play,
-                                 snapshot=self._snapshot, self_slots=run.self_slots)
-        self.storage = RolloutStorage(ppo.n_steps, run.num_envs, self.agent.network.obs_dim,
+                                 snapshot=self._snapshot, self_slots=run.self_slots, team_size=self.seats)
+        self.storage = RolloutStorage(ppo.n_steps, run.num_envs * self.seats, self.agent.network.obs_dim,
                                       self.agent.network.critic_obs_dim if run.privileged_critic else None, self.device)
         self.obs = self.env.reset()
         self._eval_opponents: dict[str, Any] = {}
@@ -111,10 +114,14 @@ class OnPolicyRunner:
 
     # -- collection -------------------------------------------------------------------------------
 
+    def _seat_rows(self, value: torch.Tensor) -> torch.Tensor:
+        """A per-env [N, ...] tensor repeated for each of p1's seats: [N·T, ...] (as it is in a duel)."""
+        return value if self.seats == 1 else value.repeat_interleave(self.seats, 0)
+
     def _critic_input(self, features: torch.Tensor) -> torch.Tensor:
         if not self.agent.privileged_critic:
             return features
-        state = self.env.global_state("p1")
+        state = self._seat_rows(self.env.global_state("p1"))
         if self.agent.critic_normalizer is not None:
             self.agent.critic_normalizer.update(state)
         return self.agent.critic_features(features, state)
@@ -123,15 +130,17 @@ class OnPolicyRunner:
     def collect(self) -> dict[str, float]:
         """Fill the storage with one rollout; returns episode statistics of the episodes that ended in it."""
         agent, env, storage = self.agent, self.env, self.storage
-        n = env.num_envs
+        n, seats = env.num_envs, self.seats
         agent.train(True)
         self.pool.begin_rollout(self.shuffle_generator)
+        loop = GameLoop(env, self.pool.seating(self.device))
         stat_names = ("done", "ret", "len", "win", "draw", "loss", "missiles")
         stats = {k: torch.zeros(n, device=self.device) for k in stat_names}
         keys = agent.obs_keys
         storage.clear()
         for _ in range(storage.n_steps):
-            raw = obs_vector(self.obs["p1"], keys)
+            obs_p1 = flatten_seats(self.obs["p1"])  # [N·T] rows: every aircraft of p1
+            raw = obs_vector(obs_p1, keys)
             if agent.obs_normalizer is not None:
                 agent.obs_normalizer.update(raw)
                 features = agent.obs_normalizer(raw)
@@ -140,22 +149,28 @@ class OnPolicyRunner:
             critic_in = self._critic_input(features)
             out = agent.policy(features, self.action_generator)
             value = agent.value(critic_in)
-            action = {"rudder": out.rudder, "throttle": torch.ones_like(out.rudder), "fire": out.fire > 0.5}
-            opponent_action = self.pool.act(self.obs["p2"])
-            next_obs, rewards, dones, infos = env.step(action, opponent_action)
+            rudder, fire = out.rudder, out.fire > 0.5
+            if seats > 1:
+                rudder, fire = rudder.view(n, seats), fire.view(n, seats)
+            action = {"rudder": rudder, "throttle": torch.ones_like(rudder), "fire": fire}
+            turn = loop.step(self.obs, given={"p1": action})
+            next_obs, dones, infos = turn.next_obs, turn.dones, turn.infos
 
-            reward = rewards["p1"]
-            final_p1 = infos["final_obs"]["p1"]  # = next obs where the episode goes on
+            env_reward = turn.rewards["p1"].reshape(-1)
+            seat_dones = self._seat_rows(dones)
+            final_p1 = flatten_seats(infos["final_obs"]["p1"])  # = next obs where the episode goes on
+            reward = env_reward
             if self.reward_fn is not None:
-                reward = reward + self.reward_fn(self.obs["p1"], final_p1, rewards["p1"], dones, infos)
-            truncated = infos["truncated"]
+                reward = reward + self.reward_fn(obs_p1, final_p1, env_reward, seat_dones, infos)
+            truncated = self._seat_rows(infos["truncated"])
             final_raw = obs_vector(final_p1, keys)
             final_features = agent.obs_normalizer(final_raw) if agent.obs_normalizer is not None else final_raw
-            final_state = infos["final_global_state"]["p1"] if agent.privileged_critic else None
+            final_state = (self._seat_rows(infos["final_global_state"]["p1"]) if agent.privileged_critic
+                           else None)
             final_value = agent.value(agent.critic_features(final_features, final_state))
             storage.add(Transition(
                 obs=features, critic_obs=critic_in if agent.privileged_critic else None, u=out.u, fire=out.fire,
-                log_prob=out.log_prob, value=value, reward=reward, done=dones,
+                log_prob=out.log_prob, value=value, reward=reward, done=seat_dones,
                 bootstrap=torch.where(truncated, final_value, torch.zeros_like(final_value)),
                 mean=out.mean, log_std=out.log_std, fire_logit=out.fire_logit,
             ))
@@ -164,16 +179,15 @@ class OnPolicyRunner:
             winner = infos["winner"]
             episode = infos["episode"]
             stats["done"] += done_f
-            stats["ret"] += episode["return"]["p1"] * done_f
+            stats["ret"] += side_total(episode["return"]["p1"]) / seats * done_f  # per aircraft
             stats["len"] += episode["length"] * done_f
-            stats["missiles"] += episode["missiles_fired"]["p1"] * done_f
+            stats["missiles"] += side_total(episode["missiles_fired"]["p1"]) * done_f
             stats["win"] += (winner == 1).float()
             stats["loss"] += (winner == 2).float()
             stats["draw"] += (dones & (winner == 0)).float()
-            self.pool.reset(dones)
             self.obs = next_obs
 
-        raw = obs_vector(self.obs["p1"], keys)
+        raw = obs_vector(flatten_seats(self.obs["p1"]), keys)
         features = agent.obs_normalizer(raw) if agent.obs_normalizer is not None else raw
         last_values = agent.value(self._critic_input_no_update(features))
         storage.compute_returns(last_values, self.cfg.ppo.gamma, self.cfg.ppo.gae_lambda)
@@ -194,7 +208,7 @@ class OnPolicyRunner:
     def _critic_input_no_update(self, features: torch.Tensor) -> torch.Tensor:
         if not self.agent.privileged_critic:
             return features
-        return self.agent.critic_features(features, self.env.global_state("p1"))
+        return self.agent.critic_features(features, self._seat_rows(self.env.global_state("p1")))
 
     # -- the loop ---------------------------------------------------------------------------------
 

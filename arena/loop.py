@@ -1,0 +1,372 @@
+"""The one game loop: which agent flies which side of which battle, and one env step with all of them.
+
+``arena play``, the tournament executor and training opponent pools all describe their games the same
+way, as a *seating*: controller ``k`` flies side ``s`` of env ``e`` where ``owner[s, e] == k`` (−1: no
+controller; the side idles, or the caller acts for it itself, as a learner does). Each step the loop
+gathers each controller's rows from the two sides' observations (a view when they form one block),
+calls its agent's ``act`` once, checks the action, and scatters it back into the two sides' actions.
+Every agent therefore acts once per step on one batch, always on the same rows in the same order, so
+per-env memory (CrankAgent's state machine, a recurrent policy) stays aligned; ``reset(mask)`` clears
+the rows whose battle ended.
+
+Team battles (``team_size`` T > 1): an agent whose class sets ``plays_team = True`` gets a side's
+``[n, T]`` observation and returns ``[n, T]`` actions. Any other agent knows single aircraft and is
+flown seat by seat: its n sides come as ``n·T`` rows (a side's seats next to each other) and its
+``[n·T]`` actions are folded back. That is how CrankAgent, the placeholder and every 1-v-1 checkpoint
+fly any team size: each seat's standard observation is computed against that aircraft's own nearest
+enemy.
+
+Faults are the caller's to judge: ``arena play`` and training stop with the agents named, a tournament
+forfeits the participant's games and plays on (:meth:`Seating.disable`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+    from arena.env import TensorEnv
+    from arena.env.actions import CleanAction
+
+SIDES: tuple[str, str] = ("p1", "p2")
+ACTION_KEYS: tuple[str, ...] = ("rudder", "throttle", "fire")
+
+
+class AgentFailure(RuntimeError):
+    """An agent raised (anything, ``sys.exit`` included), or returned a malformed action or NaNs. Names
+    the agent and its role, so a tournament can score the forfeit and a user knows whose fault it was.
+
+    When several agents fail in the same step, ``failures`` holds each (agent, role, reason) and the
+    game has no result for anyone: the one checked first is not the only one to blame. ``agent``,
+    ``role`` and ``reason`` are the first failure's; ``index`` is the failing controller's position
+    in its seating (None where the failure came from elsewhere).
+    """
+
+    def __init__(self, agent: str, role: str, reason: str,
+                 others: "Sequence[tuple[str, str, str]]" = (), index: int | None = None) -> None:
+        self.agent, self.role, self.reason, self.index = agent, role, reason, index
+        self.failures: tuple[tuple[str, str, str], ...] = ((agent, role, reason), *others)
+        if others:
+            parts = "; ".join(f"agent {a!r} ({r}) {why}" for a, r, why in self.failures)
+            super().__init__(f"no result: {len(self.failures)} agents failed in the same step: {parts}")
+        else:
+            super().__init__(f"agent {agent!r} ({role}) {reason}")
+
+    @property
+    def no_result(self) -> bool:
+        """Several agents failed at once: a draw/no-result for all of them, not a win for anyone."""
+        return len(self.failures) > 1
+
+    @classmethod
+    def combine(cls, failures: "Sequence[AgentFailure]") -> "AgentFailure":
+        """One failure standing for all those of one step."""
+        flat = [f for failure in failures for f in failure.failures]
+        return cls(*flat[0], others=flat[1:])
+
+
+def raise_failures(failures: "Sequence[AgentFailure]") -> None:
+    """Raise the failures of one step together (nothing when there are none)."""
+    if failures:
+        raise AgentFailure.combine(failures)
+
+
+def checked_act(agent: Any, obs: dict[str, "torch.Tensor"], name: str, role: str, num_envs: int,
+                device: "torch.device", raise_now: bool = True, team_size: int = 1) -> "CleanAction | AgentFailure":
+    """Call ``agent.act`` and validate what comes back, blaming the agent by name for any fault.
+
+    With ``raise_now=False`` the failure is returned instead of raised, so that the caller can see
+    whether another agent failed in the same step before deciding who is to blame.
+    """
+    from arena.env import check_action
+    from arena.guard import AgentCodeError, call_agent
+
+    try:
+        action = call_agent(name, "act", agent.act, obs)
+        return check_action(action, num_envs, device, who="action", team_size=team_size)
+    except AgentCodeError as exc:
+        failure = AgentFailure(name, role, f"raised {exc.cause}")
+    except ValueError as exc:
+        failure = AgentFailure(name, role, f"returned a malformed action: {exc}")
+    if raise_now:
+        raise failure
+    return failure
+
+
+def checked_call(fn: Any, name: str, role: str, what: str, *args: Any) -> AgentFailure | None:
+    """Run one of the agent's methods (``eval``, ``reset``, ``train``); its failure, or None."""
+    from arena.guard import AgentCodeError, call_agent
+
+    try:
+        call_agent(name, what, fn, *args)
+    except AgentCodeError as exc:
+        return AgentFailure(name, role, exc.reason)
+    return None
+
+
+def plays_team(agent: Any) -> bool:
+    """Whether ``agent`` takes a side's [n, T] observation (else it is flown seat by seat)."""
+    return getattr(agent, "plays_team", False) is True
+
+
+@dataclass
+class Controller:
+    """An agent in a seating, with the name and role a fault is blamed on."""
+
+    agent: Any
+    name: str
+    role: str
+    active: bool = True  # False once disabled: its rows idle (zero actions), it is not called again
+
+
+@dataclass
+class Rows:
+    """One controller's rows of each side: a slice (one block) or an index tensor; None for none."""
+
+    sides: tuple[Any, Any]
+    counts: tuple[int, int]
+    flat: bool  # flown seat by seat: n sides become n·T rows
+
+    @property
+    def count(self) -> int:
+        return self.counts[0] + self.counts[1]
+
+
+def block_or_index(envs: "torch.Tensor", device: "torch.device") -> Any:
+    """A slice when ``envs`` (sorted env indices) is one contiguous block, else an index tensor."""
+    import torch
+
+    if envs.numel() == 0:
+        return None
+    first, last = int(envs[0]), int(envs[-1])
+    if last - first + 1 == envs.numel():
+        return slice(first, last + 1)
+    return envs.to(device=device, dtype=torch.long)
+
+
+@dataclass
+class Turn:
+    """One step of the game loop, as an ``on_step`` observer sees it."""
+
+    step: int  # steps taken by this loop, this one included
+    obs: dict[str, dict[str, "torch.Tensor"]]  # what the agents saw
+    actions: dict[str, dict[str, "torch.Tensor"]]  # what each side did (clean)
+    next_obs: dict[str, dict[str, "torch.Tensor"]]
+    rewards: dict[str, "torch.Tensor"]
+    dones: "torch.Tensor"
+    infos: dict[str, Any]
+
+
+class Seating:
+    """Who flies which (side, env) rows, and acting for all of them at once.
+
+    ``owner`` is [2, N] (side, env) of controller positions, −1 for rows nobody here flies. The same
+    agent object listed twice would have its memory split between two batches: give it one controller
+    with all its rows instead.
+    """
+
+    def __init__(self, controllers: Sequence[Controller], owner: "torch.Tensor", team_size: int,
+                 device: "torch.device", move_limit: float | None = None) -> None:
+        import torch
+
+        if owner.dim() != 2 or owner.shape[0] != 2:
+            raise ValueError(f"owner: expected a [2, num_envs] tensor, got shape {list(owner.shape)}")
+        self.controllers = list(controllers)
+        self.num_envs = int(owner.shape[1])
+        self.team_size = team_size
+        self.device = device
+        self.move_limit = move_limit  # seconds per act() call after the first; None: unlimited
+        self.owner = owner.to("cpu", torch.long)
+        self.rows: list[Rows] = []
+        for k, c in enumerate(self.controllers):
+            envs = [torch.nonzero(self.owner[s] == k).flatten() for s in range(2)]
+            self.rows.append(Rows((block_or_index(envs[0], device), block_or_index(envs[1], device)),
+                                  (envs[0].numel(), envs[1].numel()), team_size > 1 and not plays_team(c.agent)))
+        self.covered = bool((self.owner >= 0).all())
+        self.nans = torch.zeros(len(self.controllers), dtype=torch.int64, device=device)
+        self.moves = 0  # act() rounds so far: the first may pay one-time costs and is never timed
+
+    # -- acting -------------------------------------------------------------------------------------
+
+    def act(self, obs: dict[str, dict[str, "torch.Tensor"]]
+            ) -> tuple[dict[str, dict[str, "torch.Tensor"]], list[AgentFailure]]:
+        """Every active controller's action, merged into each side's ``{rudder, throttle, fire}``.
+
+        ``obs`` needs only the sides some controller flies. Rows nobody flies (or whose controller
+        failed) get a zero action. Returns the actions and the failures of this step (empty when all
+        went well); NaN values are counted per controller for :meth:`nan_failures`.
+        """
+        import torch
+
+        stacks: dict[str, torch.Tensor] = {}
+        keys: dict[str, list[str]] = {}
+        out = {side: self._blank() for side in SIDES if side in obs}
+        failures: list[AgentFailure] = []
+        nans: list[tuple[int, torch.Tensor]] = []
+        timed = self.move_limit is not None and self.moves > 0
+        for k, (c, rows) in enumerate(zip(self.controllers, self.rows)):
+            if not c.active or rows.count == 0:
+                continue
+            observation = self._gather(obs, rows, stacks, keys)
+            count = rows.count * self.team_size if rows.flat else rows.count
+            if timed:
+                self._sync()  # the work queued before this move is not this controller's
+                t0 = time.perf_counter()
+            result = checked_act(c.agent, observation, c.name, c.role, count, self.device, raise_now=False,
+                                 team_size=1 if rows.flat else self.team_size)
+            if isinstance(result, AgentFailure):
+                result.index = k
+                failures.append(result)
+                continue
+            if timed:
+                self._sync()
+                took = time.perf_counter() - t0
+                assert self.move_limit is not None
+                if took > self.move_limit:
+                    failures.append(AgentFailure(c.name, c.role, f"ran out of time: one move took {took:.3g} s on "
+                                                 f"{rows.count} battles (time_per_move {self.move_limit:g} s)",
+                                                 index=k))
+                    continue
+            self._scatter(out, rows, result)
+            nans.append((k, result.nan_count.sum()))
+        if nans:
+            index = torch.tensor([k for k, _ in nans], device=self.device)
+            self.nans.index_add_(0, index, torch.stack([n for _, n in nans]).to(torch.int64))
+        self.moves += 1
+        return out, failures
+
+    def reset(self, dones: "torch.Tensor | None" = None) -> list[AgentFailure]:
+        """Reset every active controller where ``dones`` [N] is set (everything when None)."""
+        import torch
+
+        both = None if dones is None else (dones, dones)
+        failures = []
+        for k, (c, rows) in enumerate(zip(self.controllers, self.rows)):
+            if not c.active or rows.count == 0 or not callable(getattr(c.agent, "reset", None)):
+                continue
+            mask = None
+            if both is not None:
+                parts = [self._select(both[s], sel) for s, sel in enumerate(rows.sides) if sel is not None]
+                mask = parts[0] if len(parts) == 1 else torch.cat(parts)
+                if rows.flat:
+                    mask = mask.repeat_interleave(self.team_size)
+            failure = checked_call(c.agent.reset, c.name, c.role, "reset", mask)
+            if failure is not None:
+                failure.index = k
+                failures.append(failure)
+        return failures
+
+    def nan_failures(self) -> list[AgentFailure]:
+        """Controllers that returned NaN since the last call (one host sync), and restart the count."""
+        counts = self.nans.tolist()
+        self.nans.zero_()
+        return [AgentFailure(c.name, c.role, f"returned NaN in {int(n)} action value(s)", index=k)
+                for k, (c, n) in enumerate(zip(self.controllers, counts)) if n and c.active]
+
+    def disable(self, k: int) -> None:
+        """Stop calling controller ``k``; its rows idle from now on."""
+        self.controllers[k].active = False
+
+    # -- pieces -------------------------------------------------------------------------------------
+
+    def _blank(self) -> dict[str, "torch.Tensor"]:
+        import torch
+
+        shape = (self.num_envs,) if self.team_size == 1 else (self.num_envs, self.team_size)
+        return {"rudder": torch.zeros(shape, device=self.device), "throttle": torch.zeros(shape, device=self.device),
+                "fire": torch.zeros(shape, dtype=torch.bool, device=self.device)}
+
+    @staticmethod
+    def _select(t: "torch.Tensor", sel: Any) -> "torch.Tensor":
+        return t[sel] if isinstance(sel, slice) else t.index_select(0, sel)
+
+    def _gather(self, obs: dict[str, dict[str, "torch.Tensor"]], rows: Rows, stacks: dict[str, "torch.Tensor"],
+                keys: dict[str, list[str]]) -> dict[str, "torch.Tensor"]:
+        """The controller's observation: its rows of each side, p1's first, flattened seat by seat if need be."""
+        import torch
+
+        parts = []
+        names: list[str] = []
+        for s, sel in enumerate(rows.sides):
+            if sel is None:
+                continue
+            side = SIDES[s]
+            if side not in obs:
+                raise ValueError(f"the seating needs {side}'s observation, which was not given")
+            if side not in stacks:  # one stacked tensor per side and step: one gather per controller
+                keys[side] = list(obs[side])
+                stacks[side] = torch.stack([obs[side][key] for key in keys[side]])
+            names = keys[side]
+            parts.append(stacks[side][:, sel] if isinstance(sel, slice) else stacks[side].index_select(1, sel))
+        local = parts[0] if len(parts) == 1 else torch.cat(parts, 1)
+        if rows.flat:
+            local = local.reshape(local.shape[0], -1)
+        return dict(zip(names, local.unbind(0)))
+
+    def _scatter(self, out: dict[str, dict[str, "torch.Tensor"]], rows: Rows, action: "CleanAction") -> None:
+        first = rows.counts[0]
+        for key in ACTION_KEYS:
+            value = getattr(action, key)
+            if rows.flat:
+                value = value.view(-1, self.team_size)
+            for s, sel in enumerate(rows.sides):
+                if sel is None:
+                    continue
+                part = value[:first] if s == 0 else value[first:]
+                target = out[SIDES[s]][key]
+                if isinstance(sel, slice):
+                    target[sel] = part
+                else:
+                    target.index_copy_(0, sel, part)
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            import torch
+
+            torch.cuda.synchronize(self.device)
+
+
+Observer = Callable[[Turn], None]
+
+
+@dataclass
+class GameLoop:
+    """A seating playing in one env: act, step, tell the observers, reset the agents of finished battles.
+
+    ``given`` sides are acted for by the caller (a learner's actions); every other side comes from the
+    seating. ``on_fault`` judges the failures of a step before the env moves on (default: raise them
+    together); the observers see every step (replay recorders, statistics).
+    """
+
+    env: "TensorEnv"
+    seating: Seating
+    observers: list[Observer] = field(default_factory=list)
+    on_fault: Callable[[list[AgentFailure]], None] = raise_failures
+    steps: int = 0
+
+    def reset_agents(self) -> None:
+        """Every agent forgets everything: new battles everywhere."""
+        self._judge(self.seating.reset(None))
+
+    def step(self, obs: dict[str, dict[str, "torch.Tensor"]],
+             given: dict[str, dict[str, "torch.Tensor"]] | None = None) -> Turn:
+        given = given or {}
+        wanted = {side: obs[side] for side in SIDES if side not in given}
+        actions, failures = self.seating.act(wanted)
+        self._judge(failures)
+        actions.update(given)
+        next_obs, rewards, dones, infos = self.env.step(actions["p1"], actions["p2"])
+        self.steps += 1
+        turn = Turn(self.steps, obs, actions, next_obs, rewards, dones, infos)
+        for observer in self.observers:
+            observer(turn)
+        self._judge(self.seating.reset(dones))  # auto-reset battles start afresh: clear their memory
+        return turn
+
+    def _judge(self, failures: list[AgentFailure]) -> None:
+        if failures:
+            self.on_fault(failures)

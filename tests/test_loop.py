@@ -1,0 +1,129 @@
+"""The shared game loop: seating, seat-by-seat flying of single-aircraft agents, faults, observers."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from arena.agents import BaseAgent
+from arena.env import EnvConfig, TensorEnv
+from arena.loop import AgentFailure, Controller, GameLoop, Seating
+
+CPU = torch.device("cpu")
+
+
+class Echo(BaseAgent):
+    """Steers by a constant and remembers the shape of what it saw and the masks it was reset with."""
+
+    name = "echo"
+
+    def __init__(self, rudder: float = 0.0, team: bool = False, bad: str = "") -> None:
+        super().__init__()
+        self.rudder, self.bad = rudder, bad
+        self.plays_team = team  # type: ignore[misc]
+        self.seen: list[tuple[int, ...]] = []
+        self.resets: list[torch.Tensor | None] = []
+
+    def act(self, observation):
+        x = observation["enemy_distance"]
+        self.seen.append(tuple(x.shape))
+        if self.bad == "raise":
+            raise RuntimeError("kaput")
+        rudder = torch.full_like(x, self.rudder)
+        if self.bad == "nan":
+            rudder[0] = float("nan")
+        if self.bad == "shape":
+            rudder = rudder[:1]
+        return {"rudder": rudder, "throttle": torch.ones_like(x), "fire": torch.zeros_like(x, dtype=torch.bool)}
+
+    def reset(self, env_mask=None):
+        self.resets.append(None if env_mask is None else env_mask.clone())
+
+
+def seating(agents, owner, team_size=1):
+    return Seating([Controller(a, f"agent{i}", "test") for i, a in enumerate(agents)], torch.tensor(owner), team_size,
+                   CPU)
+
+
+def test_each_controller_acts_once_on_its_rows_and_actions_land_on_its_sides():
+    env = TensorEnv(4, seed=1)
+    obs = env.reset()
+    a, b = Echo(0.5), Echo(-0.5)
+    seats = seating([a, b], [[0, 0, 1, 1], [1, 1, 0, 0]])
+    actions, failures = seats.act(obs)
+    assert not failures and a.seen == [(4,)] and b.seen == [(4,)]
+    assert actions["p1"]["rudder"].tolist() == [0.5, 0.5, -0.5, -0.5]
+    assert actions["p2"]["rudder"].tolist() == [-0.5, -0.5, 0.5, 0.5]
+
+
+def test_rows_nobody_flies_idle_and_a_missing_side_is_named():
+    env = TensorEnv(4, seed=1)
+    obs = env.reset()
+    seats = seating([Echo(1.0)], [[-1, -1, -1, -1], [0, -1, 0, -1]])
+    actions, _ = seats.act({"p2": obs["p2"]})
+    assert actions["p2"]["rudder"].tolist() == [1.0, 0.0, 1.0, 0.0] and "p1" not in actions
+    with pytest.raises(ValueError, match="p2's observation"):
+        seats.act({"p1": obs["p1"]})
+
+
+def test_single_aircraft_agents_are_flown_seat_by_seat_and_team_agents_get_the_team():
+    env = TensorEnv(3, seed=2, config=EnvConfig(team_size=4))
+    obs = env.reset()
+    single, team = Echo(0.25), Echo(-0.25, team=True)
+    seats = seating([single, team], [[0, 0, 0], [1, 1, 1]], team_size=4)
+    actions, failures = seats.act(obs)
+    assert not failures
+    assert single.seen == [(12,)] and team.seen == [(3, 4)]
+    assert actions["p1"]["rudder"].shape == (3, 4) and bool((actions["p1"]["rudder"] == 0.25).all())
+    # Seat k of env e is row e*T + k: the flattened observation is the team's, seat by seat.
+    seen = obs["p1"]["enemy_distance"].reshape(-1)
+    assert torch.equal(seats._gather(obs, seats.rows[0], {}, {})["enemy_distance"], seen)
+    dones = torch.tensor([False, True, False])
+    assert not seats.reset(dones)
+    assert single.resets[-1].tolist() == [False] * 4 + [True] * 4 + [False] * 4
+    assert team.resets[-1].tolist() == [False, True, False]
+
+
+@pytest.mark.parametrize("bad, words", [
+    ("raise", "raised RuntimeError: kaput"),
+    ("shape", "returned a malformed action"),
+])
+def test_faults_name_the_controller_and_its_rows_idle_once_disabled(bad, words):
+    env = TensorEnv(4, seed=1)
+    obs = env.reset()
+    good, broken = Echo(0.5), Echo(0.5, bad=bad)
+    seats = seating([good, broken], [[0, 0, 1, 1], [1, 1, 0, 0]])
+    _, failures = seats.act(obs)
+    assert len(failures) == 1 and failures[0].index == 1 and words in str(failures[0])
+    seats.disable(1)
+    actions, failures = seats.act(obs)
+    assert not failures and actions["p1"]["rudder"].tolist() == [0.5, 0.5, 0.0, 0.0]
+
+
+def test_nans_are_counted_until_asked_for():
+    env = TensorEnv(2, seed=1)
+    obs = env.reset()
+    seats = seating([Echo(bad="nan"), Echo()], [[0, 1], [1, 0]])
+    seats.act(obs)
+    seats.act(obs)
+    failures = seats.nan_failures()
+    assert [(f.index, f.reason) for f in failures] == [(0, "returned NaN in 2 action value(s)")]
+    assert seats.nan_failures() == []
+
+
+def test_the_loop_steps_given_sides_raises_faults_and_tells_observers():
+    env = TensorEnv(4, seed=3)
+    seen = []
+    learner = {"rudder": torch.full((4,), 0.75), "throttle": torch.ones(4), "fire": torch.zeros(4, dtype=torch.bool)}
+    loop = GameLoop(env, seating([Echo(-1.0)], [[-1] * 4, [0] * 4]), observers=[seen.append])
+    turn = loop.step(env.reset(), given={"p1": learner})
+    assert seen == [turn] and turn.step == 1
+    assert turn.actions["p1"] is learner and turn.actions["p2"]["rudder"].tolist() == [-1.0] * 4
+    broken = GameLoop(env, seating([Echo(bad="raise")], [[-1] * 4, [0] * 4]))
+    with pytest.raises(AgentFailure, match="agent0"):
+        broken.step(turn.next_obs, given={"p1": learner})
+
+
+def test_owner_must_name_both_sides():
+    with pytest.raises(ValueError, match=r"\[2, num_envs\]"):
+        Seating([], torch.zeros(4, dtype=torch.long), 1, CPU)
