@@ -321,10 +321,15 @@ def advance(state: WorldState, rudder: torch.Tensor, throttle: torch.Tensor, cfg
 
 
 def credit_kills(scored: torch.Tensor) -> torch.Tensor:
-    """[N, A] float: enemies destroyed by each shooter, from [T, N, A] hits by (shooter seat, target)."""
+    """[N, A] float: enemies destroyed by each shooter, from [T, N, A] hits by (shooter seat, target).
+
+    A target dies in one substep; when missiles of several shooters strike it in that substep the kill
+    is shared among them, so a side's kills always add up to the enemies its missiles destroyed.
+    """
     t, n, a = scored.shape
     if t == 1:
         return swap_players(scored[0]).float()
+    share = scored.float() / scored.sum(0, keepdim=True).clamp_(min=1)
     # Block ``seat`` of target side q was fired by side 1-q's ``seat``: sum over the targets, swap sides.
-    per_shooter = scored.view(t, n, 2, t).float().sum(-1).permute(1, 2, 0)  # [N, target side, seat]
+    per_shooter = share.view(t, n, 2, t).sum(-1).permute(1, 2, 0)  # [N, target side, seat]
     return per_shooter.roll(1, 1).reshape(n, a)

@@ -224,6 +224,7 @@ class _BatchRun:
         owner = torch.tensor([[position[k] for k in self.p1], [position[k] for k in self.p2]], dtype=torch.long)
         self.owner = owner
         self.failed: set[int] = set()
+        self.team_size = env_config.team_size if env_config is not None else 1
         self.batch_id = -1
         self.time_per_move = time_per_move
 
@@ -282,14 +283,16 @@ class _BatchRun:
             return
         ep = infos["episode"]
         columns = (infos["winner"], ep["length"], side_total(ep["return"]["p1"]), side_total(ep["return"]["p2"]),
-                   side_total(ep["missiles_fired"]["p1"]), side_total(ep["missiles_fired"]["p2"]))
+                   side_total(ep["missiles_fired"]["p1"]), side_total(ep["missiles_fired"]["p2"]),
+                   side_total(ep["kills"]["p1"]), side_total(ep["kills"]["p2"]))
         table = torch.stack([c.to(torch.float64) for c in columns], 1)[ended].tolist()
         results = []
-        for s, (winner, length, r1, r2, m1, m2) in zip(ended.tolist(), table):
+        for s, (winner, length, r1, r2, m1, m2, k1, k2) in zip(ended.tolist(), table):
             if self.game[s] < 0:
                 continue  # an idle slot finished a game nobody asked for
             results.append(GameResult(self.p1[s], self.p2[s], self.game[s], int(winner), int(length), r1, r2,
-                                      int(m1), int(m2), self.batch_id, s, self.seed))
+                                      int(m1), int(m2), self.batch_id, s, self.seed, team_size=self.team_size,
+                                      kills_p1=k1, kills_p2=k2))
             self._next_game(s)
         self._report(results)
 
@@ -316,7 +319,7 @@ class _BatchRun:
         p1, p2 = self.p1[s], self.p2[s]
         nan = float("nan")
         return GameResult(p1, p2, game, P2_WINS if k == p1 else P1_WINS, length, nan, nan, 0, 0, self.batch_id, s,
-                          self.seed, forfeit_by=k, forfeit_reason=reason)
+                          self.seed, forfeit_by=k, forfeit_reason=reason, team_size=self.team_size)
 
     def _report(self, results: list[GameResult]) -> None:
         if not results:

@@ -9,7 +9,8 @@ DRAW, P1_WINS, P2_WINS = 0, 1, 2  # the env's ``infos["winner"]`` codes
 
 @dataclass(frozen=True)
 class GameResult:
-    """One game. ``p1``/``p2``/``forfeit_by`` identify participants (positions in the executor, database
+    """One game. ``p1``/``p2`` are the participants that flew side 1 and side 2 (one aircraft each, or a
+    team of ``team_size``); they and ``forfeit_by`` identify participants (positions in the executor, database
     ids in the store). A forfeit is a loss for ``forfeit_by``; its length is the steps played before the
     participant misbehaved (0 for games it never started) and its returns are NaN."""
 
@@ -27,7 +28,21 @@ class GameResult:
     seed: int = 0  # the batch's env seed: replaying the batch replays the game
     forfeit_by: int | None = None
     forfeit_reason: str | None = None
+    team_size: int = 1  # aircraft a side
+    kills_p1: float | None = None  # enemy aircraft side 1 destroyed, shared kills split (None: schema-1 stores)
+    kills_p2: float | None = None
 
     @property
     def forfeit(self) -> bool:
         return self.forfeit_by is not None
+
+    def score(self, side: int) -> float:
+        """Points of the participant that flew ``side`` (1 or 2): a win 1, a draw ½, a loss 0."""
+        if self.winner == DRAW:
+            return 0.5
+        return 1.0 if self.winner == side else 0.0
+
+    def sides(self) -> tuple[tuple[int, int, float, float, int, float | None], ...]:
+        """``(side, participant, score, return, missiles, kills)`` of each side: the store's ``sides`` rows."""
+        return ((1, self.p1, self.score(1), self.return_p1, self.missiles_p1, self.kills_p1),
+                (2, self.p2, self.score(2), self.return_p2, self.missiles_p2, self.kills_p2))

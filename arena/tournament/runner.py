@@ -21,7 +21,7 @@ from arena.tournament.executor import ExecutionStats, play
 from arena.tournament.report import Entrant, TournamentReport, build_report, write_report
 from arena.tournament.results import GameResult
 from arena.tournament.schedule import Unit, missing, pairings, total_games, units
-from arena.tournament.store import FolderLock, ResultStore, RunRecord, StoreError, db_path
+from arena.tournament.store import SCHEMA_VERSION, FolderLock, ResultStore, RunRecord, StoreError, db_path
 
 if TYPE_CHECKING:
     from arena.agents import Agent, Registry
@@ -135,6 +135,7 @@ def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "
 
     with FolderLock(config.output):  # one tournament per output folder at a time
         store = ResultStore(db_path(config.output), fresh=fresh)
+        note_migration(store)
         try:
             store.tidy_stale_runs()  # runs left 'running' by a process that was killed
             report = _play_and_report(config, store, participants, agents, device, env_config, progress, stream,
@@ -144,6 +145,14 @@ def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "
     if notify:
         notify_finished(report)
     return report
+
+
+def note_migration(store: ResultStore) -> None:
+    """Say so when opening the store upgraded an older database (the old file is kept beside it)."""
+    if store.migrated_from is not None:
+        print(f"note: {store.path} upgraded from schema {store.migrated_from} to {SCHEMA_VERSION}: games are now "
+              f"stored by side; the old file is kept as {store.path.name}.schema{store.migrated_from}.bak",
+              file=sys.stderr)
 
 
 def same_env(stored: str, env_config: Any) -> bool:
@@ -264,6 +273,7 @@ def rebuild_report(directory: str | Path, write: bool = True) -> TournamentRepor
     directory = Path(directory)
     path = directory if directory.name.endswith(".sqlite") else db_path(directory)
     store = ResultStore(path, create=False)
+    note_migration(store)
     try:
         report = league_report(store, store.latest_run())
     finally:

@@ -1,8 +1,16 @@
 """The results database: ``<output>/results.sqlite``.
 
-The database is the tournament's memory. Every game is a row keyed by ``(p1, p2, game_index)``, so a
-re-run asks it which games exist and plays only the rest; ratings and reports are computed from it
-alone, so they can be rebuilt at any time (``arena leaderboard``). Games are committed as they arrive
+The database is the tournament's memory. Every game is a row of ``games`` keyed by the ordered pairing
+(the participants flying side 1 and side 2, ``p1``/``p2``) and its number, so a re-run asks it which
+games exist and plays only the rest. What each side did is a row of ``sides``: the participant that
+flew it (a single aircraft or a whole team, ``team_size`` of the game), its score (1, ½, 0), return,
+missiles and kills; ratings rate the participant that flew a side. Ratings and reports are computed
+from the database alone, so they can be rebuilt at any time (``arena leaderboard``).
+
+Schema 1 (before team battles: returns and missiles as p1/p2 columns) is upgraded in place on open,
+after a copy of the file is kept as ``results.sqlite.schema1.bak``; a newer schema is refused.
+
+Games are committed as they arrive
 (one small transaction per env step that finished any; WAL mode makes that cheap), so a killed run
 loses only the games still in flight. ``commit_every`` can space commits out for very slow disks.
 
@@ -26,9 +34,10 @@ from arena.tournament.results import GameResult
 
 DB_NAME = "results.sqlite"
 LOCK_NAME = "tournament.lock"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+MIGRATIONS = ("1",)  # older schema versions this arena upgrades in place (after a backup copy)
 APPLICATION_ID = 0x41524E41  # "ARNA" in PRAGMA application_id: marks the file as arena's own
-TABLES = frozenset({"meta", "participants", "runs", "run_participants", "batches", "games"})
+TABLES = frozenset({"meta", "participants", "runs", "run_participants", "batches", "games", "sides"})
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -48,10 +57,45 @@ CREATE TABLE IF NOT EXISTS games (
     id INTEGER PRIMARY KEY,
     p1 INTEGER NOT NULL REFERENCES participants(id), p2 INTEGER NOT NULL REFERENCES participants(id),
     game_index INTEGER NOT NULL, winner INTEGER NOT NULL, length INTEGER NOT NULL,
-    return_p1 REAL, return_p2 REAL, missiles_p1 INTEGER, missiles_p2 INTEGER,
+    team_size INTEGER NOT NULL DEFAULT 1,
     batch_id INTEGER REFERENCES batches(id), slot INTEGER, seed INTEGER,
     forfeit_by INTEGER REFERENCES participants(id), forfeit_reason TEXT, finished_at REAL NOT NULL,
     UNIQUE (p1, p2, game_index));
+CREATE TABLE IF NOT EXISTS sides (
+    game_id INTEGER NOT NULL REFERENCES games(id), side INTEGER NOT NULL,
+    participant INTEGER NOT NULL REFERENCES participants(id), score REAL NOT NULL,
+    return REAL, missiles INTEGER, kills REAL, PRIMARY KEY (game_id, side));
+CREATE INDEX IF NOT EXISTS sides_by_participant ON sides (participant);
+"""
+
+
+# Schema 1 kept return and missiles as p1/p2 columns of ``games``; schema 2 keeps them per side.
+# executescript commits first and runs the script as is: the BEGIN/COMMIT make it all or nothing.
+# The table is rebuilt rather than renamed: a rename would carry the references of ``sides`` along.
+MIGRATE_FROM_1 = """
+BEGIN;
+CREATE TABLE games_schema2 (
+    id INTEGER PRIMARY KEY,
+    p1 INTEGER NOT NULL REFERENCES participants(id), p2 INTEGER NOT NULL REFERENCES participants(id),
+    game_index INTEGER NOT NULL, winner INTEGER NOT NULL, length INTEGER NOT NULL,
+    team_size INTEGER NOT NULL DEFAULT 1,
+    batch_id INTEGER REFERENCES batches(id), slot INTEGER, seed INTEGER,
+    forfeit_by INTEGER REFERENCES participants(id), forfeit_reason TEXT, finished_at REAL NOT NULL,
+    UNIQUE (p1, p2, game_index));
+INSERT INTO games_schema2 (id, p1, p2, game_index, winner, length, team_size, batch_id, slot, seed, forfeit_by,
+                           forfeit_reason, finished_at)
+    SELECT id, p1, p2, game_index, winner, length, 1, batch_id, slot, seed, forfeit_by, forfeit_reason, finished_at
+    FROM games;
+INSERT OR REPLACE INTO sides (game_id, side, participant, score, return, missiles, kills)
+    SELECT id, 1, p1, CASE winner WHEN 1 THEN 1.0 WHEN 0 THEN 0.5 ELSE 0.0 END, return_p1, missiles_p1, NULL
+    FROM games;
+INSERT OR REPLACE INTO sides (game_id, side, participant, score, return, missiles, kills)
+    SELECT id, 2, p2, CASE winner WHEN 2 THEN 1.0 WHEN 0 THEN 0.5 ELSE 0.0 END, return_p2, missiles_p2, NULL
+    FROM games;
+DROP TABLE games;
+ALTER TABLE games_schema2 RENAME TO games;
+UPDATE meta SET value = '2' WHERE key = 'schema_version';
+COMMIT;
 """
 
 
@@ -98,11 +142,16 @@ class ResultStore:
             raise StoreError(f"{self.path}: cannot be used as the results database ({_reason(exc)}); expected a "
                              f"writable output directory holding {DB_NAME} written by `arena tournament`") from None
         version = self.meta("schema_version")
+        self.migrated_from: str | None = None  # the schema version this open upgraded, if any
         if version is None:
             self.set_meta("schema_version", SCHEMA_VERSION)
+        elif version in MIGRATIONS:
+            self._migrate(version)
         elif version != SCHEMA_VERSION:
-            raise StoreError(f"{self.path}: schema version {version}, this arena reads {SCHEMA_VERSION}; "
-                             f"use --fresh or another output directory")
+            self.conn.close()
+            raise StoreError(f"{self.path}: schema version {version}, this arena reads {SCHEMA_VERSION} (and "
+                             f"upgrades {', '.join(MIGRATIONS)}); use a newer arena, --fresh or another output "
+                             f"directory")
         self.conn.commit()
         self.commit_every = commit_every
         self._last_commit = time.monotonic()
@@ -133,6 +182,31 @@ class ResultStore:
             conn.close()
             raise
         return conn
+
+    def _migrate(self, version: str) -> None:
+        """Upgrade a schema-1 database in place, in one transaction, after keeping a copy of the file."""
+        import shutil
+
+        backup = self.path.with_name(f"{self.path.name}.schema{version}.bak")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the copy must hold every committed game
+        shutil.copyfile(self.path, backup)
+        try:
+            self.conn.execute("PRAGMA foreign_keys=OFF")  # the games table is rebuilt under its references
+            try:
+                self.conn.executescript(MIGRATE_FROM_1)
+            except sqlite3.Error:
+                if self.conn.in_transaction:
+                    self.conn.rollback()
+                raise
+            broken = self.conn.execute("PRAGMA foreign_key_check").fetchall()
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            if broken:
+                raise sqlite3.IntegrityError(f"{len(broken)} row(s) refer to missing rows")
+        except sqlite3.Error as exc:
+            self.conn.close()
+            raise StoreError(f"{self.path}: cannot upgrade schema {version} to {SCHEMA_VERSION} ({_reason(exc)}); "
+                             f"the database is unchanged and a copy is in {backup}") from None
+        self.migrated_from = version
 
     # -- metadata ------------------------------------------------------------------------------------
 
@@ -245,15 +319,20 @@ class ResultStore:
         """Queue finished games; they are committed at most ``commit_every`` seconds later (or on
         :meth:`flush`). A game already stored is left as it is."""
         now = time.time()
-        rows = [(g.p1, g.p2, g.game_index, g.winner, g.length, _real(g.return_p1), _real(g.return_p2),
-                 g.missiles_p1, g.missiles_p2, g.batch if g.batch >= 0 else None, g.slot, g.seed,
-                 g.forfeit_by, g.forfeit_reason, now) for g in games]
-        if not rows:
+        games = list(games)
+        if not games:
             return
+        rows = [(g.p1, g.p2, g.game_index, g.winner, g.length, g.team_size, g.batch if g.batch >= 0 else None,
+                 g.slot, g.seed, g.forfeit_by, g.forfeit_reason, now) for g in games]
         self.conn.executemany(
-            "INSERT OR IGNORE INTO games (p1, p2, game_index, winner, length, return_p1, return_p2, missiles_p1, "
-            "missiles_p2, batch_id, slot, seed, forfeit_by, forfeit_reason, finished_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            "INSERT OR IGNORE INTO games (p1, p2, game_index, winner, length, team_size, batch_id, slot, seed, "
+            "forfeit_by, forfeit_reason, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        # A game stored before keeps its sides: (game_id, side) is the key.
+        sides = [(side, who, score, _real(ret), missiles, kills, g.p1, g.p2, g.game_index)
+                 for g in games for side, who, score, ret, missiles, kills in g.sides()]
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO sides (game_id, side, participant, score, return, missiles, kills) "
+            "SELECT id, ?, ?, ?, ?, ?, ? FROM games WHERE p1 = ? AND p2 = ? AND game_index = ?", sides)
         self._pending += len(rows)
         if time.monotonic() - self._last_commit >= self.commit_every:
             self.flush()
@@ -278,8 +357,10 @@ class ResultStore:
         ids = set(participant_ids) if participant_ids is not None else None
         out = []
         for r in self.conn.execute(
-                "SELECT p1, p2, game_index, winner, length, return_p1, return_p2, missiles_p1, missiles_p2, "
-                "batch_id, slot, seed, forfeit_by, forfeit_reason FROM games ORDER BY p1, p2, game_index"):
+                "SELECT g.p1, g.p2, g.game_index, g.winner, g.length, a.return, b.return, a.missiles, b.missiles, "
+                "g.batch_id, g.slot, g.seed, g.forfeit_by, g.forfeit_reason, g.team_size, a.kills, b.kills "
+                "FROM games g LEFT JOIN sides a ON a.game_id = g.id AND a.side = 1 "
+                "LEFT JOIN sides b ON b.game_id = g.id AND b.side = 2 ORDER BY g.p1, g.p2, g.game_index"):
             if ids is not None and (r[0] not in ids or r[1] not in ids):
                 continue
             if max_index is not None and r[2] >= max_index:
@@ -287,8 +368,16 @@ class ResultStore:
             out.append(GameResult(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), _float(r[5]), _float(r[6]),
                                   int(r[7] or 0), int(r[8] or 0), int(r[9]) if r[9] is not None else -1,
                                   int(r[10]) if r[10] is not None else -1, int(r[11] or 0),
-                                  int(r[12]) if r[12] is not None else None, r[13]))
+                                  int(r[12]) if r[12] is not None else None, r[13], team_size=int(r[14] or 1),
+                                  kills_p1=_maybe(r[15]), kills_p2=_maybe(r[16])))
         return out
+
+    def side_records(self, participant_ids: Sequence[int] | None = None) -> list[tuple[int, int, int, float]]:
+        """``(game id, side, participant, score)`` of every side of every stored game: what a participant
+        scored, whichever side it flew."""
+        rows = self.conn.execute("SELECT game_id, side, participant, score FROM sides ORDER BY game_id, side")
+        ids = set(participant_ids) if participant_ids is not None else None
+        return [(int(g), int(s), int(p), float(score)) for g, s, p, score in rows if ids is None or p in ids]
 
     def close(self) -> None:
         try:
@@ -395,6 +484,10 @@ def _reason(exc: BaseException) -> str:
 
 def _real(x: float) -> float | None:
     return None if x != x else float(x)  # NaN → NULL
+
+
+def _maybe(x: Any) -> float | None:
+    return None if x is None else float(x)
 
 
 def _float(x: Any) -> float:

@@ -232,6 +232,27 @@ def test_a_wiped_out_side_loses_and_the_killer_is_credited() -> None:
     assert bool((rewards["p1"] > 0.9).all()) and bool((rewards["p2"] < -0.9).all())
 
 
+def test_two_missiles_striking_one_target_together_share_the_kill() -> None:
+    cfg = EnvConfig(team_size=2)
+    env = TensorEnv(1, config=cfg)
+    env.reset()
+    place(env, [(10_000, 50_000, 0.0, 300.0), (10_000, 60_000, 0.0, 300.0),
+                (50_000, 50_000, math.pi, 400.0), (90_000, 90_000, math.pi, 300.0)])
+    s = env.state
+    for seat in (0, 1):  # one missile of each p1 seat, side by side, dead on course for p2's seat 0
+        slot = seat * cfg.missiles
+        s.mx[slot, :, 2], s.my[slot, :, 2] = 47_000.0, 50_000.0 + seat
+        s.m_heading[slot, :, 2], s.m_speed[slot, :, 2], s.m_age[slot, :, 2] = 0.0, 1000.0, 10.0
+        s.m_active[slot, :, 2] = s.m_locked[slot, :, 2] = True
+        s.missiles_left[:, seat] = cfg.missiles - 1
+    for _ in range(3):
+        _, _, _, infos = env.step(team_action(1, 2), team_action(1, 2))
+        if bool(infos["deaths"]["p2"].any()):
+            break
+    assert infos["deaths"]["p2"].tolist() == [[True, False]]
+    assert infos["kills"]["p1"].tolist() == [[0.5, 0.5]]  # one enemy down: one kill, shared
+
+
 def test_at_the_time_limit_the_side_with_more_aircraft_alive_wins() -> None:
     cfg = EnvConfig(team_size=3, max_time=3.0)
     env = TensorEnv(3, config=cfg)

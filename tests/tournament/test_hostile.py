@@ -15,7 +15,7 @@ import pytest
 
 from arena.tournament import ConfigError, StoreError, load_config, rebuild_report, run_tournament
 from arena.tournament.runner import league_report
-from arena.tournament.store import APPLICATION_ID, FolderLock, ResultStore
+from arena.tournament.store import APPLICATION_ID, SCHEMA_VERSION, FolderLock, ResultStore
 from arena.agents import BaseAgent
 from arena.plugins import PluginInfo
 from tourney_helpers import FAST_ENV, LEAGUE
@@ -299,7 +299,7 @@ def test_own_database_is_marked_and_older_unmarked_ones_still_open(tmp_path: Pat
     with sqlite3.connect(db) as conn:  # as written before the mark existed
         conn.execute("PRAGMA application_id = 0")
     with ResultStore(db) as store:
-        assert store.meta("schema_version") == "1"
+        assert store.meta("schema_version") == SCHEMA_VERSION
     assert _schema(db)[1] == APPLICATION_ID
 
 
