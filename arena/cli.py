@@ -193,7 +193,7 @@ def agents(as_json: bool) -> None:
         raise ArenaError(f"ARENA_STRICT_PLUGINS: {len(cat.problems)} plugin problem(s), first: {cat.problems[0]}")
 
 
-def parse_env_overrides(items: tuple[str, ...], team_size: int | None = None) -> "EnvConfig | None":
+def parse_env_overrides(items: tuple[str, ...], team_size: int | None = None) -> "EnvConfig":
     """``KEY=VALUE`` pairs (``reward.win=2`` for nested fields) into a validated EnvConfig; ``team_size``
     (``--team-size``) wins over an ``--env team_size=`` given as well."""
     import yaml
@@ -201,7 +201,7 @@ def parse_env_overrides(items: tuple[str, ...], team_size: int | None = None) ->
     from arena.env import EnvConfig
 
     if not items and team_size in (None, 1):
-        return None
+        return EnvConfig()  # agents are built for the env they will play in, checkpoints checked against it
     data: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
@@ -284,7 +284,7 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_si
         echo_json(result.to_dict())
         return
     n = result.games
-    size = env_config.team_size if env_config is not None else 1
+    size = env_config.team_size
     kind = f"{size}-v-{size} " if size > 1 else ""
     click.echo(f"{result.a} vs {result.b}: {n:,} {kind}games on {dev}, seed {seed}")
     click.echo(f"  {result.a}: {result.wins:,} wins ({result.wins / n:.1%}), {result.draws:,} draws "

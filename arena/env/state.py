@@ -82,5 +82,13 @@ class WorldState:
         self.m_locked = self.m_locked & ~m
         self.time = torch.where(mask, fresh.time, self.time)
 
+    def select(self, envs: torch.Tensor) -> "WorldState":
+        """A copy of the battles ``envs`` (an index tensor), in that order."""
+        picked = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            picked[f.name] = value.index_select(1 if value.dim() == 3 else 0, envs)  # missiles are [S, N, A]
+        return WorldState(**picked)
+
     def clone(self) -> "WorldState":
         return WorldState(**{f.name: getattr(self, f.name).clone() for f in fields(self)})

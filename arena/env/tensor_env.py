@@ -70,6 +70,9 @@ class TensorEnv:
         self._ep_missiles = zeros.clone()
         self._ep_kills = zeros.clone()
         self._has_reset = False
+        # Team observations (neighbour slots) are costly: after an auto-reset only the restarted battles
+        # are observed again. Finding them syncs with the host, which the CPU layout does anyway.
+        self._observe_subsets = self.packed_missiles and self.team_size > 1
 
     # -- public API -------------------------------------------------------------------------------
 
@@ -165,7 +168,7 @@ class TensorEnv:
             "kills": self._by_side(self._ep_kills, clone=True),
         }
         self._auto_reset(dones)
-        obs = self.observe()
+        obs = self._observe_restarted(final_obs, dones) if self._observe_subsets else self.observe()
         infos = {
             "terminated": terminated,
             "truncated": truncated,
@@ -229,6 +232,18 @@ class TensorEnv:
         join = torch.stack if self.team_size == 1 else torch.cat
         return (join((a1.rudder, a2.rudder), -1), join((a1.throttle, a2.throttle), -1),
                 join((a1.fire, a2.fire), -1))
+
+    def _observe_restarted(self, final_obs: Obs, dones: torch.Tensor) -> Obs:
+        """The observation after auto-reset: ``final_obs`` where the battle goes on, fresh where it restarted."""
+        envs = torch.nonzero(dones).flatten()
+        if envs.numel() == 0:
+            return {p: dict(o) for p, o in final_obs.items()}
+        restarted = self.state.select(envs)
+        out: Obs = {}
+        for i, p in enumerate(PLAYERS):
+            fresh = observe(restarted, self.config, i)
+            out[p] = {k: v.index_copy(0, envs, fresh[k]) for k, v in final_obs[p].items()}
+        return out
 
     def _auto_reset(self, dones: torch.Tensor) -> None:
         fresh = sample_spawn(self.config, self.num_envs, self.generator, self.device, slots=False)

@@ -324,3 +324,21 @@ def test_packed_and_dense_missiles_fly_the_same_team_battles(team_size: int) -> 
         launched += int(packed.state.m_active.sum())
     assert launched > 0
     assert torch.allclose(packed.state.mx * packed.state.m_active, dense.state.mx * dense.state.m_active, atol=0.5)
+
+
+def test_after_auto_reset_only_restarted_battles_are_observed_again_and_nothing_differs() -> None:
+    env = TensorEnv(37, seed=4, config=EnvConfig(team_size=3, max_time=40.0))
+    assert env._observe_subsets
+    env.reset()
+    g = torch.Generator().manual_seed(0)
+    restarted = 0
+    for _ in range(90):
+        act = {"rudder": torch.rand(37, 3, generator=g) * 2 - 1, "throttle": torch.rand(37, 3, generator=g),
+               "fire": torch.rand(37, 3, generator=g) < 0.1}
+        obs, _, dones, _ = env.step(act, act)
+        restarted += int(dones.sum())
+        full = env.observe()
+        for side in ("p1", "p2"):
+            assert obs[side].keys() == full[side].keys()
+            assert all(torch.equal(obs[side][k], full[side][k]) for k in full[side]), side
+    assert restarted > 37  # every battle ended at least once

@@ -233,7 +233,7 @@ def check_seat(saved: "EnvConfig", env: "EnvConfig", where: str) -> None:
         raise CheckpointError(f"{where}: trained in team battles of {saved.team_size} (obs_neighbours "
                               f"{saved.obs_neighbours}); an env with team_size {env.team_size} and obs_neighbours "
                               f"{env.obs_neighbours} lacks the observation keys {', '.join(missing[:4])}"
-                              f"{', …' if len(missing) > 4 else ''}")
+                              f"{', …' if len(missing) > 4 else ''}; play it in teams of {saved.team_size} or more")
 
 
 MAX_LAYER_WIDTH = 4096  # units per hidden layer: 32x the default, far beyond what this task needs

@@ -345,7 +345,9 @@ def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]
     from arena.match import AgentFailure
     from arena.training import StopRequest, describe_split
 
-    click.echo(f"training ppo on {runner.device} vs {describe_split(runner.pool)}; reward {cfg.run.reward}; "
+    size = cfg.run.team_size
+    teams = f"{size}-v-{size} (one policy flies every seat), " if size > 1 else ""
+    click.echo(f"training ppo on {runner.device}, {teams}vs {describe_split(runner.pool)}; reward {cfg.run.reward}; "
                f"{cfg.run.num_envs} envs x {cfg.ppo.n_steps} steps per update; output {out}")
     with StopRequest() as stop:
         try:

@@ -59,7 +59,8 @@ def test_several_env_counts_and_pools(tmp_path, num_envs, vs):
 
 @pytest.mark.parametrize("options", [[], ["--privileged-critic", "--value-norm", "--layer-norm", "--obs-mode",
                                           "extended",
-                                          "--lr-schedule", "adaptive", "--clip-value-loss", "--no-obs-norm"]])
+                                          "--lr-schedule", "adaptive", "--clip-value-loss", "--no-obs-norm"],
+                                     ["--team-size", "2", "--privileged-critic"]])
 def test_resume_continues_exactly(tmp_path, options):
     common = ["--vs", "crank", "--vs", "placeholder=0.5", "--vs", "self=0.5", "--num-envs", "12", "--seed", "5",
               "--save-interval", "192", "--reward", "pursuit", *TINY, *options]
@@ -80,6 +81,37 @@ def test_resume_continues_exactly(tmp_path, options):
     ra, rb = rows(straight / "metrics.csv"), rows(split / "metrics.csv")
     assert len(rb) == 3
     assert [r["policy_loss"] for r in ra] == [r["policy_loss"] for r in rb]
+
+
+def test_team_training_flies_every_seat_and_its_checkpoints_play_teams_only(tmp_path):
+    from arena.agents import AgentSpecError, build_agent
+    from arena.env import EnvConfig
+    from arena.match import play_match
+
+    out = tmp_path / "team"
+    result = run(["--vs", "crank", "--team-size", "2", "--num-envs", "8", "--max-steps", "256", *TINY], out)
+    assert result.exit_code == 0, result.output
+    ckpt = list_checkpoints(out)[-1]
+    data = torch.load(ckpt, weights_only=True)
+    assert data["env_config"]["team_size"] == 2 and data["network"]["obs_dim"] > 10  # own and neighbour slots
+    for size in (2, 4):  # a team policy reads its nearest neighbours, which any larger team has too
+        cfg = EnvConfig(team_size=size)
+        match = play_match(build_agent(str(ckpt), env_config=cfg), build_agent("crank", env_config=cfg), 4,
+                           env_config=cfg)
+        assert match.games == 4
+    with pytest.raises(AgentSpecError, match="trained in team battles of 2"):
+        build_agent(str(ckpt), env_config=EnvConfig())
+    played = CliRunner().invoke(main, ["play", str(ckpt), "crank", "-n", "4", "-q"])
+    assert played.exit_code != 0 and "lacks the observation keys ally1_" in played.output
+
+
+def test_a_duel_checkpoint_flies_any_seat_of_a_team(tmp_path):
+    out = tmp_path / "duel"
+    assert run(["--vs", "crank", "--num-envs", "8", "--max-steps", "128", *TINY], out).exit_code == 0
+    played = CliRunner().invoke(main, ["play", str(list_checkpoints(out)[-1]), "crank", "-n", "4", "-q",
+                                       "--team-size", "3"])
+    assert played.exit_code == 0, played.output
+    assert "4 3-v-3 games" in played.output
 
 
 @pytest.mark.parametrize("args, message", [
