@@ -1,4 +1,5 @@
-"""Arena plugin ``arena-ppo``: the PPO agent (``ppo``), its trainer (``arena train ppo``) and reward shaping.
+"""Arena plugin ``arena-ppo``: the PPO and MAPPO agents (``ppo``, ``mappo``), their trainers (``arena train
+ppo``, ``arena train mappo``) and reward shaping.
 
 Hook functions import the heavy modules when called, so loading the plugin for ``arena --help``
 never imports torch.
@@ -14,15 +15,16 @@ import arena
 @arena.hookimpl
 def arena_agents() -> list[type]:
     from arena_ppo.agent import PPOAgent
+    from arena_ppo.mappo_agent import MAPPOAgent
 
-    return [PPOAgent]
+    return [PPOAgent, MAPPOAgent]
 
 
 @arena.hookimpl
 def arena_trainers() -> list[type]:
-    from arena_ppo.trainer import PPOTrainer
+    from arena_ppo.trainer import MAPPOTrainer, PPOTrainer
 
-    return [PPOTrainer]
+    return [PPOTrainer, MAPPOTrainer]
 
 
 @arena.hookimpl

@@ -39,30 +39,48 @@ class PPOAgent(BaseAgent):
     def __init__(self, device: "str | torch.device" = "cpu", env_config: "EnvConfig | None" = None,
                  network: NetworkConfig | dict[str, Any] | None = None, obs_norm: bool = True,
                  privileged_critic: bool = False, value_norm: bool = False) -> None:
-        from arena.env.observations import obs_keys
+        from arena.env.observations import global_state_size, obs_keys
 
-        from arena_ppo.modules import ActorCritic, RunningNormalizer, ValueNormalizer
+        from arena_ppo.modules import RunningNormalizer
 
         super().__init__(device=device, env_config=env_config)
         self.obs_keys = obs_keys(self.env_config)
         net = NetworkConfig.from_dict(network) if isinstance(network, dict) else (network or NetworkConfig())
-        net.obs_dim = len(self.obs_keys)
-        if privileged_critic:
-            from arena.env.observations import global_state_size
-
-            net.critic_obs_dim = global_state_size(self.env_config)
-        else:
-            net.critic_obs_dim = net.obs_dim
+        obs_size = len(self.obs_keys)
+        state_size = global_state_size(self.env_config)
+        net.obs_dim = obs_size + self.seat_columns
+        net.critic_obs_dim = state_size + self.seat_columns if privileged_critic else net.obs_dim
         self.network = net
         self.privileged_critic = privileged_critic
-        self.model = ActorCritic(net).to(self.device)
-        self.obs_normalizer = RunningNormalizer(net.obs_dim).to(self.device) if obs_norm else None
-        self.critic_normalizer = (RunningNormalizer(net.critic_obs_dim).to(self.device)
+        self.model = self.build_model(net).to(self.device)
+        self.obs_normalizer = RunningNormalizer(obs_size).to(self.device) if obs_norm else None
+        self.critic_normalizer = (RunningNormalizer(state_size).to(self.device)
                                   if obs_norm and privileged_critic else None)
-        self.value_normalizer = ValueNormalizer().to(self.device) if value_norm else None
+        self.value_normalizer = self.build_value_normalizer().to(self.device) if value_norm else None
         self.fire_rule = "median"  # eval-mode trigger; "threshold" fires when p > 0.5 (see fire_decision)
         self.fire_hazard: torch.Tensor | None = None  # [N] accumulated -log(1 - p) since the last launch
         self.model.eval()
+
+    # -- what differs in subclasses (MAPPO) --------------------------------------------------------
+
+    @property
+    def seat_columns(self) -> int:
+        """Columns appended to every actor and critic input to say which seat a row flies (none here)."""
+        return 0
+
+    def build_model(self, net: NetworkConfig) -> "torch.nn.Module":
+        from arena_ppo.modules import ActorCritic
+
+        return ActorCritic(net)
+
+    def build_value_normalizer(self) -> "torch.nn.Module":
+        from arena_ppo.modules import ValueNormalizer
+
+        return ValueNormalizer()
+
+    def with_seats(self, rows: "torch.Tensor") -> "torch.Tensor":
+        """Actor or critic input rows with the seat columns appended (unchanged here)."""
+        return rows
 
     # -- acting -----------------------------------------------------------------------------------
 
@@ -74,11 +92,13 @@ class PPOAgent(BaseAgent):
         return self.obs_normalizer(x) if self.obs_normalizer is not None else x
 
     def critic_features(self, observation: "torch.Tensor", global_state: "torch.Tensor | None") -> "torch.Tensor":
+        """The critic's input: the actor's features, or the (normalized) global state with a privileged critic."""
         if not self.privileged_critic:
             return observation
         if global_state is None:
             raise ValueError("this agent's critic reads the global state; pass env.global_state(player)")
-        return self.critic_normalizer(global_state) if self.critic_normalizer is not None else global_state
+        state = self.critic_normalizer(global_state) if self.critic_normalizer is not None else global_state
+        return self.with_seats(state)
 
     def policy(self, features: "torch.Tensor", generator: "torch.Generator | None" = None) -> "PolicyOutput":
         return self.model.act(features, deterministic=not self.training, generator=generator)
@@ -182,6 +202,15 @@ class PPOAgent(BaseAgent):
             module.load_state_dict(data[key])
 
     @classmethod
+    def check_options(cls, value: Any) -> dict[str, Any]:
+        return check_options(value)
+
+    @classmethod
+    def check_env(cls, saved: "EnvConfig", env: "EnvConfig", where: str) -> None:
+        """Refuse an env this checkpoint cannot play in (before anything is built)."""
+        check_seat(saved, env, where)
+
+    @classmethod
     def load(cls, checkpoint: str | os.PathLike[str] | dict[str, Any], device: "str | torch.device" = "cpu",
              env_config: "EnvConfig | None" = None) -> "PPOAgent":
         """Rebuild an agent from a checkpoint file (or its loaded dict), in eval mode.
@@ -197,12 +226,12 @@ class PPOAgent(BaseAgent):
         if data.get("agent") != cls.name:
             raise CheckpointError(f"{where}: written by agent {data.get('agent')!r}, not {cls.name!r}")
         try:
-            network, options = check_network(data.get("network")), check_options(data.get("options"))
+            network, options = check_network(data.get("network")), cls.check_options(data.get("options"))
             if not isinstance(data.get("env_config"), dict):
                 raise ValueError(f"env_config: expected a dict, got {type(data.get('env_config')).__name__}")
             saved_env = EnvConfig.from_dict(data["env_config"])
             if env_config is not None:
-                check_seat(saved_env, env_config, where)
+                cls.check_env(saved_env, env_config, where)
             # The network's inputs are those it was trained on: a 1-v-1 policy flies any seat of a team
             # on the standard keys; a team policy needs the same neighbour slots.
             agent = cls(device=device, env_config=saved_env, network=network, **options)

@@ -90,6 +90,7 @@ class RunConfig:
     # Aircraft a side (team battles): one policy flies every seat of p1, each on its own observation
     # (independent PPO with parameter sharing); opponents fly p2's seats.
     team_size: int = 1
+    policy: str = "shared"  # mappo: one actor for every seat (with a seat id), or "separated" (one per seat)
     obs_norm: bool = True  # rsl_rl running observation normalization (saved in checkpoints)
     privileged_critic: bool = False  # critic fed env.global_state (rsl_rl privileged obs, MAPPO centralized critic)
     self_slots: int = 4  # past checkpoints playing at once for a `self` opponent

@@ -17,6 +17,7 @@ from arena.threads import HELP as THREADS_HELP
 from arena.threads import MAX_THREADS
 
 from arena_ppo.config import LR_SCHEDULES, NetworkConfig, PPOConfig, RunConfig, TrainConfig
+from arena_ppo.mappo_agent import POLICIES
 
 # CLI parameter -> (config section, field). Anything not listed is a run-only switch.
 PARAMS: dict[str, tuple[str, str]] = {
@@ -28,7 +29,7 @@ PARAMS: dict[str, tuple[str, str]] = {
 }
 # Settings a resumed run cannot change: the checkpoint's tensors are shaped by them.
 FIXED_ON_RESUME = ("num_envs", "obs_mode", "obs_norm", "privileged_critic", "value_norm", "layer_norm", "self_slots",
-                   "floor", "team_size")
+                   "floor", "team_size", "policy")
 # What a run saved before a setting existed did: resuming it must not change its course.
 SAVED_BEFORE = {"run": {"floor": 0.0}}
 MAX_ENVS = 1 << 24  # battles stepped at once: ~16.7 M, already tens of GB of env state and rollout
@@ -48,8 +49,11 @@ class FiniteFloat(click.FloatRange):
         return result
 
 
-def _options(func: Any) -> Any:
+def _options(func: Any, algorithm: str = "ppo") -> Any:
+    """The options of ``arena train ppo`` (or of ``arena train mappo``: team defaults, --policy, no
+    --privileged-critic since MAPPO's critic always reads the global state)."""
     P, R, N = PPOConfig(), RunConfig(), NetworkConfig()
+    mappo = algorithm == "mappo"
     opts = [
         click.option("--vs", "vs", multiple=True, metavar="NAME[=WEIGHT]",
                      help="Opponent, repeatable: an agent name (crank, placeholder), ckpt:PATH, or self "
@@ -87,17 +91,19 @@ def _options(func: Any) -> Any:
                      help="constant; linear decay to 0 at --max-steps; adaptive by KL target (rsl_rl)."),
         click.option("--desired-kl", type=FiniteFloat(0, min_open=True), default=P.desired_kl, show_default=True,
                      help="KL target of --lr-schedule adaptive."),
-        click.option("--value-norm/--no-value-norm", default=P.value_norm, show_default=True,
-                     help="Critic learns normalized returns (MAPPO's ValueNorm)."),
+        click.option("--value-norm/--no-value-norm", default=True if mappo else P.value_norm, show_default=True,
+                     help="Critic learns normalized returns: MAPPO's ValueNorm (debiased moving averages) for "
+                          "mappo, a running mean and variance for ppo."),
         click.option("--obs-norm/--no-obs-norm", default=R.obs_norm, show_default=True,
                      help="Running observation normalization, saved in checkpoints (rsl_rl)."),
         click.option("--layer-norm/--no-layer-norm", default=N.input_layer_norm, show_default=True,
                      help="LayerNorm on the network input."),
-        click.option("--privileged-critic/--no-privileged-critic", default=R.privileged_critic, show_default=True,
-                     help="Critic reads the env's global state (rsl_rl privileged observations, MAPPO)."),
+        *([] if mappo else [click.option(
+            "--privileged-critic/--no-privileged-critic", default=R.privileged_critic, show_default=True,
+            help="Critic reads the env's global state (rsl_rl privileged observations, MAPPO).")]),
         click.option("--obs-mode", type=click.Choice(["default", "extended"]), default=R.obs_mode, show_default=True,
                      help="extended adds aspect, enemy missiles and the nearest threat to the 10 standard features."),
-        click.option("--team-size", type=click.IntRange(1, 8), default=R.team_size, show_default=True,
+        click.option("--team-size", type=click.IntRange(1, 8), default=2 if mappo else R.team_size, show_default=True,
                      help="Aircraft a side: the policy flies every seat of its team, each on its own observation "
                           "(parameter sharing); opponents fly the other team seat by seat."),
         click.option("--init-fire-logit", type=FiniteFloat(-50, 50), default=N.init_fire_logit, show_default=True,
@@ -123,6 +129,10 @@ def _options(func: Any) -> Any:
                      help="Output directory [default: runs/ppo-<time>, or the checkpoint's directory with --resume]."),
         click.option("--progress/--no-progress", default=True, show_default=True, help="Progress display."),
     ]
+    if mappo:
+        opts.insert(0, click.option(
+            "--policy", type=click.Choice(POLICIES), default=R.policy, show_default=True,
+            help="shared: one actor and critic for every seat, told its seat; separated: one per seat."))
     for opt in reversed(opts):
         func = opt(func)
     return func
@@ -221,6 +231,38 @@ class PPOTrainer:
         return train_ppo
 
 
+class MAPPOTrainer:
+    """Trainer plugin entry: ``arena train mappo``."""
+
+    name: ClassVar[str] = "mappo"
+    aliases: ClassVar[tuple[str, ...]] = ()
+    help: ClassVar[str] = "Train a MAPPO team (central critic, shared or per-seat actors) for team battles."
+
+    @classmethod
+    def command(cls) -> click.Command:
+        @click.command(cls.name, help=MAPPO_HELP, short_help=cls.help, context_settings={"max_content_width": 110})
+        @lambda func: _options(func, "mappo")
+        @click.pass_context
+        def train_mappo(ctx: click.Context, **params: Any) -> None:
+            run_training(ctx, params, "mappo")
+
+        return train_mappo
+
+
+MAPPO_HELP = """Train a MAPPO team against an opponent pool (team battles, --team-size 2 by default).
+
+\b
+  arena train mappo --team-size 2 --vs crank
+  arena train mappo --team-size 4 --vs crank --policy separated
+  arena train mappo --vs crank --vs self=0.5
+  arena train mappo --resume runs/mappo-20250101-120000/ckpt_004194304.pt
+
+Each aircraft's actor reads its own observation and its seat; the critic reads the side's global
+state; returns are normalized by ValueNorm, and dead aircraft add no loss. Writes what `arena train
+ppo` writes; the checkpoints play at their team size in `arena play` and tournaments.
+"""
+
+
 HELP = """Train a PPO agent against an opponent pool.
 
 \b
@@ -250,8 +292,8 @@ def explicit(ctx: click.Context) -> set[str]:
     return {name for name in ctx.params if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE}
 
 
-def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]:
-    """Validate everything that can be wrong before any compute starts, then run."""
+def run_training(ctx: click.Context, params: dict[str, Any], algorithm: str = "ppo") -> dict[str, float]:
+    """Validate everything that can be wrong before any compute starts, then run (``algorithm``: ppo or mappo)."""
     from arena.training import (
         CheckpointError, OpponentSpecError, default_run_dir, load_checkpoint,
     )
@@ -264,7 +306,7 @@ def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]
 
         resume = Path(params["resume"])
         try:
-            resume_data = load_checkpoint(resume, expect_agent="ppo", max_version=FORMAT_VERSION)
+            resume_data = load_checkpoint(resume, expect_agent=algorithm, max_version=FORMAT_VERSION)
         except CheckpointError as exc:
             raise fail(str(exc)) from None
         if "counters" not in resume_data or "config" not in resume_data:
@@ -295,14 +337,18 @@ def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]
         out = plan.out
     else:
         cfg = build_config(params)
-        out = params["out"] or default_run_dir("ppo")
+        out = params["out"] or default_run_dir(algorithm)
         if holds_run(out):
             # A second run here would append to the first one's metrics and play its checkpoints as `self`.
             raise fail(f"--out {out}: already holds a training run; continue it with --resume PATH, or give "
                        f"another directory")
     cfg.run.out = str(out)
+    if algorithm == "mappo":
+        cfg.run.privileged_critic = True  # the central critic is what makes it MAPPO
 
-    from arena_ppo.runners import OnPolicyRunner, opponent_specs
+    from arena_ppo.runners import MAPPORunner, OnPolicyRunner, opponent_specs
+
+    runner_class = MAPPORunner if algorithm == "mappo" else OnPolicyRunner
 
     try:
         specs = opponent_specs(cfg.run)
@@ -322,8 +368,8 @@ def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]
     check_writable(Path(out))
 
     try:
-        runner = OnPolicyRunner(cfg, Path(out), make_opponent, reward_fn=reward_fn, on_checkpoint=announce_checkpoint,
-                                console=click.echo, progress=params.get("progress", True))
+        runner = runner_class(cfg, Path(out), make_opponent, reward_fn=reward_fn, on_checkpoint=announce_checkpoint,
+                              console=click.echo, progress=params.get("progress", True))
     except ValueError as exc:
         raise fail(str(exc)) from None
     except (MemoryError, RuntimeError) as exc:
@@ -346,8 +392,12 @@ def run_training(ctx: click.Context, params: dict[str, Any]) -> dict[str, float]
     from arena.training import StopRequest, describe_split
 
     size = cfg.run.team_size
-    teams = f"{size}-v-{size} (one policy flies every seat), " if size > 1 else ""
-    click.echo(f"training ppo on {runner.device}, {teams}vs {describe_split(runner.pool)}; reward {cfg.run.reward}; "
+    if algorithm == "mappo":
+        teams = f"{size}-v-{size}, {cfg.run.policy} policy, central critic, "
+    else:
+        teams = f"{size}-v-{size} (one policy flies every seat), " if size > 1 else ""
+    click.echo(f"training {algorithm} on {runner.device}, {teams}vs {describe_split(runner.pool)}; "
+               f"reward {cfg.run.reward}; "
                f"{cfg.run.num_envs} envs x {cfg.ppo.n_steps} steps per update; output {out}")
     with StopRequest() as stop:
         try:

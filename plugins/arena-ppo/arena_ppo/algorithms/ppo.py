@@ -52,47 +52,63 @@ class PPO:
 
     def loss(self, batch: dict[str, torch.Tensor],
              advantages: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Total loss of one minibatch (a scalar that back-propagates) and its parts, detached."""
+        """Total loss of one minibatch (a scalar that back-propagates) and its parts, detached.
+
+        With ``batch["active"]`` (MAPPO's active masks) only the rows of aircraft that were alive count:
+        a dead aircraft's actions change nothing, so they add no policy, entropy or value loss.
+        """
         cfg = self.cfg
+        active = batch.get("active")
+
+        def avg(x: torch.Tensor) -> torch.Tensor:
+            return x.mean() if active is None else (x * active).sum() / active.sum().clamp(min=1.0)
+
         log_prob, entropy, mean, log_std, logit = self.model.evaluate(batch["obs"], batch["u"], batch["fire"])
         log_ratio = log_prob - batch["log_prob"]
         ratio = torch.exp(log_ratio)
         surrogate = -advantages * ratio
         clipped = -advantages * ratio.clamp(1 - cfg.clip_epsilon, 1 + cfg.clip_epsilon)
-        policy_loss = torch.max(surrogate, clipped).mean()
+        policy_loss = avg(torch.max(surrogate, clipped))
 
         value = self.model.value(batch["critic_obs"])
         returns, old_value = batch["returns"], batch["value"]
         if self.value_normalizer is not None:  # compare in the critic's normalized units
+            if getattr(self.value_normalizer, "per_minibatch", False):  # MAPPO's ValueNorm, as in its value loss
+                self.value_normalizer.update(returns if active is None else returns[active > 0])
             returns, old_value = self.value_normalizer.normalize(returns), self.value_normalizer.normalize(old_value)
         if cfg.clip_value_loss:
             value_clipped = old_value + (value - old_value).clamp(-cfg.clip_epsilon, cfg.clip_epsilon)
-            value_loss = torch.max((value - returns).square(), (value_clipped - returns).square()).mean()
+            value_loss = avg(torch.max((value - returns).square(), (value_clipped - returns).square()))
         else:
-            value_loss = (value - returns).square().mean()
+            value_loss = avg((value - returns).square())
 
-        entropy_mean = entropy.mean()
+        entropy_mean = avg(entropy)
         total = policy_loss + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy_mean
         with torch.no_grad():
             parts = {
                 "policy_loss": policy_loss.detach(),
                 "value_loss": value_loss.detach(),
                 "entropy": entropy_mean.detach(),
-                "approx_kl": ((ratio - 1) - log_ratio).mean(),  # cleanrl's low-variance estimator
-                "clip_fraction": ((ratio - 1).abs() > cfg.clip_epsilon).float().mean(),
-                "kl": (gaussian_kl(batch["mean"], batch["log_std"], mean, log_std)
-                       + bernoulli_kl(batch["fire_logit"], logit)).mean(),
+                "approx_kl": avg((ratio - 1) - log_ratio),  # cleanrl's low-variance estimator
+                "clip_fraction": avg(((ratio - 1).abs() > cfg.clip_epsilon).float()),
+                "kl": avg(gaussian_kl(batch["mean"], batch["log_std"], mean, log_std)
+                          + bernoulli_kl(batch["fire_logit"], logit)),
             }
         return total, parts
 
     def update(self, storage: RolloutStorage, generator: torch.Generator | None = None) -> dict[str, float]:
         """Epochs of minibatch steps over a filled storage; returns the mean of each loss part."""
         cfg = self.cfg
-        if self.value_normalizer is not None:
+        if self.value_normalizer is not None and not getattr(self.value_normalizer, "per_minibatch", False):
             self.value_normalizer.update(storage.returns.reshape(-1, 1))
         adv_all = storage.advantages
         if cfg.normalize_advantages:
-            storage.advantages = (adv_all - adv_all.mean()) / (adv_all.std() + 1e-8)
+            active = storage.active
+            if active is None:
+                storage.advantages = (adv_all - adv_all.mean()) / (adv_all.std() + 1e-8)
+            else:  # the statistics of the rows that count (MAPPO normalizes over active rows only)
+                live = adv_all[active]
+                storage.advantages = (adv_all - live.mean()) / (live.std() + 1e-8)
         sums: dict[str, torch.Tensor] = {}
         batches = 0
         self.model.train()

@@ -4,9 +4,11 @@ from arena_ppo.modules.actor_critic import (
     Actor, ActorCritic, Critic, PolicyOutput, bernoulli_log_prob, gaussian_log_prob, squash_correction,
     squashed_log_prob,
 )
-from arena_ppo.modules.normalizer import RunningNormalizer, ValueNormalizer
+from arena_ppo.modules.normalizer import RunningNormalizer, ValueNorm, ValueNormalizer
+from arena_ppo.modules.separated import SeatRouted, SeparatedActorCritic
 
 __all__ = [
-    "Actor", "ActorCritic", "Critic", "PolicyOutput", "RunningNormalizer", "ValueNormalizer", "bernoulli_log_prob",
+    "Actor", "ActorCritic", "Critic", "PolicyOutput", "RunningNormalizer", "SeatRouted", "SeparatedActorCritic",
+    "ValueNorm", "ValueNormalizer", "bernoulli_log_prob",
     "gaussian_log_prob", "squash_correction", "squashed_log_prob",
 ]

@@ -62,3 +62,46 @@ class ValueNormalizer(RunningNormalizer):
 
     def denormalize(self, x: torch.Tensor) -> torch.Tensor:
         return x * torch.sqrt(self.var + self.eps) + self.mean
+
+
+class ValueNorm(nn.Module):
+    """MAPPO's ValueNorm: running mean and mean square of the return targets as exponential moving
+    averages, debiased like Adam's moments.
+
+    With ``beta`` close to 1 the statistics follow the returns slowly; the debiasing term (the sum of
+    the weights given so far) keeps the first updates from being pulled toward the zero start. The
+    variance is floored at 1e-2, as in the reference, so a run of near-constant returns cannot blow the
+    normalized targets up. ``per_minibatch``: the update calls :meth:`update` with each minibatch's
+    returns, as the reference's value loss does.
+    """
+
+    per_minibatch = True
+
+    def __init__(self, beta: float = 0.99999, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.beta, self.eps = beta, eps
+        self.register_buffer("running_mean", torch.zeros((), dtype=torch.float64))
+        self.register_buffer("running_mean_sq", torch.zeros((), dtype=torch.float64))
+        self.register_buffer("debiasing_term", torch.zeros((), dtype=torch.float64))
+
+    def mean_var(self) -> tuple[torch.Tensor, torch.Tensor]:
+        weight = self.debiasing_term.clamp(min=self.eps)
+        mean = self.running_mean / weight
+        var = (self.running_mean_sq / weight - mean.square()).clamp(min=1e-2)
+        return mean, var
+
+    @torch.no_grad()
+    def update(self, batch: torch.Tensor) -> None:
+        batch = batch.detach().to(torch.float64)
+        w = self.beta
+        self.running_mean.mul_(w).add_(batch.mean() * (1.0 - w))
+        self.running_mean_sq.mul_(w).add_(batch.square().mean() * (1.0 - w))
+        self.debiasing_term.mul_(w).add_(1.0 - w)
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        mean, var = self.mean_var()
+        return ((x - mean) / torch.sqrt(var)).to(x.dtype)
+
+    def denormalize(self, x: torch.Tensor) -> torch.Tensor:
+        mean, var = self.mean_var()
+        return (x * torch.sqrt(var) + mean).to(x.dtype)

@@ -1,5 +1,6 @@
-"""The training loop."""
+"""The training loops: PPO's, and MAPPO's on top of it."""
 
+from arena_ppo.runners.mappo_runner import MAPPORunner
 from arena_ppo.runners.on_policy_runner import Counters, OnPolicyRunner, opponent_specs
 
-__all__ = ["Counters", "OnPolicyRunner", "opponent_specs"]
+__all__ = ["Counters", "MAPPORunner", "OnPolicyRunner", "opponent_specs"]

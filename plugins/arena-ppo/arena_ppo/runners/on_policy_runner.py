@@ -56,10 +56,16 @@ def opponent_specs(run: RunConfig) -> list[OpponentSpec]:
 class OnPolicyRunner:
     """One PPO run against an opponent pool.
 
+    Subclasses change the agent (``agent_class``, :meth:`build_agent`) and whether the rollout keeps
+    active masks; the loop, checkpoints, resume, evaluation and outputs are the same.
+
     ``make_opponent(spec)`` builds a fixed opponent for a ``--vs`` entry; ``reward_fn`` is the
     shaping added to the env reward; ``on_checkpoint(path, step, metrics)`` observes every
     checkpoint (the ``arena_checkpoint_saved`` hook).
     """
+
+    agent_class: type[PPOAgent] = PPOAgent
+    active_masks = False  # keep whether each aircraft was alive, so dead ones add no loss (MAPPO)
 
     def __init__(self, cfg: TrainConfig, out_dir: Path, make_opponent: Callable[[OpponentSpec], Any],
                  reward_fn: RewardFn | None = None,
@@ -81,8 +87,7 @@ class OnPolicyRunner:
         torch.manual_seed(run.seed)  # network initialization
         self.env_config = run.env_config()
         self.seats = self.env_config.team_size  # the learner flies every seat of p1: one row per aircraft
-        self.agent = PPOAgent(self.device, self.env_config, network=cfg.network, obs_norm=run.obs_norm,
-                              privileged_critic=run.privileged_critic, value_norm=ppo.value_norm)
+        self.agent = self.build_agent()
         cfg.network = self.agent.network  # resolved input sizes, for config.yaml
         self.algorithm = PPO(self.agent.model, ppo, self.agent.value_normalizer)
         self.env = TensorEnv(run.num_envs, self.device, seed=run.seed, config=self.env_config,
@@ -99,18 +104,24 @@ class OnPolicyRunner:
         self.pool = OpponentPool(self.specs, run.num_envs, make_opponent, self_play=self_play,
                                  snapshot=self._snapshot, self_slots=run.self_slots, team_size=self.seats)
         self.storage = RolloutStorage(ppo.n_steps, run.num_envs * self.seats, self.agent.network.obs_dim,
-                                      self.agent.network.critic_obs_dim if run.privileged_critic else None, self.device)
+                                      self.agent.network.critic_obs_dim if run.privileged_critic else None, self.device,
+                                      active_masks=self.active_masks)
         self.obs = self.env.reset()
         self._eval_opponents: dict[str, Any] = {}
+
+    def build_agent(self) -> PPOAgent:
+        run = self.cfg.run
+        return self.agent_class(self.device, self.env_config, network=self.cfg.network, obs_norm=run.obs_norm,
+                                privileged_critic=run.privileged_critic, value_norm=self.cfg.ppo.value_norm)
 
     # -- opponents from this run ------------------------------------------------------------------
 
     def _load_snapshot(self, path: Path) -> PPOAgent:
-        return PPOAgent.load(path, device=self.device, env_config=self.env_config)
+        return self.agent_class.load(path, device=self.device, env_config=self.env_config)
 
     def _snapshot(self) -> PPOAgent:
         """A frozen copy of the learner as it is now (self-play before the first checkpoint)."""
-        return PPOAgent.load(self.agent.checkpoint(), device=self.device, env_config=self.env_config)
+        return self.agent_class.load(self.agent.checkpoint(), device=self.device, env_config=self.env_config)
 
     # -- collection -------------------------------------------------------------------------------
 
@@ -146,6 +157,7 @@ class OnPolicyRunner:
                 features = agent.obs_normalizer(raw)
             else:
                 features = raw
+            features = agent.with_seats(features)
             critic_in = self._critic_input(features)
             out = agent.policy(features, self.action_generator)
             value = agent.value(critic_in)
@@ -165,6 +177,7 @@ class OnPolicyRunner:
             truncated = self._seat_rows(infos["truncated"])
             final_raw = obs_vector(final_p1, keys)
             final_features = agent.obs_normalizer(final_raw) if agent.obs_normalizer is not None else final_raw
+            final_features = agent.with_seats(final_features)
             final_state = (self._seat_rows(infos["final_global_state"]["p1"]) if agent.privileged_critic
                            else None)
             final_value = agent.value(agent.critic_features(final_features, final_state))
@@ -173,6 +186,7 @@ class OnPolicyRunner:
                 log_prob=out.log_prob, value=value, reward=reward, done=seat_dones,
                 bootstrap=torch.where(truncated, final_value, torch.zeros_like(final_value)),
                 mean=out.mean, log_std=out.log_std, fire_logit=out.fire_logit,
+                active=obs_p1["alive"] > 0.5 if self.active_masks else None,
             ))
 
             done_f = dones.float()
@@ -188,7 +202,7 @@ class OnPolicyRunner:
             self.obs = next_obs
 
         raw = obs_vector(flatten_seats(self.obs["p1"]), keys)
-        features = agent.obs_normalizer(raw) if agent.obs_normalizer is not None else raw
+        features = agent.with_seats(agent.obs_normalizer(raw) if agent.obs_normalizer is not None else raw)
         last_values = agent.value(self._critic_input_no_update(features))
         storage.compute_returns(last_values, self.cfg.ppo.gamma, self.cfg.ppo.gae_lambda)
         self.pool.check_nans()  # before the rollout is used: NaN from an opponent stops the run, as in play

@@ -30,6 +30,7 @@ class Transition:
     mean: torch.Tensor  # [N] policy parameters at collection time, for the KL of the adaptive LR
     log_std: torch.Tensor
     fire_logit: torch.Tensor
+    active: torch.Tensor | None = None  # [N] bool: the aircraft was alive when it acted (MAPPO's active masks)
 
 
 def compute_gae(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, last_values: torch.Tensor,
@@ -59,7 +60,7 @@ class RolloutStorage:
     """Fixed-size buffer of ``n_steps`` transitions of ``num_envs`` envs."""
 
     def __init__(self, n_steps: int, num_envs: int, obs_dim: int, critic_obs_dim: int | None,
-                 device: torch.device | str) -> None:
+                 device: torch.device | str, active_masks: bool = False) -> None:
         self.n_steps, self.num_envs, self.device = n_steps, num_envs, torch.device(device)
         f = dict(device=self.device, dtype=torch.float32)
         shape = (n_steps, num_envs)
@@ -77,6 +78,7 @@ class RolloutStorage:
         self.fire_logit = torch.zeros(shape, **f)
         self.advantages = torch.zeros(shape, **f)
         self.returns = torch.zeros(shape, **f)
+        self.active = torch.zeros(shape, dtype=torch.bool, device=self.device) if active_masks else None
         self.step = 0
 
     @property
@@ -94,6 +96,10 @@ class RolloutStorage:
             self.critic_obs[i] = t.critic_obs
         for name in ("u", "fire", "log_prob", "value", "reward", "done", "bootstrap", "mean", "log_std", "fire_logit"):
             getattr(self, name)[i] = getattr(t, name)
+        if self.active is not None:
+            if t.active is None:
+                raise ValueError("this storage keeps active masks; the transition has none")
+            self.active[i] = t.active
         self.step += 1
 
     def clear(self) -> None:
@@ -117,6 +123,8 @@ class RolloutStorage:
                 for name in ("obs", "u", "fire", "log_prob", "value", "advantages", "returns", "mean", "log_std",
                              "fire_logit")}
         flat["critic_obs"] = (self.critic_obs.reshape(total, -1) if self.critic_obs is not None else flat["obs"])
+        if self.active is not None:
+            flat["active"] = self.active.reshape(total).float()
         size = max(1, min(batch_size, total))
         for _ in range(n_epochs):
             order = torch.randperm(total, generator=generator, device="cpu").to(self.device)
