@@ -59,6 +59,7 @@ class PPOAgent(BaseAgent):
         self.value_normalizer = self.build_value_normalizer().to(self.device) if value_norm else None
         self.fire_rule = "median"  # eval-mode trigger; "threshold" fires when p > 0.5 (see fire_decision)
         self.fire_hazard: torch.Tensor | None = None  # [N] accumulated -log(1 - p) since the last launch
+        self.play_hidden: torch.Tensor | None = None  # [N, H] recurrent actor state while playing (not training)
         self.model.eval()
 
     # -- what differs in subclasses (MAPPO) --------------------------------------------------------
@@ -69,9 +70,9 @@ class PPOAgent(BaseAgent):
         return 0
 
     def build_model(self, net: NetworkConfig) -> "torch.nn.Module":
-        from arena_ppo.modules import ActorCritic
+        from arena_ppo.modules import ActorCritic, RecurrentActorCritic
 
-        return ActorCritic(net)
+        return RecurrentActorCritic(net) if net.recurrent else ActorCritic(net)
 
     def build_value_normalizer(self) -> "torch.nn.Module":
         from arena_ppo.modules import ValueNormalizer
@@ -100,12 +101,40 @@ class PPOAgent(BaseAgent):
         state = self.critic_normalizer(global_state) if self.critic_normalizer is not None else global_state
         return self.with_seats(state)
 
-    def policy(self, features: "torch.Tensor", generator: "torch.Generator | None" = None) -> "PolicyOutput":
-        return self.model.act(features, deterministic=not self.training, generator=generator)
+    @property
+    def recurrent(self) -> bool:
+        return bool(getattr(self.model, "recurrent", False))
+
+    def policy(self, features: "torch.Tensor", generator: "torch.Generator | None" = None,
+               hidden: "torch.Tensor | None" = None) -> "PolicyOutput":
+        """One step of the policy. A recurrent one takes ``hidden`` from the trainer; when none is given
+        (playing) it carries its own per-row state, cleared by :meth:`reset`."""
+        deterministic = not self.training
+        if not self.recurrent:
+            return self.model.act(features, deterministic=deterministic, generator=generator)
+        playing = hidden is None
+        if playing:
+            rows = features.shape[0]
+            state = self.play_hidden
+            if state is None or state.shape[0] != rows or state.device != features.device:
+                state = features.new_zeros(rows, self.model.actor_hidden_size)
+            hidden = state
+        out = self.model.act(features, deterministic=deterministic, generator=generator, hidden=hidden)
+        if playing:
+            self.play_hidden = out.hidden
+        return out
 
     def value(self, critic_features: "torch.Tensor") -> "torch.Tensor":
         """V(s) in return units (undoing value normalization)."""
-        v = self.model.value(critic_features)
+        return self.denormalized(self.model.value(critic_features))
+
+    def value_step(self, critic_features: "torch.Tensor", hidden: "torch.Tensor"
+                   ) -> "tuple[torch.Tensor, torch.Tensor]":
+        """A recurrent critic's V(s) in return units and its next hidden state."""
+        v, h = self.model.value_step(critic_features, hidden)
+        return self.denormalized(v), h
+
+    def denormalized(self, v: "torch.Tensor") -> "torch.Tensor":
         return self.value_normalizer.denormalize(v) if self.value_normalizer is not None else v
 
     def act(self, observation: "dict[str, torch.Tensor]") -> "dict[str, torch.Tensor]":
@@ -141,13 +170,14 @@ class PPOAgent(BaseAgent):
         return fire
 
     def reset(self, env_mask: "torch.Tensor | None" = None) -> None:
-        """New battles start with no accumulated launch hazard."""
-        if self.fire_hazard is None:
-            return
+        """New battles start with no accumulated launch hazard (and a zero recurrent state)."""
         if env_mask is None:
-            self.fire_hazard = None
-        elif env_mask.shape == self.fire_hazard.shape:
+            self.fire_hazard = self.play_hidden = None
+            return
+        if self.fire_hazard is not None and env_mask.shape == self.fire_hazard.shape:
             self.fire_hazard = self.fire_hazard.masked_fill(env_mask.to(self.fire_hazard.device), 0.0)
+        if self.play_hidden is not None and env_mask.shape[0] == self.play_hidden.shape[0]:
+            self.play_hidden = self.play_hidden.masked_fill(env_mask.to(self.play_hidden.device).unsqueeze(-1), 0.0)
 
     def train(self, mode: bool = True) -> "PPOAgent":
         super().train(mode)

@@ -31,6 +31,7 @@ class NetworkConfig:
     init_fire_logit: float = -6.0
     log_std_min: float = -5.0
     log_std_max: float = 2.0
+    recurrent: bool = False  # a GRU cell after each trunk (mappo --recurrent)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "NetworkConfig":
@@ -64,6 +65,7 @@ class PPOConfig:
     desired_kl: float = 0.01
     value_norm: bool = False  # MAPPO's ValueNorm: critic learns normalized returns
     adam_eps: float = 1e-5
+    data_chunk_length: int = 10  # recurrent policies: steps per training sequence (MAPPO's data chunks)
 
 
 @dataclass

@@ -53,9 +53,12 @@ class MAPPOAgent(PPOAgent):
         return self.seats
 
     def build_model(self, net: NetworkConfig) -> "torch.nn.Module":
-        from arena_ppo.modules import ActorCritic, SeparatedActorCritic
+        from arena_ppo.modules import RecurrentSeparatedActorCritic, SeparatedActorCritic
 
-        return SeparatedActorCritic(net, self.seats) if self.policy_kind == "separated" else ActorCritic(net)
+        if self.policy_kind == "separated":
+            kind = RecurrentSeparatedActorCritic if net.recurrent else SeparatedActorCritic
+            return kind(net, self.seats)
+        return super().build_model(net)
 
     def build_value_normalizer(self) -> "torch.nn.Module":
         from arena_ppo.modules import ValueNorm

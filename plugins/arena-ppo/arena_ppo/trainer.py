@@ -26,10 +26,11 @@ PARAMS: dict[str, tuple[str, str]] = {
     "layer_norm": ("network", "input_layer_norm"),
     "init_fire_logit": ("network", "init_fire_logit"),
     "init_log_std": ("network", "init_log_std"),
+    "recurrent": ("network", "recurrent"),
 }
 # Settings a resumed run cannot change: the checkpoint's tensors are shaped by them.
 FIXED_ON_RESUME = ("num_envs", "obs_mode", "obs_norm", "privileged_critic", "value_norm", "layer_norm", "self_slots",
-                   "floor", "team_size", "policy")
+                   "floor", "team_size", "policy", "recurrent")
 # What a run saved before a setting existed did: resuming it must not change its course.
 SAVED_BEFORE = {"run": {"floor": 0.0}}
 MAX_ENVS = 1 << 24  # battles stepped at once: ~16.7 M, already tens of GB of env state and rollout
@@ -130,9 +131,14 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
         click.option("--progress/--no-progress", default=True, show_default=True, help="Progress display."),
     ]
     if mappo:
-        opts.insert(0, click.option(
-            "--policy", type=click.Choice(POLICIES), default=R.policy, show_default=True,
-            help="shared: one actor and critic for every seat, told its seat; separated: one per seat."))
+        opts[:0] = [
+            click.option("--policy", type=click.Choice(POLICIES), default=R.policy, show_default=True,
+                         help="shared: one actor and critic for every seat, told its seat; separated: one per seat."),
+            click.option("--recurrent/--no-recurrent", default=N.recurrent, show_default=True,
+                         help="A GRU cell in the actor and the critic, its state reset when a battle restarts."),
+            click.option("--data-chunk-length", type=click.IntRange(1, 1 << 20), default=P.data_chunk_length,
+                         show_default=True, help="--recurrent: steps per training sequence; must divide --n-steps."),
+        ]
     for opt in reversed(opts):
         func = opt(func)
     return func
@@ -343,6 +349,9 @@ def run_training(ctx: click.Context, params: dict[str, Any], algorithm: str = "p
             raise fail(f"--out {out}: already holds a training run; continue it with --resume PATH, or give "
                        f"another directory")
     cfg.run.out = str(out)
+    if cfg.network.recurrent and cfg.ppo.n_steps % cfg.ppo.data_chunk_length:
+        raise fail(f"--data-chunk-length {cfg.ppo.data_chunk_length} must divide --n-steps {cfg.ppo.n_steps}: the "
+                   f"rollout is cut into whole sequences")
     if algorithm == "mappo":
         cfg.run.privileged_critic = True  # the central critic is what makes it MAPPO
 

@@ -139,3 +139,59 @@ def test_resume_continues_exactly(tmp_path, policy):
     for key in ("running_mean", "running_mean_sq", "debiasing_term"):
         assert torch.equal(a["value_normalizer"][key], b["value_normalizer"][key])
     assert torch.equal(a["env"]["world"]["x"], b["env"]["world"]["x"])
+
+
+@pytest.mark.parametrize("policy", ["shared", "separated"])
+def test_recurrent_chunks_replay_the_hidden_states_of_the_rollout_across_dones(tmp_path, policy):
+    """Re-running the stored rollout chunk by chunk gives back the collection's log-probabilities and
+    values exactly: the stored start states and the resets where episodes began are right."""
+    from arena.env import EnvConfig
+    from arena_ppo.config import TrainConfig
+    from arena_ppo.runners import MAPPORunner
+    from arena_ppo.trainer import opponent_factory
+
+    cfg = TrainConfig()
+    cfg.run.team_size, cfg.run.num_envs, cfg.run.policy, cfg.run.privileged_critic = 2, 6, policy, True
+    cfg.run.vs, cfg.run.floor, cfg.run.device = ("crank",), 0.0, "cpu"
+    cfg.network.recurrent = True
+    cfg.ppo.n_steps, cfg.ppo.data_chunk_length = 24, 6
+    env = EnvConfig(team_size=2, max_time=20.0)  # short battles: several episodes end inside the rollout
+    cfg.run.env_config = lambda: env  # type: ignore[method-assign]
+    runner = MAPPORunner(cfg, tmp_path, opponent_factory(torch.device("cpu"), env), console=None, progress=False)
+    runner.collect()
+    runner.collect()  # the second rollout starts from carried-over, non-zero states
+    storage = runner.storage
+    assert bool(storage.done.any()) and float(storage.actor_hidden[0].abs().sum()) > 0
+    model = runner.agent.model
+    seen = 0
+    with torch.no_grad():
+        for batch in storage.mini_batches(48, 1, torch.Generator().manual_seed(0), chunk=6):
+            log_prob = model.evaluate_batch(batch)[0]
+            value = runner.agent.denormalized(model.value_batch(batch))
+            assert torch.allclose(log_prob, batch["log_prob"], atol=1e-5)
+            assert torch.allclose(value, batch["value"], atol=1e-5)
+            assert batch["obs_seq"].shape[0] == 6 and batch["actor_h0"].shape[0] == batch["obs_seq"].shape[1]
+            seen += log_prob.numel()
+    assert seen == 24 * 12  # every step of every aircraft row, once
+
+
+def test_recurrent_runs_resume_exactly(tmp_path):
+    common = ["--vs", "crank", "--num-envs", "4", "--seed", "2", "--save-interval", "80", "--recurrent",
+              "--n-steps", "20", "--data-chunk-length", "5", "--batch-size", "40", "--n-epochs", "2",
+              "--eval-games", "0", "--no-progress", "--threads", "1"]
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    assert train(common + ["--max-steps", "240"], straight).exit_code == 0
+    assert train(common + ["--max-steps", "160"], split).exit_code == 0
+    resumed = CliRunner().invoke(main, ["train", "mappo", "--resume", str(split / "ckpt_000000160.pt"),
+                                        "--max-steps", "240", "--no-progress"])
+    assert resumed.exit_code == 0, resumed.output
+    a = torch.load(straight / "ckpt_000000240.pt", weights_only=True)
+    b = torch.load(split / "ckpt_000000240.pt", weights_only=True)
+    for key, value in a["model"].items():
+        assert torch.equal(value, b["model"][key]), key
+    assert torch.equal(a["hidden"]["actor"], b["hidden"]["actor"])
+
+
+def test_a_chunk_length_that_does_not_divide_the_rollout_is_refused(tmp_path):
+    result = train(["--recurrent", "--n-steps", "32", "--data-chunk-length", "10", "--max-steps", "1"], tmp_path)
+    assert result.exit_code != 0 and "--data-chunk-length 10 must divide --n-steps 32" in result.output

@@ -63,14 +63,14 @@ class PPO:
         def avg(x: torch.Tensor) -> torch.Tensor:
             return x.mean() if active is None else (x * active).sum() / active.sum().clamp(min=1.0)
 
-        log_prob, entropy, mean, log_std, logit = self.model.evaluate(batch["obs"], batch["u"], batch["fire"])
+        log_prob, entropy, mean, log_std, logit = self.model.evaluate_batch(batch)
         log_ratio = log_prob - batch["log_prob"]
         ratio = torch.exp(log_ratio)
         surrogate = -advantages * ratio
         clipped = -advantages * ratio.clamp(1 - cfg.clip_epsilon, 1 + cfg.clip_epsilon)
         policy_loss = avg(torch.max(surrogate, clipped))
 
-        value = self.model.value(batch["critic_obs"])
+        value = self.model.value_batch(batch)
         returns, old_value = batch["returns"], batch["value"]
         if self.value_normalizer is not None:  # compare in the critic's normalized units
             if getattr(self.value_normalizer, "per_minibatch", False):  # MAPPO's ValueNorm, as in its value loss
@@ -112,7 +112,7 @@ class PPO:
         sums: dict[str, torch.Tensor] = {}
         batches = 0
         self.model.train()
-        for batch in storage.mini_batches(cfg.batch_size, cfg.n_epochs, generator):
+        for batch in storage.mini_batches(cfg.batch_size, cfg.n_epochs, generator, chunk=cfg.data_chunk_length):
             loss, parts = self.loss(batch, batch["advantages"])
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()

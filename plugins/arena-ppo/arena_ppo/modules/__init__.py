@@ -5,10 +5,12 @@ from arena_ppo.modules.actor_critic import (
     squashed_log_prob,
 )
 from arena_ppo.modules.normalizer import RunningNormalizer, ValueNorm, ValueNormalizer
-from arena_ppo.modules.separated import SeatRouted, SeparatedActorCritic
+from arena_ppo.modules.recurrent import RecurrentActorCritic
+from arena_ppo.modules.separated import RecurrentSeparatedActorCritic, SeatRouted, SeparatedActorCritic
 
 __all__ = [
-    "Actor", "ActorCritic", "Critic", "PolicyOutput", "RunningNormalizer", "SeatRouted", "SeparatedActorCritic",
+    "Actor", "ActorCritic", "Critic", "PolicyOutput", "RecurrentActorCritic", "RecurrentSeparatedActorCritic",
+    "RunningNormalizer", "SeatRouted", "SeparatedActorCritic",
     "ValueNorm", "ValueNormalizer", "bernoulli_log_prob",
     "gaussian_log_prob", "squash_correction", "squashed_log_prob",
 ]

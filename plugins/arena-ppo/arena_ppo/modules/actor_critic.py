@@ -54,7 +54,10 @@ class Actor(nn.Module):
             self.rudder.bias[1] = cfg.init_log_std
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        h = self.trunk(obs)
+        return self.heads(self.trunk(obs))
+
+    def heads(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(rudder mean, rudder log-std, fire logit) from the last hidden layer."""
         mean, log_std = self.rudder(h).unbind(-1)
         log_std = log_std.clamp(self.cfg.log_std_min, self.cfg.log_std_max)
         return mean, log_std, self.fire(h).squeeze(-1)
@@ -112,6 +115,7 @@ class PolicyOutput:
     mean: torch.Tensor
     log_std: torch.Tensor
     fire_logit: torch.Tensor
+    hidden: torch.Tensor | None = None  # recurrent actors: the hidden state after this step, [N, H]
 
 
 class ActorCritic(nn.Module):
@@ -123,9 +127,16 @@ class ActorCritic(nn.Module):
         self.actor = Actor(cfg)
         self.critic = Critic(cfg)
 
+    recurrent = False
+
     def act(self, obs: torch.Tensor, deterministic: bool = False,
             generator: torch.Generator | None = None) -> PolicyOutput:
-        mean, log_std, logit = self.actor(obs)
+        return self.sample(*self.actor(obs), deterministic=deterministic, generator=generator)
+
+    @staticmethod
+    def sample(mean: torch.Tensor, log_std: torch.Tensor, logit: torch.Tensor, deterministic: bool = False,
+               generator: torch.Generator | None = None) -> PolicyOutput:
+        """Draw (or, deterministic, take the mode of) the rudder and the trigger from the policy's parameters."""
         if deterministic:
             u = mean
             fire = (logit > 0).float()  # p > 0.5
@@ -144,10 +155,23 @@ class ActorCritic(nn.Module):
         The entropy is that of the Gaussian before the squash plus the Bernoulli's: the squashed
         density has no closed form, and the pre-squash entropy is the usual stand-in for the bonus.
         """
-        mean, log_std, logit = self.actor(obs)
+        return self.score(u, fire, *self.actor(obs))
+
+    @staticmethod
+    def score(u: torch.Tensor, fire: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor, logit: torch.Tensor
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         log_prob = squashed_log_prob(u, mean, log_std) + bernoulli_log_prob(fire, logit)
         entropy = (0.5 + HALF_LOG_2PI + log_std) + bernoulli_entropy(logit)
         return log_prob, entropy, mean, log_std, logit
 
     def value(self, critic_obs: torch.Tensor) -> torch.Tensor:
         return self.critic(critic_obs)
+
+    # -- what the update calls: a minibatch of rows (recurrent models take sequences instead) ------
+
+    def evaluate_batch(self, batch: dict[str, torch.Tensor]
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self.evaluate(batch["obs"], batch["u"], batch["fire"])
+
+    def value_batch(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.value(batch["critic_obs"])

@@ -14,6 +14,7 @@ from torch import nn
 
 from arena_ppo.config import NetworkConfig
 from arena_ppo.modules.actor_critic import Actor, ActorCritic, Critic
+from arena_ppo.modules.recurrent import RecurrentActor, RecurrentActorCritic, RecurrentCritic
 
 
 class SeatRouted(nn.Module):
@@ -24,6 +25,13 @@ class SeatRouted(nn.Module):
         self.nets = nn.ModuleList(nets)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        return self._route(x, (), lambda net, body: net(body))
+
+    def step(self, x: torch.Tensor, hidden: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """A recurrent step per seat: each row's hidden state goes with it."""
+        return self._route(x, (hidden,), lambda net, body, h: net.step(body, h))  # type: ignore[return-value]
+
+    def _route(self, x: torch.Tensor, extra: tuple[torch.Tensor, ...], call) -> torch.Tensor | tuple[torch.Tensor, ...]:
         seats = len(self.nets)
         seat = x[:, -seats:].argmax(-1)
         body = x[:, :-seats]
@@ -31,7 +39,7 @@ class SeatRouted(nn.Module):
         single = False
         for k, net in enumerate(self.nets):
             rows = torch.nonzero(seat == k).flatten()
-            result = net(body.index_select(0, rows))
+            result = call(net, body.index_select(0, rows), *(e.index_select(0, rows) for e in extra))
             parts = (result,) if isinstance(result, torch.Tensor) else tuple(result)
             if outs is None:
                 single = isinstance(result, torch.Tensor)
@@ -51,3 +59,17 @@ class SeparatedActorCritic(ActorCritic):
         inner = replace(cfg, obs_dim=cfg.obs_dim - seats, critic_obs_dim=cfg.critic_obs_dim - seats)
         self.actor = SeatRouted([Actor(inner) for _ in range(seats)])
         self.critic = SeatRouted([Critic(inner) for _ in range(seats)])
+
+
+class RecurrentSeparatedActorCritic(RecurrentActorCritic):
+    """Per-seat recurrent actor-critics: each row's hidden state travels with it to its seat's network."""
+
+    def __init__(self, cfg: NetworkConfig, seats: int) -> None:
+        nn.Module.__init__(self)
+        self.cfg = cfg
+        inner = replace(cfg, obs_dim=cfg.obs_dim - seats, critic_obs_dim=cfg.critic_obs_dim - seats)
+        actors, critics = [RecurrentActor(inner) for _ in range(seats)], [RecurrentCritic(inner) for _ in range(seats)]
+        self.actor = SeatRouted(actors)  # type: ignore[assignment]
+        self.critic = SeatRouted(critics)  # type: ignore[assignment]
+        self.actor_hidden_size = actors[0].gru.hidden_size
+        self.critic_hidden_size = critics[0].gru.hidden_size

@@ -103,9 +103,16 @@ class OnPolicyRunner:
                                  self._load_snapshot) if any(s.kind == "self" for s in self.specs) else None
         self.pool = OpponentPool(self.specs, run.num_envs, make_opponent, self_play=self_play,
                                  snapshot=self._snapshot, self_slots=run.self_slots, team_size=self.seats)
-        self.storage = RolloutStorage(ppo.n_steps, run.num_envs * self.seats, self.agent.network.obs_dim,
+        rows = run.num_envs * self.seats
+        model = self.agent.model
+        hidden_sizes = (model.actor_hidden_size, model.critic_hidden_size) if self.agent.recurrent else None
+        self.storage = RolloutStorage(ppo.n_steps, rows, self.agent.network.obs_dim,
                                       self.agent.network.critic_obs_dim if run.privileged_critic else None, self.device,
-                                      active_masks=self.active_masks)
+                                      active_masks=self.active_masks, hidden_sizes=hidden_sizes)
+        # The learner's recurrent state per aircraft row, carried from one rollout to the next (and saved).
+        self.hidden: dict[str, torch.Tensor] = ({
+            "actor": torch.zeros(rows, hidden_sizes[0], device=self.device),
+            "critic": torch.zeros(rows, hidden_sizes[1], device=self.device)} if hidden_sizes else {})
         self.obs = self.env.reset()
         self._eval_opponents: dict[str, Any] = {}
 
@@ -148,6 +155,7 @@ class OnPolicyRunner:
         stat_names = ("done", "ret", "len", "win", "draw", "loss", "missiles")
         stats = {k: torch.zeros(n, device=self.device) for k in stat_names}
         keys = agent.obs_keys
+        recurrent = agent.recurrent
         storage.clear()
         for _ in range(storage.n_steps):
             obs_p1 = flatten_seats(self.obs["p1"])  # [N·T] rows: every aircraft of p1
@@ -159,8 +167,13 @@ class OnPolicyRunner:
                 features = raw
             features = agent.with_seats(features)
             critic_in = self._critic_input(features)
-            out = agent.policy(features, self.action_generator)
-            value = agent.value(critic_in)
+            if recurrent:
+                actor_h, critic_h = self.hidden["actor"], self.hidden["critic"]
+                out = agent.policy(features, self.action_generator, hidden=actor_h)
+                value, critic_next = agent.value_step(critic_in, critic_h)
+            else:
+                out = agent.policy(features, self.action_generator)
+                value = agent.value(critic_in)
             rudder, fire = out.rudder, out.fire > 0.5
             if seats > 1:
                 rudder, fire = rudder.view(n, seats), fire.view(n, seats)
@@ -180,14 +193,20 @@ class OnPolicyRunner:
             final_features = agent.with_seats(final_features)
             final_state = (self._seat_rows(infos["final_global_state"]["p1"]) if agent.privileged_critic
                            else None)
-            final_value = agent.value(agent.critic_features(final_features, final_state))
+            final_critic = agent.critic_features(final_features, final_state)
+            final_value = agent.value_step(final_critic, critic_next)[0] if recurrent else agent.value(final_critic)
             storage.add(Transition(
                 obs=features, critic_obs=critic_in if agent.privileged_critic else None, u=out.u, fire=out.fire,
                 log_prob=out.log_prob, value=value, reward=reward, done=seat_dones,
                 bootstrap=torch.where(truncated, final_value, torch.zeros_like(final_value)),
                 mean=out.mean, log_std=out.log_std, fire_logit=out.fire_logit,
                 active=obs_p1["alive"] > 0.5 if self.active_masks else None,
+                actor_hidden=actor_h if recurrent else None, critic_hidden=critic_h if recurrent else None,
             ))
+            if recurrent:  # a battle that restarted starts from a zero state
+                keep = (~seat_dones).unsqueeze(-1).to(features.dtype)
+                assert out.hidden is not None
+                self.hidden = {"actor": out.hidden * keep, "critic": critic_next * keep}
 
             done_f = dones.float()
             winner = infos["winner"]
@@ -203,7 +222,11 @@ class OnPolicyRunner:
 
         raw = obs_vector(flatten_seats(self.obs["p1"]), keys)
         features = agent.with_seats(agent.obs_normalizer(raw) if agent.obs_normalizer is not None else raw)
-        last_values = agent.value(self._critic_input_no_update(features))
+        last_critic = self._critic_input_no_update(features)
+        if recurrent:
+            last_values = agent.value_step(last_critic, self.hidden["critic"])[0]
+        else:
+            last_values = agent.value(last_critic)
         storage.compute_returns(last_values, self.cfg.ppo.gamma, self.cfg.ppo.gae_lambda)
         self.pool.check_nans()  # before the rollout is used: NaN from an opponent stops the run, as in play
         self.pool.record(stats["win"], stats["draw"], stats["loss"])
@@ -358,6 +381,7 @@ class OnPolicyRunner:
         rng = self.rng_state()
         return {"algorithm": self.algorithm.state_dict(), "counters": asdict(self.counters), "rng": rng,
                 "env": self.env.state_dict(), "opponents": self.pool.state_dict(), "config": to_plain(self.cfg),
+                "hidden": {k: v.clone() for k, v in self.hidden.items()},
                 "metrics": {k: float(v) for k, v in self.last_metrics.items()}}
 
     def save_if_new(self) -> Path:
@@ -420,6 +444,11 @@ class OnPolicyRunner:
             self.obs = self.env.load_state_dict(env)
             stage = "opponents"
             self.pool.load_state_dict(data.get("opponents"))  # type: ignore[arg-type]
+            if self.hidden:
+                stage = "hidden"
+                hidden = expect_dict(data, "hidden")
+                check_like(hidden, self.hidden, "hidden")
+                self.hidden = {k: hidden[k].to(self.device) for k in self.hidden}
         except AgentFailure:
             raise
         except Exception as exc:  # noqa: BLE001 - any damage to any part: one line naming the part

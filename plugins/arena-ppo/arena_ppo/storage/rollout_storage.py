@@ -31,6 +31,8 @@ class Transition:
     log_std: torch.Tensor
     fire_logit: torch.Tensor
     active: torch.Tensor | None = None  # [N] bool: the aircraft was alive when it acted (MAPPO's active masks)
+    actor_hidden: torch.Tensor | None = None  # [N, H] recurrent policies: the hidden states this step started from
+    critic_hidden: torch.Tensor | None = None
 
 
 def compute_gae(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, last_values: torch.Tensor,
@@ -60,7 +62,8 @@ class RolloutStorage:
     """Fixed-size buffer of ``n_steps`` transitions of ``num_envs`` envs."""
 
     def __init__(self, n_steps: int, num_envs: int, obs_dim: int, critic_obs_dim: int | None,
-                 device: torch.device | str, active_masks: bool = False) -> None:
+                 device: torch.device | str, active_masks: bool = False,
+                 hidden_sizes: tuple[int, int] | None = None) -> None:
         self.n_steps, self.num_envs, self.device = n_steps, num_envs, torch.device(device)
         f = dict(device=self.device, dtype=torch.float32)
         shape = (n_steps, num_envs)
@@ -79,6 +82,8 @@ class RolloutStorage:
         self.advantages = torch.zeros(shape, **f)
         self.returns = torch.zeros(shape, **f)
         self.active = torch.zeros(shape, dtype=torch.bool, device=self.device) if active_masks else None
+        self.actor_hidden = torch.zeros(*shape, hidden_sizes[0], **f) if hidden_sizes else None
+        self.critic_hidden = torch.zeros(*shape, hidden_sizes[1], **f) if hidden_sizes else None
         self.step = 0
 
     @property
@@ -100,6 +105,11 @@ class RolloutStorage:
             if t.active is None:
                 raise ValueError("this storage keeps active masks; the transition has none")
             self.active[i] = t.active
+        if self.actor_hidden is not None and self.critic_hidden is not None:
+            if t.actor_hidden is None or t.critic_hidden is None:
+                raise ValueError("this storage keeps recurrent hidden states; the transition has none")
+            self.actor_hidden[i] = t.actor_hidden
+            self.critic_hidden[i] = t.critic_hidden
         self.step += 1
 
     def clear(self) -> None:
@@ -112,16 +122,21 @@ class RolloutStorage:
         self.advantages, self.returns = compute_gae(self.reward, self.value, self.done, last_values, gamma, lam,
                                                     self.bootstrap)
 
-    def mini_batches(self, batch_size: int, n_epochs: int, generator: torch.Generator | None = None
-                     ) -> Iterator[dict[str, torch.Tensor]]:
+    FIELDS = ("obs", "u", "fire", "log_prob", "value", "advantages", "returns", "mean", "log_std", "fire_logit")
+
+    def mini_batches(self, batch_size: int, n_epochs: int, generator: torch.Generator | None = None,
+                     chunk: int = 1) -> Iterator[dict[str, torch.Tensor]]:
         """Shuffled minibatches of ``batch_size`` transitions, ``n_epochs`` passes over the rollout.
 
-        A last partial batch is kept (merged into no other), so every sample is used each epoch.
+        A last partial batch is kept (merged into no other), so every sample is used each epoch. With
+        recurrent hidden states the rollout is cut into sequences of ``chunk`` steps instead
+        (:meth:`chunked_batches`).
         """
+        if self.actor_hidden is not None:
+            yield from self.chunked_batches(batch_size, n_epochs, chunk, generator)
+            return
         total = self.n_steps * self.num_envs
-        flat = {name: getattr(self, name).reshape(total, *getattr(self, name).shape[2:])
-                for name in ("obs", "u", "fire", "log_prob", "value", "advantages", "returns", "mean", "log_std",
-                             "fire_logit")}
+        flat = {name: getattr(self, name).reshape(total, *getattr(self, name).shape[2:]) for name in self.FIELDS}
         flat["critic_obs"] = (self.critic_obs.reshape(total, -1) if self.critic_obs is not None else flat["obs"])
         if self.active is not None:
             flat["active"] = self.active.reshape(total).float()
@@ -131,3 +146,45 @@ class RolloutStorage:
             for start in range(0, total, size):
                 idx = order[start:start + size]
                 yield {name: value[idx] for name, value in flat.items()}
+
+    def chunked_batches(self, batch_size: int, n_epochs: int, chunk: int, generator: torch.Generator | None = None
+                        ) -> Iterator[dict[str, torch.Tensor]]:
+        """Minibatches of whole sequences for recurrent policies (MAPPO's data chunks).
+
+        Each env's rollout is cut into ``n_steps / chunk`` sequences of ``chunk`` steps; a minibatch
+        holds ``batch_size / chunk`` of them, shuffled. It carries the inputs as ``[chunk, B, ...]``
+        (``obs_seq``, ``critic_seq``), the hidden states stored at each sequence's first step
+        (``actor_h0``, ``critic_h0``), ``starts`` (an episode began at that step: zero the state
+        first), and every other field flattened time-major, the order the model's outputs come in.
+        """
+        if chunk < 1 or self.n_steps % chunk:
+            raise ValueError(f"data_chunk_length {chunk} must divide n_steps {self.n_steps}")
+        assert self.actor_hidden is not None and self.critic_hidden is not None
+        count, envs = self.n_steps // chunk, self.num_envs
+
+        def seq(x: torch.Tensor) -> torch.Tensor:  # [T, R, ...] -> [chunk, count·R, ...]
+            rest = x.shape[2:]
+            return x.reshape(count, chunk, envs, *rest).transpose(0, 1).reshape(chunk, count * envs, *rest)
+
+        starts = torch.zeros_like(self.done)
+        starts[1:] = self.done[:-1]  # the state stored at a sequence's first step is already reset
+        data = {name: seq(getattr(self, name)) for name in self.FIELDS}
+        data["critic_seq"] = seq(self.critic_obs) if self.critic_obs is not None else data["obs"]
+        if self.active is not None:
+            data["active"] = seq(self.active.float())
+        data["starts"] = seq(starts)
+        h0 = {"actor_h0": self.actor_hidden[::chunk].reshape(count * envs, -1),
+              "critic_h0": self.critic_hidden[::chunk].reshape(count * envs, -1)}
+        total = count * envs
+        size = max(1, min(batch_size // chunk, total))
+        for _ in range(n_epochs):
+            order = torch.randperm(total, generator=generator, device="cpu").to(self.device)
+            for start in range(0, total, size):
+                idx = order[start:start + size]
+                batch = {name: value[:, idx].reshape(-1, *value.shape[2:]) for name, value in data.items()
+                         if name not in ("starts", "critic_seq")}
+                batch["obs_seq"], batch["critic_seq"] = data["obs"][:, idx], data["critic_seq"][:, idx]
+                batch["critic_obs"] = batch["critic_seq"].reshape(-1, batch["critic_seq"].shape[-1])
+                batch["starts"] = data["starts"][:, idx]
+                batch.update({name: value[idx] for name, value in h0.items()})
+                yield batch
