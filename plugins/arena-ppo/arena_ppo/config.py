@@ -65,7 +65,7 @@ class PPOConfig:
     desired_kl: float = 0.01
     value_norm: bool = False  # MAPPO's ValueNorm: critic learns normalized returns
     adam_eps: float = 1e-5
-    data_chunk_length: int = 10  # recurrent policies: steps per training sequence (MAPPO's data chunks)
+    data_chunk_length: int = 8  # recurrent policies: steps per training sequence (MAPPO: 10; 8 divides n_steps 32)
 
 
 @dataclass

@@ -1,0 +1,125 @@
+"""Team training for a wall-clock budget each: MAPPO and its ablations against independent PPO.
+
+    python benchmarks/train_teams.py                                   # the five runs docs/training.md reports
+    python benchmarks/train_teams.py --minutes 3 --runs mappo,ippo     # a quick look
+    python benchmarks/train_teams.py --parallel 2 --threads 1          # two runs at once, a core each
+
+Each run trains against a CrankAgent team (plus the trainers' default floor share against the random
+placeholder) for ``--minutes``, then scores its final checkpoint over ``--games`` deterministic games
+(half from each side, each game one env's first episode) against the CrankAgent team and the
+placeholder team at the run's team size. Training speed is given in aircraft-steps per second (env
+steps × aircraft a side), the unit in which a team policy's samples compare with a duel's.
+
+Runs (``--runs``): mappo (2 v 2, the defaults), mappo-no-valuenorm, mappo-recurrent, ippo (``arena
+train ppo --team-size 2``: independent PPO with parameter sharing), mappo-4v4, and ppo-1v1 for the
+duel's speed. Wall-clock figures depend on what else the machine runs; ``--parallel`` runs several at
+once, each with ``--threads`` torch threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
+
+RUNS: dict[str, dict[str, Any]] = {
+    "mappo": {"algorithm": "mappo", "team_size": 2},
+    "mappo-no-valuenorm": {"algorithm": "mappo", "team_size": 2, "value_norm": False},
+    "mappo-recurrent": {"algorithm": "mappo", "team_size": 2, "recurrent": True},
+    "ippo": {"algorithm": "ppo", "team_size": 2},
+    "mappo-4v4": {"algorithm": "mappo", "team_size": 4},
+    "ppo-1v1": {"algorithm": "ppo", "team_size": 1},
+}
+DEFAULT_RUNS = "mappo,mappo-no-valuenorm,mappo-recurrent,ippo,mappo-4v4"
+
+
+def train_and_score(name: str, minutes: float, games: int, seed: int, threads: int | None, out: Path) -> dict[str, Any]:
+    """One run: train for ``minutes``, then score the last checkpoint; returns the table row."""
+    import torch
+
+    from arena.agents import build_agent
+    from arena.match import play_match
+    from arena.training import list_checkpoints
+    from arena_ppo.config import TrainConfig
+    from arena_ppo.runners import MAPPORunner, OnPolicyRunner
+    from arena_ppo.trainer import opponent_factory, resolve_reward
+
+    spec = RUNS[name]
+    cfg = TrainConfig()
+    cfg.run.team_size = spec["team_size"]
+    cfg.run.seed = seed
+    cfg.run.device = "cpu"
+    cfg.run.max_steps = 10**12  # the budget is time
+    cfg.run.eval_games = 0  # scored below, outside the timed training
+    cfg.run.threads = threads
+    cfg.run.out = str(out)
+    mappo = spec["algorithm"] == "mappo"
+    if mappo:
+        cfg.run.privileged_critic = True
+        cfg.ppo.value_norm = spec.get("value_norm", True)
+        cfg.network.recurrent = spec.get("recurrent", False)
+    env_config = cfg.run.env_config()
+    device = torch.device("cpu")
+    runner_class = MAPPORunner if mappo else OnPolicyRunner
+    runner = runner_class(cfg, out, opponent_factory(device, env_config), reward_fn=resolve_reward(cfg.run.reward),
+                          console=None, progress=False)
+    start = time.perf_counter()
+    runner.learn(max_time=minutes * 60.0)
+    elapsed = time.perf_counter() - start
+    steps = runner.counters.env_steps
+    row: dict[str, Any] = {"run": name, "team_size": cfg.run.team_size, "env_steps": steps, "minutes": elapsed / 60,
+                           "aircraft_steps_per_s": steps * cfg.run.team_size / elapsed}
+    final = list_checkpoints(out)[-1]
+    agent = runner.agent_class.load(final, device=device, env_config=env_config)
+    for rival in ("crank", "placeholder"):
+        with torch.random.fork_rng(devices=[]):
+            r = play_match(agent, build_agent(rival, device, env_config), games, env_config=env_config,
+                           device=device, seed=seed + 777, name_a=name, name_b=rival)
+        row[rival] = {"wins": r.wins, "draws": r.draws, "losses": r.losses, "win_rate": r.wins / r.games}
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=15.0, help="training budget per run, wall-clock minutes")
+    parser.add_argument("--games", type=int, default=1000, help="deterministic games per opponent")
+    parser.add_argument("--runs", default=DEFAULT_RUNS, help=f"comma-separated, from {', '.join(RUNS)}")
+    parser.add_argument("--parallel", type=int, default=1, help="runs at once (each in its own process)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads per run (default: arena's)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-teams-<time>)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    args = parser.parse_args(argv)
+    names = [n for n in args.runs.split(",") if n]
+    unknown = [n for n in names if n not in RUNS]
+    if unknown:
+        parser.error(f"unknown run(s) {', '.join(unknown)}; expected some of {', '.join(RUNS)}")
+    from arena.training import default_run_dir
+
+    root = args.out or default_run_dir("bench-teams")
+    print(f"{len(names)} run(s) of {args.minutes:g} min, {args.parallel} at a time, "
+          f"{args.threads or 'default'} thread(s) each; {args.games} deterministic games per opponent; "
+          f"output {root}", flush=True)
+    jobs = [(n, args.minutes, args.games, args.seed, args.threads, Path(root) / n) for n in names]
+    with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+        rows = list(pool.map(train_and_score, *zip(*jobs)))
+    print(f"\n{'run':<20} {'T':>2} {'env steps':>12} {'aircraft-steps/s':>17}  {'vs crank team':>22}  "
+          f"{'vs placeholder team':>22}")
+    for row in rows:
+        cells = [f"{row[r]['wins']:>4}W {row[r]['draws']:>4}D {row[r]['losses']:>4}L ({row[r]['win_rate']:.1%})"
+                 for r in ("crank", "placeholder")]
+        print(f"{row['run']:<20} {row['team_size']:>2} {row['env_steps']:>12,} {row['aircraft_steps_per_s']:>17,.0f}  "
+              f"{cells[0]:>22}  {cells[1]:>22}")
+    if args.json:
+        print(json.dumps({"minutes": args.minutes, "games": args.games, "rows": rows}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
