@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from arena.loop import AgentFailure, checked_act, checked_call, raise_failures  # noqa: F401 - re-exported
+from arena.loop import AgentFailure, checked_call, raise_failures  # noqa: F401 - AgentFailure re-exported
 
 if TYPE_CHECKING:
     import torch

@@ -69,6 +69,10 @@ class RatingConfig:
     tau: float = 25.0 / 300.0  # dynamics: sigma grows by this before each game, so ratings can move
     draw_probability: float = 0.1  # prior share of draws, sets the draw margin
     bootstrap_rounds: int = 1000  # resamples for the Bradley-Terry/Elo confidence interval
+    # The Elo scale's fixed point: this participant's Elo is anchor_elo. Empty: the average of the
+    # participants with mixed records (not unbeaten, not winless) is 1000.
+    anchor: str = ""
+    anchor_elo: float = 1000.0
 
     @classmethod
     def from_dict(cls, data: Any, file: str | os.PathLike[str] | None = None, key: str = "rating") -> "RatingConfig":
@@ -318,6 +322,10 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
                              f"expected unique names — give one a 'name'")
         seen[p.name] = p.key
 
+    if rating.anchor and rating.anchor not in seen:
+        raise err("rating.anchor", f"expected the name of a participant, got {_short(rating.anchor)}"
+                                   f"{_close(rating.anchor, list(seen))}")
+
     candidates: tuple[str, ...] = ()
     raw_candidates = data.get("candidates")
     if fmt == "gauntlet":
@@ -435,8 +443,10 @@ def _rating(raw: Any, err: _Errors, key: str = "rating") -> RatingConfig:
         if k not in known:
             raise err(f"{key}.{_keyname(k)}", f"unknown key; expected one of: {', '.join(known)}"
                                               f"{_close(str(k), known)}")
-    v = {k: _get(raw, k, int if k == "bootstrap_rounds" else float, err, getattr(RatingConfig(), k), key + ".")
-         for k in known}
+    types = {"bootstrap_rounds": int, "anchor": str}
+    v = {k: _get(raw, k, types.get(k, float), err, getattr(RatingConfig(), k), key + ".") for k in known}
+    if not abs(v["anchor_elo"]) <= 1e6:
+        raise err(f"{key}.anchor_elo", f"expected a number in [-1e6, 1e6], got {v['anchor_elo']!r}")
     low, high = BETA_RANGE
     if not low <= v["beta"] <= high:
         raise err(f"{key}.beta", f"expected a number in [{low:g}, {high:g}], got {v['beta']!r}")

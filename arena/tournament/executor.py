@@ -10,11 +10,12 @@ on one gathered batch (its p1 slots, then its p2 slots: the shared game loop's s
 stay aligned; ``reset(mask)`` clears the slots whose game ended. In team battles a participant flies
 every seat of its side.
 
-A participant that raises (``sys.exit`` included), hands back a malformed action or NaNs forfeits every game it still has in
-the batch — the ones in flight and the ones not yet started — with the reason recorded; its slots idle
-and everyone else plays on. It gets a fresh chance in the next batch. With a ``time_per_move`` budget,
-an act() call (one move on all the participant's battles) that takes longer is a forfeit too, like a
-time forfeit in fastchess: a slow agent must not hold the whole league hostage.
+A participant that raises (``sys.exit`` included), hands back a malformed action or NaNs forfeits
+every game it still has in the batch — the ones in flight and the ones not yet started — with the
+reason recorded; its slots idle and everyone else plays on. It gets a fresh chance in the next batch.
+With a ``time_per_move`` budget, an act() call (one move on all the participant's battles) that
+takes longer is a forfeit too, like a time forfeit in fastchess: a slow agent must not hold the
+whole league hostage.
 """
 
 from __future__ import annotations

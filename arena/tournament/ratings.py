@@ -45,9 +45,17 @@ class Skill:
 
 @dataclass(frozen=True)
 class EloFit:
-    elo: np.ndarray  # [P] point estimate
-    low: np.ndarray  # [P] 2.5 % bootstrap quantile (NaN without bootstrap)
+    """Bradley-Terry Elo per participant. An interval bound that the games cannot give is NaN (no games,
+    or a bootstrap that never varies: one game, only draws) or infinite (the open side of an unbeaten
+    or winless record, whose maximum-likelihood Elo is infinite)."""
+
+    elo: np.ndarray  # [P] point estimate (NaN without games)
+    low: np.ndarray  # [P] 2.5 % bootstrap quantile
     high: np.ndarray  # [P] 97.5 % quantile
+    rank_low: np.ndarray | None = None  # [P] best rank in 95 % of the resamples (1 = first)
+    rank_high: np.ndarray | None = None  # [P] worst rank in 95 % of the resamples
+    flags: tuple[str, ...] = ()  # [P] "unbeaten", "winless", "no games", "anchor" or ""
+    components: tuple[tuple[int, ...], ...] = ()  # groups of participants linked by games (one when connected)
 
 
 # -- TrueSkill ---------------------------------------------------------------------------------------
@@ -113,21 +121,55 @@ def update_1vs1(env, mu_a: float, sigma_a: float, mu_b: float, sigma_b: float, d
 # -- Bradley-Terry -----------------------------------------------------------------------------------
 
 
+def game_arrays(games: Sequence[GameResult]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(p1, p2, winner)`` of every game as integer arrays: one pass over the Python objects."""
+    n = len(games)
+    p1 = np.fromiter((g.p1 for g in games), dtype=np.int64, count=n)
+    p2 = np.fromiter((g.p2 for g in games), dtype=np.int64, count=n)
+    winner = np.fromiter((g.winner for g in games), dtype=np.int64, count=n)
+    return p1, p2, winner
+
+
 def pairwise(games: Sequence[GameResult], num_participants: int) -> tuple[np.ndarray, np.ndarray]:
     """``(score, count)``: ``score[i, j]`` points of i against j (win 1, draw ½), ``count[i, j]`` games."""
-    score = np.zeros((num_participants, num_participants))
-    count = np.zeros((num_participants, num_participants))
-    for g in games:
-        count[g.p1, g.p2] += 1.0
-        count[g.p2, g.p1] += 1.0
-        if g.winner == DRAW:
-            score[g.p1, g.p2] += 0.5
-            score[g.p2, g.p1] += 0.5
-        elif g.winner == P1_WINS:
-            score[g.p1, g.p2] += 1.0
-        else:
-            score[g.p2, g.p1] += 1.0
+    score, count, _ = pair_tables(games, num_participants)
     return score, count
+
+
+def pair_tables(games: Sequence[GameResult], num_participants: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(score, count, draws)`` matrices, counted with ``bincount`` rather than a loop over games."""
+    n = num_participants
+    p1, p2, winner = game_arrays(games)
+    first = np.where(winner == P1_WINS, 1.0, np.where(winner == DRAW, 0.5, 0.0))
+    cells = n * n
+
+    def table(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        return np.bincount(rows * n + cols, weights=weights, minlength=cells).reshape(n, n).astype(float)
+
+    count = table(p1, p2) + table(p2, p1)
+    score = table(p1, p2, first) + table(p2, p1, 1.0 - first)
+    drawn = (winner == DRAW).astype(float)
+    draws = table(p1, p2, drawn) + table(p2, p1, drawn)
+    return score, count, draws
+
+
+def components(count: np.ndarray) -> tuple[tuple[int, ...], ...]:
+    """Groups of participants (with games) linked by games, largest first."""
+    n = count.shape[0]
+    parent = list(range(n))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, j in zip(*np.nonzero(np.triu(count, 1))):
+        parent[root(int(i))] = root(int(j))
+    groups: dict[int, list[int]] = {}
+    for i in np.nonzero(count.sum(1) > 0)[0]:
+        groups.setdefault(root(int(i)), []).append(int(i))
+    return tuple(sorted((tuple(g) for g in groups.values()), key=lambda g: (-len(g), g)))
 
 
 def fit_strengths(score: np.ndarray, count: np.ndarray, ridge: float = RIDGE, iterations: int = 100) -> np.ndarray:
@@ -154,17 +196,58 @@ def fit_strengths(score: np.ndarray, count: np.ndarray, ridge: float = RIDGE, it
     return theta - theta.mean(-1, keepdims=True)
 
 
+def record_flags(score: np.ndarray, count: np.ndarray, anchor: int | None = None) -> tuple[str, ...]:
+    """Per participant: "no games", "unbeaten" (every game won), "winless" (no point at all), "anchor", or ""."""
+    games, points = count.sum(1), score.sum(1)
+    flags = []
+    for i in range(len(games)):
+        if games[i] == 0:
+            flags.append("no games")
+        elif i == anchor:
+            flags.append("anchor")
+        elif points[i] == games[i]:
+            flags.append("unbeaten")
+        elif points[i] == 0:
+            flags.append("winless")
+        else:
+            flags.append("")
+    return tuple(flags)
+
+
 def bradley_terry(games: Sequence[GameResult], num_participants: int, rounds: int = 1000, seed: int = 0,
-                  ridge: float = RIDGE) -> EloFit:
-    """Elo ratings (league mean ``ELO_BASE``) with bootstrap 95 % intervals over ``rounds`` resamples."""
-    score, count = pairwise(games, num_participants)
-    elo = ELO_BASE + ELO_SCALE * fit_strengths(score, count, ridge)
-    nan = np.full(num_participants, np.nan)
+                  ridge: float = RIDGE, anchor: int | None = None, anchor_elo: float = ELO_BASE) -> EloFit:
+    """Elo ratings with bootstrap 95 % intervals and rank bounds over ``rounds`` resamples.
+
+    The scale is fixed by ``anchor`` (that participant's Elo is ``anchor_elo``), or else by the average
+    of the participants with mixed records, which is ``ELO_BASE``. An unbeaten or winless record has an
+    infinite maximum-likelihood strength that the ridge caps; leaving it out of the average keeps it
+    from shifting everyone else, and its flag and open interval say what its Elo is worth.
+    """
+    n = num_participants
+    score, count, draw_table = pair_tables(games, n)
+    played = count.sum(1) > 0
+    mixed = np.array([f == "" for f in record_flags(score, count)]) & played
+    flags = record_flags(score, count, anchor)
+    reference = mixed if mixed.any() else played
+    fixed = anchor  # whose Elo the scale pins: its interval is zero-wide by construction, not unknown
+    if anchor is None and mixed.sum() == 1:  # one mixed record: the average is that participant alone
+        fixed = int(np.flatnonzero(mixed)[0])
+
+    def to_elo(theta: np.ndarray) -> np.ndarray:
+        if anchor is not None:
+            return anchor_elo + ELO_SCALE * (theta - theta[..., anchor:anchor + 1])
+        if not reference.any():
+            return ELO_BASE + ELO_SCALE * theta
+        return ELO_BASE + ELO_SCALE * (theta - theta[..., reference].mean(-1, keepdims=True))
+
+    elo = to_elo(fit_strengths(score, count, ridge))
+    nan = np.full(n, np.nan)
+    groups = components(count)
     if rounds <= 0 or not games:
-        return EloFit(elo, nan, nan.copy())
+        return EloFit(np.where(played, elo, np.nan), nan, nan.copy(), nan.copy(), nan.copy(), flags, groups)
     # A bootstrap resample of the games is a multinomial draw over (pair, outcome) cells.
-    iu, ju = np.triu_indices(num_participants, 1)
-    draws = _draws(games, num_participants)[iu, ju]
+    iu, ju = np.triu_indices(n, 1)
+    draws = draw_table[iu, ju]
     wins_i = score[iu, ju] - 0.5 * draws
     wins_j = count[iu, ju] - wins_i - draws
     cells = np.concatenate([wins_i, draws, wins_j])
@@ -174,26 +257,31 @@ def bradley_terry(games: Sequence[GameResult], num_participants: int, rounds: in
     # Resamples are fitted in chunks of about BOOTSTRAP_CHUNK_CELLS matrix cells, so memory stays
     # bounded for any number of rounds and participants; drawing the chunks one after another from
     # the same generator gives exactly the samples of one big draw.
-    chunk = max(1, BOOTSTRAP_CHUNK_CELLS // (num_participants * num_participants))
-    boot = np.empty((rounds, num_participants))
+    chunk = max(1, BOOTSTRAP_CHUNK_CELLS // (n * n))
+    boot = np.empty((rounds, n))
     for start in range(0, rounds, chunk):
-        n = min(chunk, rounds - start)
-        samples = rng.multinomial(total, cells / cells.sum(), size=n)
+        m = min(chunk, rounds - start)
+        samples = rng.multinomial(total, cells / cells.sum(), size=m)
         wi, dr, wj = samples[:, :k], samples[:, k:2 * k], samples[:, 2 * k:]
-        s = np.zeros((n, num_participants, num_participants))
-        c = np.zeros_like(s)
-        s[:, iu, ju] = wi + 0.5 * dr
-        s[:, ju, iu] = wj + 0.5 * dr
+        sc = np.zeros((m, n, n))
+        c = np.zeros_like(sc)
+        sc[:, iu, ju] = wi + 0.5 * dr
+        sc[:, ju, iu] = wj + 0.5 * dr
         c[:, iu, ju] = c[:, ju, iu] = wi + dr + wj
-        boot[start:start + n] = ELO_BASE + ELO_SCALE * fit_strengths(s, c, ridge)
+        boot[start:start + m] = to_elo(fit_strengths(sc, c, ridge))
     low, high = np.percentile(boot, [2.5, 97.5], axis=0)
-    return EloFit(elo, low, high)
-
-
-def _draws(games: Sequence[GameResult], num_participants: int) -> np.ndarray:
-    out = np.zeros((num_participants, num_participants))
-    for g in games:
-        if g.winner == DRAW:
-            out[g.p1, g.p2] += 1.0
-            out[g.p2, g.p1] += 1.0
-    return out
+    rank_low, rank_high = nan.copy(), nan.copy()
+    if played.any():
+        among = boot[:, played]
+        ranks = np.argsort(np.argsort(-among, axis=1, kind="stable"), axis=1) + 1  # 1 = best in that resample
+        rank_low[played], rank_high[played] = np.percentile(ranks, [2.5, 97.5], axis=0, method="nearest")
+    # What the bootstrap cannot tell: no games, a single game, only draws, no spread at all; the open
+    # side of an unbeaten or winless record.
+    games_of, decisive = count.sum(1), (count - draw_table).sum(1)
+    thin = (games_of < 2) | (decisive == 0)  # a resample of one game, or of draws only, says nothing of spread
+    unpinned = np.arange(n) != (-1 if fixed is None else fixed)
+    unknown = ~played | (((high - low) < 1e-9) | thin) & unpinned
+    low, high = np.where(unknown, np.nan, low), np.where(unknown, np.nan, high)
+    high = np.where(np.array([f == "unbeaten" for f in flags]), np.inf, high)
+    low = np.where(np.array([f == "winless" for f in flags]), -np.inf, low)
+    return EloFit(np.where(played, elo, np.nan), low, high, rank_low, rank_high, flags, groups)

@@ -20,8 +20,14 @@ from arena.tournament.results import DRAW, P1_WINS, GameResult
 if TYPE_CHECKING:
     import pandas as pd
 
-LEADERBOARD_COLUMNS = ("rank", "name", "agent", "checkpoint", "mu", "sigma", "mu_minus_3sigma", "games", "wins",
-                       "draws", "losses", "forfeits", "score", "elo", "elo_low", "elo_high")
+LEADERBOARD_COLUMNS = ("rank", "name", "agent", "checkpoint", "elo", "elo_low", "elo_high", "rank_low", "rank_high",
+                       "record", "games", "wins", "draws", "losses", "forfeits", "score", "mu", "sigma",
+                       "mu_minus_3sigma")
+ORDER_NOTE = ("Ordered by Bradley-Terry Elo (maximum likelihood over all games; a draw is half a win), which does "
+              "not depend on the order the games were played in. The Elo interval and the rank bounds are 95 % "
+              "bootstrap intervals; “unknown” means the games cannot bound it (no games, a single game, only "
+              "draws), and an unbeaten or winless record's Elo has no upper or lower bound. TrueSkill μ, σ and "
+              "μ−3σ are given beside it.")
 FILES = {"leaderboard": "leaderboard.csv", "head_to_head": "head_to_head.csv", "markdown": "report.md",
          "picture": "head_to_head.png"}
 
@@ -49,6 +55,8 @@ class TournamentReport:
     expected_games: int  # games the schedule asks for
     files: dict[str, Path] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)  # what this run did: games played, wall time, …
+    warnings: list[str] = field(default_factory=list)  # what makes the ratings less comparable (a split league)
+    scale: str = ""  # what fixes the Elo scale, in words
 
     @property
     def complete(self) -> bool:
@@ -58,7 +66,7 @@ class TournamentReport:
         return {
             "name": self.name, "output": str(self.output_dir), "games": self.games,
             "expected_games": self.expected_games, "complete": self.complete, **self.run,
-            "leaderboard": records(self.leaderboard),
+            "leaderboard": records(self.leaderboard), "warnings": list(self.warnings), "scale": self.scale,
             "forfeits": records(self.forfeits),
             "files": {k: str(v) for k, v in self.files.items()},
         }
@@ -73,7 +81,27 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
     n = len(entrants)
     keys = [e.key or e.name for e in entrants]
     skills = trueskill_ratings(games, n, rating, keys, seed)
-    fit = bradley_terry(games, n, rating.bootstrap_rounds, seed)
+    names = [e.name for e in entrants]
+    warnings: list[str] = []
+    anchor = names.index(rating.anchor) if rating.anchor in names else None
+    if rating.anchor and anchor is None:
+        warnings.append(f"rating.anchor {rating.anchor!r} is not a participant of this run; the scale is the average "
+                        f"of the mixed records instead")
+    fit = bradley_terry(games, n, rating.bootstrap_rounds, seed, anchor=anchor, anchor_elo=rating.anchor_elo)
+    if anchor is not None:
+        scale = f"{rating.anchor} is fixed at Elo {rating.anchor_elo:g}"
+    else:
+        scale = (f"the average of the participants with mixed records (neither unbeaten nor winless) is Elo "
+                 f"{1000:g}")
+    if len(fit.components) > 1:
+        shown = "; ".join("{" + ", ".join(names[i] for i in group[:4]) + (", …" if len(group) > 4 else "") + "}"
+                          for group in fit.components[:4])
+        warnings.append(f"the league is split into {len(fit.components)} groups that never played each other "
+                        f"({shown}): Elo and ranks compare only within a group")
+    flagged = [f"{names[i]} ({flag})" for i, flag in enumerate(fit.flags) if flag in ("unbeaten", "winless")]
+    if flagged:
+        warnings.append(f"perfect records have no finite Elo: {', '.join(flagged[:6])}{', …' if len(flagged) > 6 else ''}"
+                        f"; their Elo is the capped estimate and the open side of the interval is unbounded")
     points, played = pairwise(games, n)  # [i, j]: i's points (draw ½) and games against j
     tally = [dict(games=0, wins=0, draws=0, losses=0, forfeits=0) for _ in range(n)]
     forfeit_rows: dict[tuple[str, str], int] = {}
@@ -100,9 +128,12 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
             "mu": skills[i].mu, "sigma": skills[i].sigma, "mu_minus_3sigma": skills[i].conservative,
             **t, "score": (t["wins"] + 0.5 * t["draws"]) / t["games"] if t["games"] else math.nan,
             "elo": float(fit.elo[i]), "elo_low": float(fit.low[i]), "elo_high": float(fit.high[i]),
+            "rank_low": _maybe(fit.rank_low, i), "rank_high": _maybe(fit.rank_high, i), "record": fit.flags[i],
         })
     board = pd.DataFrame(rows)
-    board = board.sort_values(["mu_minus_3sigma", "name"], ascending=[False, True], kind="mergesort")
+    board["_unrated"] = board["elo"].isna()
+    board = board.sort_values(["_unrated", "elo", "name"], ascending=[True, False, True], kind="mergesort")
+    board = board.drop(columns="_unrated")
     board.insert(0, "rank", range(1, n + 1))
     board = board.reset_index(drop=True)[list(LEADERBOARD_COLUMNS)]
 
@@ -115,7 +146,12 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
                              for (who, why), count in sorted(forfeit_rows.items())],
                             columns=["participant", "reason", "games"])
     return TournamentReport(name, Path(output_dir), board, h2h, forfeits, len(games),
-                            expected_games if expected_games is not None else len(games))
+                            expected_games if expected_games is not None else len(games), warnings=warnings,
+                            scale=scale)
+
+
+def _maybe(values: Any, i: int) -> float:
+    return float(values[i]) if values is not None else math.nan
 
 
 def _show_path(path: str | None) -> str:
@@ -137,14 +173,22 @@ def display_frame(board: "pd.DataFrame") -> "pd.DataFrame":
 
     out = pd.DataFrame({
         "rank": board["rank"], "name": board["name"],
-        "mu": board["mu"].map("{:.2f}".format), "sigma": board["sigma"].map("{:.2f}".format),
-        "mu-3σ": board["mu_minus_3sigma"].map("{:.2f}".format),
+        "elo": board["elo"].map(lambda x: "unknown" if x != x else f"{x:.0f}"),
+        "elo 95% CI": [_interval(lo, hi) for lo, hi in zip(board["elo_low"], board["elo_high"])],
+        "rank 95%": [_ranks(lo, hi) for lo, hi in zip(board["rank_low"], board["rank_high"])],
+        "record": board["record"],
         "games": board["games"], "W": board["wins"], "D": board["draws"], "L": board["losses"],
         "forfeits": board["forfeits"], "score": board["score"].map(_pct),
-        "elo": board["elo"].map(lambda x: f"{x:.0f}"),
-        "elo 95% CI": [_interval(lo, hi) for lo, hi in zip(board["elo_low"], board["elo_high"])],
+        "mu": board["mu"].map("{:.2f}".format), "sigma": board["sigma"].map("{:.2f}".format),
+        "mu-3σ": board["mu_minus_3sigma"].map("{:.2f}".format),
     })
     return out
+
+
+def _ranks(lo: float, hi: float) -> str:
+    if lo != lo or hi != hi:
+        return ""
+    return f"{lo:.0f}" if lo == hi else f"{lo:.0f}–{hi:.0f}"
 
 
 def _pct(x: float) -> str:
@@ -152,7 +196,10 @@ def _pct(x: float) -> str:
 
 
 def _interval(lo: float, hi: float) -> str:
-    return "" if lo != lo or hi != hi else f"{lo:.0f}–{hi:.0f}"
+    if lo != lo and hi != hi:
+        return "unknown"
+    show = lambda x: "?" if x != x else "−∞" if x == -math.inf else "∞" if x == math.inf else f"{x:.0f}"  # noqa: E731
+    return f"{show(lo)}–{show(hi)}"
 
 
 def format_table(board: "pd.DataFrame") -> str:
@@ -207,9 +254,9 @@ def markdown_report(report: TournamentReport) -> str:
         "",
         "## Leaderboard",
         "",
-        "Sorted by TrueSkill μ−3σ, a conservative skill estimate. Score counts a draw as half a win. Elo is a "
-        "Bradley-Terry fit to the same games (league average 1000) with a bootstrap 95 % interval.",
+        ORDER_NOTE + f" Elo scale: {report.scale or 'league average 1000'}. Score counts a draw as half a win.",
         "",
+        *[f"> **Warning:** {w}\n" for w in report.warnings],
         markdown_table(display_frame(report.leaderboard)),
         "",
         "## Head to head",
@@ -309,6 +356,7 @@ def render(report: TournamentReport, fmt: str = "table") -> str:
         head += (f" ({run['played']:,} played now in {run['wall_s']:.1f} s, {run['games_per_second']:,.0f} games/s; "
                  f"rating {run['rating_s']:.2f} s)")
     lines = [head, format_table(report.leaderboard)]
+    lines.extend(f"warning: {w}" for w in report.warnings)
     if not report.forfeits.empty:
         lines.append("forfeits:")
         lines.extend(f"  {r.participant}: {r.games} game(s) — {r.reason}" for r in report.forfeits.itertuples())

@@ -96,3 +96,71 @@ def test_bootstrap_in_chunks_equals_one_draw(monkeypatch) -> None:
     chunked = bradley_terry(games, 5, rounds=300, seed=4)
     assert np.allclose(whole.low, chunked.low, rtol=0, atol=1e-9)
     assert np.allclose(whole.high, chunked.high, rtol=0, atol=1e-9)
+
+
+def test_tables_count_every_game_as_a_loop_would() -> None:
+    from arena.tournament.ratings import pair_tables
+
+    games = synthetic([0.0, 1.0, -0.5, 2.0], 7, seed=3, draw=0.2)
+    score, count, draws = pair_tables(games, 4)
+    s, c, d = np.zeros((4, 4)), np.zeros((4, 4)), np.zeros((4, 4))
+    for g in games:
+        c[g.p1, g.p2] += 1
+        c[g.p2, g.p1] += 1
+        first = {0: 0.5, 1: 1.0, 2: 0.0}[g.winner]
+        s[g.p1, g.p2] += first
+        s[g.p2, g.p1] += 1 - first
+        d[g.p1, g.p2] += g.winner == 0
+        d[g.p2, g.p1] += g.winner == 0
+    assert np.array_equal(score, s) and np.array_equal(count, c) and np.array_equal(draws, d)
+
+
+def test_an_unbeaten_participant_does_not_shift_the_others_and_is_flagged() -> None:
+    truth = [0.0, 0.6, -0.5, 1.0]
+    mixed = synthetic(truth, 60, seed=2)
+    alone = bradley_terry(mixed, 5, rounds=200, seed=1)  # participant 4 plays nobody
+    champion = [GameResult(4, j, g, 1, 100, 0.0, 0.0) for j in range(4) for g in range(20)]
+    champion += [GameResult(j, 4, g, 2, 100, 0.0, 0.0) for j in range(4) for g in range(20)]
+    fit = bradley_terry(mixed + champion, 5, rounds=200, seed=1)
+    assert fit.flags == ("", "", "", "", "unbeaten") and alone.flags[4] == "no games"
+    assert np.allclose(fit.elo[:4], alone.elo[:4], atol=2.0)  # was about -50 each when the mean included it
+    assert fit.high[4] == np.inf and fit.low[4] > fit.elo[:4].max()
+    assert np.isnan(alone.elo[4]) and np.isnan(alone.low[4]) and np.isnan(alone.high[4])
+    assert fit.rank_low[4] == fit.rank_high[4] == 1
+
+
+def test_the_anchor_fixes_the_scale_and_keeps_the_differences() -> None:
+    games = synthetic([0.0, 0.6, -0.5, 1.0], 60, seed=2)
+    free = bradley_terry(games, 4, rounds=100, seed=1)
+    pinned = bradley_terry(games, 4, rounds=100, seed=1, anchor=2, anchor_elo=1500.0)
+    assert pinned.elo[2] == 1500.0 and pinned.flags[2] == "anchor"
+    assert np.allclose(np.diff(pinned.elo), np.diff(free.elo))
+    assert pinned.low[2] == pinned.high[2] == 1500.0  # exact by definition, not "unknown"
+
+
+def test_intervals_the_games_cannot_give_are_unknown() -> None:
+    one_game = [GameResult(0, 1, 0, 1, 100, 0.0, 0.0)] + synthetic([0.0, 0.5], 30, seed=1)
+    draws_only = [GameResult(2, 0, g, 0, 100, 0.0, 0.0) for g in range(6)]
+    single = [GameResult(3, 1, 0, 2, 100, 0.0, 0.0)]
+    fit = bradley_terry(one_game + draws_only + single, 5, rounds=200, seed=0)
+    assert np.isfinite(fit.low[0]) and np.isfinite(fit.high[0])
+    assert np.isnan(fit.low[2]) and np.isnan(fit.high[2])  # only draws: the bootstrap never varies
+    assert fit.flags[3] == "winless" and fit.low[3] == -np.inf
+    assert fit.flags[4] == "no games" and np.isnan(fit.elo[4])
+
+
+def test_a_split_league_is_reported_as_groups() -> None:
+    left = synthetic([0.0, 1.0], 10, seed=1)
+    right = [GameResult(g.p1 + 2, g.p2 + 2, g.game_index, g.winner, 100, 0.0, 0.0) for g in synthetic([0.0, 0.5], 10)]
+    fit = bradley_terry(left + right, 5, rounds=50, seed=0)
+    assert fit.components == ((0, 1), (2, 3))
+
+
+def test_rank_bounds_cover_the_rank_and_narrow_with_clear_gaps() -> None:
+    games = synthetic([0.0, 3.0, -3.0, 6.0], 50, seed=5)
+    fit = bradley_terry(games, 4, rounds=200, seed=0)
+    order = np.argsort(-fit.elo) + 0
+    rank = np.empty(4)
+    rank[order] = np.arange(1, 5)
+    assert np.all(fit.rank_low <= rank) and np.all(rank <= fit.rank_high)
+    assert np.array_equal(fit.rank_low, rank) and np.array_equal(fit.rank_high, rank)

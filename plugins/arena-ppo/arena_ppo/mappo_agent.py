@@ -108,7 +108,7 @@ class MAPPOAgent(PPOAgent):
 
     @classmethod
     def check_env(cls, saved: "EnvConfig", env: "EnvConfig", where: str) -> None:
-        check_seat(saved, env, where)
         if env.team_size != saved.team_size:
             raise CheckpointError(f"{where}: a MAPPO team of {saved.team_size} (its seats are part of its input); "
                                   f"it plays teams of {saved.team_size}, got team_size {env.team_size}")
+        check_seat(saved, env, where)
