@@ -10,9 +10,10 @@ on one gathered batch (its p1 slots, then its p2 slots: the shared game loop's s
 stay aligned; ``reset(mask)`` clears the slots whose game ended. In team battles a participant flies
 every seat of its side.
 
-A participant that raises (``sys.exit`` included), hands back a malformed action or NaNs forfeits
-every game it still has in the batch — the ones in flight and the ones not yet started — with the
-reason recorded; its slots idle and everyone else plays on. It gets a fresh chance in the next batch.
+A participant is called only while it has a game in the batch. One that raises (``sys.exit``
+included), hands back a malformed action or NaNs forfeits every game it still has in the batch — the
+ones in flight and the ones not yet started — with the reason recorded; its slots idle and everyone
+else plays on. It gets a fresh chance in the next batch.
 With a ``time_per_move`` budget, an act() call (one move on all the participant's battles) that
 takes longer is a forfeit too, like a time forfeit in fastchess: a slow agent must not hold the
 whole league hostage.
@@ -224,6 +225,9 @@ class _BatchRun:
 
         owner = torch.tensor([[position[k] for k in self.p1], [position[k] for k in self.p2]], dtype=torch.long)
         self.owner = owner
+        self.position = position
+        self.busy = dict.fromkeys(self.members, 0)  # slots with a game, per participant
+        self.seating: Any = None
         self.failed: set[int] = set()
         self.team_size = env_config.team_size if env_config is not None else 1
         self.batch_id = -1
@@ -239,11 +243,14 @@ class _BatchRun:
 
         env = TensorEnv(self.num_envs, device=self.device, seed=self.seed, config=self.env_config)
         controllers = [Controller(self.agents[k], self.names[k], "participant") for k in self.members]
-        self.seating = Seating(controllers, self.owner, env.team_size, self.device, move_limit=self.time_per_move)
-        loop = GameLoop(env, self.seating, on_fault=self._faults)
         self.batch_id = self.sink.batch_started(self.number, self.seed, self.num_envs, self.batch.games)
         for s in range(self.num_envs):
             self._next_game(s)
+        self.seating = Seating(controllers, self.owner, env.team_size, self.device, move_limit=self.time_per_move)
+        for k in self.members:  # in a slot with no game from the start (more slots than games)
+            if self.busy[k] == 0:
+                self.seating.disable(self.position[k])
+        loop = GameLoop(env, self.seating, on_fault=self._faults)
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices), torch.no_grad():
             torch.manual_seed(self.seed)  # stochastic policies draw from the global generator
@@ -270,10 +277,26 @@ class _BatchRun:
 
     def _next_game(self, s: int) -> None:
         queue = self.queues[self.slot_unit[s]]
-        self.playing -= self.game[s] >= 0
-        self.game[s] = queue.popleft() if queue else -1
-        self.playing += self.game[s] >= 0
+        self._set_game(s, queue.popleft() if queue else -1)
         self.began[s] = self.step
+
+    def _set_game(self, s: int, game: int) -> None:
+        """Slot ``s`` now plays ``game`` (-1: idle). A participant left with no game in the batch stops
+        being called: its rows idle, so the steps that finish the others' games cost it nothing."""
+        players = (self.p1[s], self.p2[s])
+        if self.game[s] >= 0:
+            self.playing -= 1
+            for k in players:
+                self.busy[k] -= 1
+        self.game[s] = game
+        if game >= 0:
+            self.playing += 1
+            for k in players:
+                self.busy[k] += 1
+        elif self.seating is not None:
+            for k in players:
+                if self.busy[k] == 0:
+                    self.seating.disable(self.position[k])
 
     def _collect(self, dones: "torch.Tensor", infos: dict[str, Any]) -> None:
         """Record games that ended this step and start the next game in their slots."""
@@ -307,8 +330,7 @@ class _BatchRun:
         for s in range(self.num_envs):
             if self.game[s] >= 0 and k in (self.p1[s], self.p2[s]):
                 results.append(self._forfeit_result(s, self.game[s], k, self.step - self.began[s], reason))
-                self.game[s] = -1
-                self.playing -= 1
+                self._set_game(s, -1)
         for u, unit in enumerate(self.batch.units):
             if k in (unit.p1, unit.p2):
                 first = sum(self.batch.slots[:u])
