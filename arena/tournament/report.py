@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.tournament.config import RatingConfig
+from arena.tournament.matchups import format_matchups, matchups
 from arena.tournament.ratings import bradley_terry, pairwise, trueskill_ratings
 from arena.tournament.results import DRAW, P1_WINS, GameResult
 
@@ -57,6 +58,7 @@ class TournamentReport:
     run: dict[str, Any] = field(default_factory=dict)  # what this run did: games played, wall time, …
     warnings: list[str] = field(default_factory=list)  # what makes the ratings less comparable (a split league)
     scale: str = ""  # what fixes the Elo scale, in words
+    matchups: "pd.DataFrame | None" = None  # gauntlets: each candidate against each opponent (matchups.py)
 
     @property
     def complete(self) -> bool:
@@ -67,6 +69,7 @@ class TournamentReport:
             "name": self.name, "output": str(self.output_dir), "games": self.games,
             "expected_games": self.expected_games, "complete": self.complete, **self.run,
             "leaderboard": records(self.leaderboard), "warnings": list(self.warnings), "scale": self.scale,
+            "matchups": records(self.matchups) if self.matchups is not None else [],
             "forfeits": records(self.forfeits),
             "files": {k: str(v) for k, v in self.files.items()},
         }
@@ -74,8 +77,9 @@ class TournamentReport:
 
 def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequence[Entrant],
                  games: Sequence[GameResult], rating: RatingConfig, seed: int = 0,
-                 expected_games: int | None = None) -> TournamentReport:
-    """Rate ``games`` (participant positions as ids) and tabulate them."""
+                 expected_games: int | None = None, candidates: Sequence[int] = ()) -> TournamentReport:
+    """Rate ``games`` (participant positions as ids) and tabulate them; ``candidates`` (a gauntlet's)
+    also get their match statistics against each opponent."""
     import pandas as pd
 
     n = len(entrants)
@@ -147,7 +151,7 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
                             columns=["participant", "reason", "games"])
     return TournamentReport(name, Path(output_dir), board, h2h, forfeits, len(games),
                             expected_games if expected_games is not None else len(games), warnings=warnings,
-                            scale=scale)
+                            scale=scale, matchups=matchups(games, names, list(candidates)) if candidates else None)
 
 
 def _maybe(values: Any, i: int) -> float:
@@ -259,6 +263,11 @@ def markdown_report(report: TournamentReport) -> str:
         *[f"> **Warning:** {w}\n" for w in report.warnings],
         markdown_table(display_frame(report.leaderboard)),
         "",
+        *(["## Candidates", "",
+           "Each candidate against each opponent: Elo difference from the score with its 95 % error, the "
+           "likelihood of superiority (LOS) from the decisive games, and the draw ratio.", "",
+           markdown_table(report.matchups), ""] if report.matchups is not None and not report.matchups.empty
+          else []),
         "## Head to head",
         "",
         "Score of the row's player against the column's player.",
@@ -357,6 +366,9 @@ def render(report: TournamentReport, fmt: str = "table") -> str:
                  f"rating {run['rating_s']:.2f} s)")
     lines = [head, format_table(report.leaderboard)]
     lines.extend(f"warning: {w}" for w in report.warnings)
+    if report.matchups is not None and not report.matchups.empty:
+        lines.append("candidates (Elo difference ± 95 % error, likelihood of superiority, draw ratio):")
+        lines.extend(format_matchups(report.matchups))
     if not report.forfeits.empty:
         lines.append("forfeits:")
         lines.extend(f"  {r.participant}: {r.games} game(s) — {r.reason}" for r in report.forfeits.itertuples())

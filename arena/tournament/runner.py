@@ -265,7 +265,7 @@ def _league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
         raise ConfigError(store.path, f"runs[{run.id}].seed", f"expected an integer in [0, 2**63 - 1], got {seed!r}")
     return build_report(cfg.get("name", "tournament"), Path(cfg.get("output", store.path.parent)), entrants, games,
-                        rating, seed, total_games(planned))
+                        rating, seed, total_games(planned), candidates=cand)
 
 
 def rebuild_report(directory: str | Path, write: bool = True) -> TournamentReport:
