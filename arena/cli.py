@@ -356,11 +356,15 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 @main.command("tournament")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--fresh", is_flag=True, help="Delete the stored results first and play everything again.")
+@click.option("--retry-forfeits", is_flag=True,
+              help="Delete the stored forfeits of this league's participants first and play those games again "
+                   "(after fixing a participant, or a failure that was transient).")
 @click.option("--device", default=None, help="Override the file's device: cpu, cuda, cuda:N or auto.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @threads_option
-def tournament(file: str, fresh: bool, device: str | None, as_json: bool, quiet: bool, threads: int | None) -> None:
+def tournament(file: str, fresh: bool, retry_forfeits: bool, device: str | None, as_json: bool, quiet: bool,
+               threads: int | None) -> None:
     """Play the league in FILE (YAML), rate it and write reports.
 
     Results go to results.sqlite in the file's output directory; running the same command again plays
@@ -387,7 +391,7 @@ def tournament(file: str, fresh: bool, device: str | None, as_json: bool, quiet:
     set_threads(threads, batch=config.max_envs)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # a kill flushes stored games like Ctrl-C
     try:
-        report = run_tournament(config, fresh=fresh, progress=not quiet)
+        report = run_tournament(config, fresh=fresh, retry_forfeits=retry_forfeits, progress=not quiet)
     except (ConfigError, StoreError) as exc:
         raise ArenaError(str(exc)) from None
     except OSError as exc:  # a checkpoint that cannot be read, a report that cannot be written

@@ -11,9 +11,9 @@ stay aligned; ``reset(mask)`` clears the slots whose game ended. In team battles
 every seat of its side.
 
 A participant is called only while it has a game in the batch. One that raises (``sys.exit``
-included), hands back a malformed action or NaNs forfeits every game it still has in the batch — the
-ones in flight and the ones not yet started — with the reason recorded; its slots idle and everyone
-else plays on. It gets a fresh chance in the next batch.
+included), hands back a malformed action or NaNs forfeits the games it failed in (those in flight)
+with the reason recorded; its slots idle and everyone else plays on. Its games not yet started in
+that batch are left unplayed, so the next run plays them; it gets a fresh chance in the next batch.
 With a ``time_per_move`` budget, an act() call (one move on all the participant's battles) that
 takes longer is a forfeit too, like a time forfeit in fastchess: a slow agent must not hold the
 whole league hostage.
@@ -99,6 +99,7 @@ class ExecutionStats:
     steps: int = 0  # env steps over all batches
     env_steps: int = 0  # steps × envs: the simulation work done
     wall_s: float = 0.0
+    left: int = 0  # games not started because a participant failed earlier in their batch (played next run)
 
     @property
     def games_per_second(self) -> float:
@@ -321,7 +322,8 @@ class _BatchRun:
         self._report(results)
 
     def _forfeit(self, k: int, reason: str) -> None:
-        """``k`` loses every game it still has in this batch."""
+        """``k`` loses the games it failed in (those in flight); its games not yet started in this batch
+        are left unplayed, not lost, so the next run plays them (a transient failure costs little)."""
         if k in self.failed:
             return
         self.failed.add(k)
@@ -333,9 +335,8 @@ class _BatchRun:
                 self._set_game(s, -1)
         for u, unit in enumerate(self.batch.units):
             if k in (unit.p1, unit.p2):
-                first = sum(self.batch.slots[:u])
-                while self.queues[u]:
-                    results.append(self._forfeit_result(first, self.queues[u].popleft(), k, 0, reason))
+                self.stats.left += len(self.queues[u])
+                self.queues[u].clear()
         self._report(results)
 
     def _forfeit_result(self, s: int, game: int, k: int, length: int, reason: str) -> GameResult:

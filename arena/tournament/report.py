@@ -372,6 +372,12 @@ def render(report: TournamentReport, fmt: str = "table") -> str:
     if not report.forfeits.empty:
         lines.append("forfeits:")
         lines.extend(f"  {r.participant}: {r.games} game(s) — {r.reason}" for r in report.forfeits.itertuples())
+    if run.get("retried_forfeits"):
+        lines.append(f"{run['retried_forfeits']:,} stored forfeit(s) deleted and played again (--retry-forfeits)")
+    if run.get("left_after_failure"):
+        lines.append(f"{run['left_after_failure']:,} game(s) not started because a participant failed earlier in "
+                     f"their batch: run the tournament again to play them (--retry-forfeits also replays the "
+                     f"forfeits)")
     if report.files:
         lines.append(f"reports: {report.output_dir}")
     return "\n".join(lines)

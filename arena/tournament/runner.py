@@ -115,8 +115,10 @@ def schedule_units(num: int, fmt: str, candidates: Sequence[int], games_per_pair
 
 def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "Registry[type] | None" = None,
                    progress: bool = True, stream: TextIO | None = None, max_batches: int | None = None,
-                   notify: bool = True) -> TournamentReport:
+                   notify: bool = True, retry_forfeits: bool = False) -> TournamentReport:
     """Play what the database is missing and return the report (also written to ``config.output``).
+    ``retry_forfeits`` first deletes the stored forfeits among this league's participants, so they are
+    played again.
 
     Raises :class:`ConfigError` / :class:`StoreError` before anything is played when the league cannot
     be run; ``KeyboardInterrupt`` after flushing every finished game (the next run resumes).
@@ -139,7 +141,7 @@ def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "
         try:
             store.tidy_stale_runs()  # runs left 'running' by a process that was killed
             report = _play_and_report(config, store, participants, agents, device, env_config, progress, stream,
-                                      max_batches)
+                                      max_batches, retry_forfeits)
         finally:
             store.close()
     if notify:
@@ -168,7 +170,7 @@ def same_env(stored: str, env_config: Any) -> bool:
 
 def _play_and_report(config: TournamentConfig, store: ResultStore, participants: Sequence[Participant],
                      agents: Sequence["Agent"], device: Any, env_config: Any, progress: bool, stream: TextIO | None,
-                     max_batches: int | None) -> TournamentReport:
+                     max_batches: int | None, retry_forfeits: bool = False) -> TournamentReport:
     import torch
 
     from arena import __version__
@@ -186,6 +188,7 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
     names = [p.name for p in participants]
     cand = [names.index(c) for c in config.candidates]
     planned = schedule_units(len(participants), config.format, cand, config.games_per_pairing)
+    retried = store.delete_forfeits(ids) if retry_forfeits else 0
     stored = store.stored_indices(ids)
     position = {pid: i for i, pid in enumerate(ids)}
     stored_pos = {(position[a], position[b]): v for (a, b), v in stored.items()}
@@ -219,7 +222,8 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
     t0 = time.perf_counter()
     report = league_report(store, store.run(run_id))  # this run's league, even if another run came later
     rating_s = time.perf_counter() - t0
-    report.run = {"played": sink.games, "forfeited": sink.forfeits,
+    report.run = {"played": sink.games, "forfeited": sink.forfeits, "retried_forfeits": retried,
+                  "left_after_failure": stats.left,
                   "already_stored": total_games(planned) - todo_games,
                   "wall_s": round(stats.wall_s, 3), "games_per_second": round(stats.games_per_second, 1),
                   "rating_s": round(rating_s, 3), "device": str(device), "batches": stats.batches}

@@ -351,6 +351,17 @@ class ResultStore:
                 out.setdefault((p1, p2), set()).add(int(idx))
         return out
 
+    def delete_forfeits(self, participant_ids: Sequence[int]) -> int:
+        """Delete the stored forfeits of games between ``participant_ids`` (their sides too), so that they
+        are played again; returns how many games were deleted."""
+        ids = set(participant_ids)
+        doomed = [(gid,) for gid, p1, p2 in self.conn.execute(
+            "SELECT id, p1, p2 FROM games WHERE forfeit_by IS NOT NULL") if p1 in ids and p2 in ids]
+        with self.conn:
+            self.conn.executemany("DELETE FROM sides WHERE game_id = ?", doomed)
+            self.conn.executemany("DELETE FROM games WHERE id = ?", doomed)
+        return len(doomed)
+
     def games(self, participant_ids: Sequence[int] | None = None, max_index: int | None = None) -> list[GameResult]:
         """Stored games, optionally only those between ``participant_ids`` with ``game_index <
         max_index``, in a fixed order (p1, p2, game_index) that does not depend on when they were played."""

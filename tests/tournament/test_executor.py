@@ -85,6 +85,18 @@ def test_misbehaving_participant_forfeits_its_batch_games(mode: str, reason: str
     assert stats.forfeits == 12 and stats.games == 24
 
 
+def test_a_failure_loses_the_games_in_flight_and_leaves_the_queued_ones_unplayed() -> None:
+    Faulty.armed = True
+    agents = league(Faulty(mode="raise", after=3))
+    sink, stats, us = run(agents, games=8, max_envs=12)  # 4 games of each ordered pair, fewer slots than games
+    assert stats.batches == 1 and stats.left > 0
+    mine = [r for r in sink.results if 3 in (r.p1, r.p2)]
+    assert mine and all(r.forfeit_by == 3 and r.length <= 3 for r in mine)  # only the games it was playing
+    scheduled = sum(len(u.games) for u in us if 3 in (u.p1, u.p2))
+    assert len(mine) + stats.left == scheduled  # the rest are not stored: the next run plays them
+    assert stats.games == len(sink.results) and stats.forfeits == len(mine)
+
+
 def test_forfeit_is_per_batch() -> None:
     Faulty.armed = True
     agents = league(Faulty(mode="raise", after=2, once=True))

@@ -137,3 +137,15 @@ def test_a_database_from_before_team_battles_resumes(write_league, registry) -> 
     longer = write_league(LEAGUE, env={"max_time": 600.0})
     with pytest.raises(StoreError, match="other env settings"):
         run_tournament(load_config(longer), registry=registry, progress=False)
+
+
+def test_retry_forfeits_plays_a_healed_participants_forfeits_again(write_league, registry) -> None:
+    faulty = {"name": "shaky", "agent": "faulty", "params": {"mode": "raise", "after": 5}}
+    config = load_config(write_league(LEAGUE + [faulty], max_envs=64, games_per_pairing=4))
+    first = run_tournament(config, registry=registry, progress=False)
+    lost = int(first.leaderboard.set_index("name").loc["shaky", "forfeits"])
+    assert lost > 0
+    Faulty.armed = False  # fixed
+    again = run_tournament(config, registry=registry, progress=False, retry_forfeits=True)
+    assert again.run["retried_forfeits"] == lost and again.run["played"] == lost
+    assert int(again.leaderboard.set_index("name").loc["shaky", "forfeits"]) == 0 and again.complete
