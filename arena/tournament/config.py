@@ -17,13 +17,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from arena.tournament.sprt import SPRTConfig
+
 if TYPE_CHECKING:
     from arena.env.config import EnvConfig
 
 Format = Literal["round-robin", "gauntlet"]
 FORMATS: tuple[str, ...] = ("round-robin", "gauntlet")
 TOP_KEYS = ("name", "output", "seed", "device", "max_envs", "games_per_pairing", "format", "candidates",
-            "time_per_move", "env", "rating", "participants")
+            "time_per_move", "env", "rating", "sprt", "participants")
 
 # Limits. A league file is small hand-written text; these are far beyond any real one and exist so that
 # a hostile or mistyped file is refused in a second, naming its key, instead of hanging or crashing
@@ -109,6 +111,7 @@ class TournamentConfig:
     time_per_move: float | None = None  # s per act() call over a batch; over it, the participant forfeits
     env: Mapping[str, Any] = field(default_factory=dict)  # EnvConfig overrides
     rating: RatingConfig = field(default_factory=RatingConfig)
+    sprt: SPRTConfig | None = None  # gauntlets: stop early once every candidate's test is decided
     file: Path | None = None
     warnings: tuple[str, ...] = ()  # things worth saying that do not stop the league (empty globs)
 
@@ -120,7 +123,8 @@ class TournamentConfig:
         return {
             "name": self.name, "output": str(self.output), "seed": self.seed, "device": self.device,
             "max_envs": self.max_envs, "games_per_pairing": self.games_per_pairing, "format": self.format,
-            "candidates": list(self.candidates), "time_per_move": self.time_per_move, "env": dict(self.env), "rating": vars(self.rating).copy(),
+            "candidates": list(self.candidates), "time_per_move": self.time_per_move, "env": dict(self.env),
+            "rating": vars(self.rating).copy(), "sprt": vars(self.sprt).copy() if self.sprt else None,
             "participants": [{"name": p.name, "agent": p.agent, "params": dict(p.params),
                               "checkpoint": str(p.checkpoint) if p.checkpoint else None} for p in self.participants],
             "file": str(self.file) if self.file else None,
@@ -332,6 +336,9 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
         candidates = _candidates(raw_candidates, [p.name for p in participants], err, warnings)
     elif raw_candidates is not None:
         raise err("candidates", "only used with format: gauntlet; remove it or set format: gauntlet")
+    sprt = _sprt(data.get("sprt"), err)
+    if sprt is not None and fmt != "gauntlet":
+        raise err("sprt", "only used with format: gauntlet (it tests candidates); remove it or set format: gauntlet")
     if len(participants) < 2:
         raise err("participants", f"expected at least 2 participants after expanding globs, got {len(participants)}"
                                   + (f" ({'; '.join(warnings)})" if warnings else ""))
@@ -345,7 +352,7 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
         name=name, output=(base / output).resolve() if not os.path.isabs(output) else Path(output),
         participants=tuple(participants), seed=seed, device=device, max_envs=max_envs, games_per_pairing=games,
         format=fmt,  # type: ignore[arg-type]
-        candidates=candidates, time_per_move=time_per_move, env=dict(env), rating=rating, file=fpath,
+        candidates=candidates, time_per_move=time_per_move, env=dict(env), rating=rating, sprt=sprt, file=fpath,
         warnings=tuple(warnings),
     )
 
@@ -431,6 +438,27 @@ def _check_env(env: Mapping[str, Any], err: _Errors) -> None:
         raise err(f"env.{exc.key}" if exc.key else "env", exc.detail) from None
     except (ValueError, TypeError) as exc:
         raise err("env", str(exc)) from None
+
+
+def _sprt(raw: Any, err: _Errors) -> SPRTConfig | None:
+    if raw is None:
+        return None
+    known = tuple(vars(SPRTConfig()))
+    if not isinstance(raw, Mapping):
+        raise err("sprt", f"expected a mapping with some of {', '.join(known)}, got {_kind(raw)}")
+    for k in raw:
+        if k not in known:
+            raise err(f"sprt.{_keyname(k)}", f"unknown key; expected one of: {', '.join(known)}{_close(str(k), known)}")
+    v = {k: _get(raw, k, float, err, getattr(SPRTConfig(), k), "sprt.") for k in known}
+    for k in ("elo0", "elo1"):
+        if not abs(v[k]) <= 2000:
+            raise err(f"sprt.{k}", f"expected an Elo difference in [-2000, 2000], got {v[k]!r}")
+    if not v["elo0"] < v["elo1"]:
+        raise err("sprt", f"expected elo0 < elo1, got elo0 {v['elo0']:g} and elo1 {v['elo1']:g}")
+    for k in ("alpha", "beta"):
+        if not 0 < v[k] < 0.5:
+            raise err(f"sprt.{k}", f"expected an error rate in (0, 0.5), got {v[k]!r}")
+    return SPRTConfig(**v)
 
 
 def _rating(raw: Any, err: _Errors, key: str = "rating") -> RatingConfig:

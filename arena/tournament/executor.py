@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -100,6 +100,7 @@ class ExecutionStats:
     env_steps: int = 0  # steps × envs: the simulation work done
     wall_s: float = 0.0
     left: int = 0  # games not started because a participant failed earlier in their batch (played next run)
+    stopped_early: bool = False  # ``stop()`` ended the schedule before its last batch
 
     @property
     def games_per_second(self) -> float:
@@ -169,14 +170,16 @@ def batch_seed(seed: int, number: int) -> int:
 def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, device: "str | torch.device" = "cpu",
          env_config: "EnvConfig | None" = None, max_envs: int = 16384, seed: int = 0, first_batch: int = 0,
          names: Sequence[str] | None = None, progress: "Progress | None" = None,
-         max_batches: int | None = None, time_per_move: float | None = None) -> ExecutionStats:
+         max_batches: int | None = None, time_per_move: float | None = None,
+         stop: "Callable[[], bool] | None" = None) -> ExecutionStats:
     """Play every game of ``units`` between ``agents`` (indexed by the units' ``p1``/``p2``).
 
     Batch ``first_batch + i`` is seeded with :func:`batch_seed`, so a run is reproducible on the same
     device, and a resumed run (which passes the number of batches already played) draws new spawns
     instead of repeating old ones. ``max_batches`` stops early (tests simulate an interruption with it).
-    ``time_per_move`` (seconds) bounds each act() call after a batch's first (which may pay one-time
-    costs such as loading CUDA kernels); on a GPU the clock includes a synchronize.
+    ``stop()``, asked before each batch, ends the schedule early. ``time_per_move`` (seconds) bounds each
+    act() call after a batch's first (which may pay one-time costs such as loading CUDA kernels); on a
+    GPU the clock includes a synchronize.
     """
     from arena.env import resolve_device
 
@@ -187,6 +190,9 @@ def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, 
     try:
         for i, batch in enumerate(plan_batches(units, max_envs)):
             if max_batches is not None and i >= max_batches:
+                break
+            if stop is not None and stop():  # e.g. a decided SPRT: the remaining games are not needed
+                stats.stopped_early = True
                 break
             number = first_batch + i
             runner = _BatchRun(batch, number, batch_seed(seed, number), agents, names, dev, env_config, sink,

@@ -372,6 +372,15 @@ def render(report: TournamentReport, fmt: str = "table") -> str:
     if not report.forfeits.empty:
         lines.append("forfeits:")
         lines.extend(f"  {r.participant}: {r.games} game(s) — {r.reason}" for r in report.forfeits.itertuples())
+    if run.get("sprt"):
+        head_sprt = "SPRT (log-likelihood ratio against its bounds)"
+        if run.get("stopped_by_sprt"):
+            head_sprt += ": every candidate decided, the rest of the schedule was not played"
+        lines.append(head_sprt + ":")
+        for t in run["sprt"]:
+            said = {"H1": "H1 accepted", "H0": "H0 accepted", "": "undecided"}[t["verdict"]]
+            lines.append(f"  {t['candidate']}: W-D-L {t['wins']}-{t['draws']}-{t['losses']}, LLR {t['llr']:+.2f} "
+                         f"({t['lower']:+.2f}, {t['upper']:+.2f}): {said}")
     if run.get("retried_forfeits"):
         lines.append(f"{run['retried_forfeits']:,} stored forfeit(s) deleted and played again (--retry-forfeits)")
     if run.get("left_after_failure"):

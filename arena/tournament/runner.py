@@ -21,6 +21,7 @@ from arena.tournament.executor import ExecutionStats, play
 from arena.tournament.report import Entrant, TournamentReport, build_report, write_report
 from arena.tournament.results import GameResult
 from arena.tournament.schedule import Unit, missing, pairings, total_games, units
+from arena.tournament.sprt import SPRTState
 from arena.tournament.store import SCHEMA_VERSION, FolderLock, ResultStore, RunRecord, StoreError, db_path
 
 if TYPE_CHECKING:
@@ -87,12 +88,40 @@ def build_agents(config: TournamentConfig, participants: Sequence[Participant], 
 
 
 class _StoreSink:
-    """Executor results → database rows (positions become participant ids)."""
+    """Executor results → database rows (positions become participant ids); keeps the league's running
+    pair tables for the interim leader shown while playing, and the SPRT state of a gauntlet."""
 
-    def __init__(self, store: ResultStore, run_id: int, ids: Sequence[int], device: str) -> None:
+    def __init__(self, store: ResultStore, run_id: int, ids: Sequence[int], device: str, names: Sequence[str],
+                 known: Sequence[GameResult] = (), sprt: SPRTState | None = None, bar: Any = None) -> None:
+        import numpy as np
+
         self.store, self.run_id, self.ids, self.device = store, run_id, list(ids), device
+        self.names, self.sprt, self.bar = list(names), sprt, bar
         self.games = 0
         self.forfeits = 0
+        n = len(self.ids)
+        self.score, self.count = np.zeros((n, n)), np.zeros((n, n))
+        self._tally(known)
+
+    def _tally(self, results: Sequence[GameResult]) -> None:
+        for r in results:
+            first = 1.0 if r.winner == 1 else 0.5 if r.winner == 0 else 0.0
+            self.score[r.p1, r.p2] += first
+            self.score[r.p2, r.p1] += 1.0 - first
+            self.count[r.p1, r.p2] += 1.0
+            self.count[r.p2, r.p1] += 1.0
+            if self.sprt is not None:
+                self.sprt.add(r.p1, r.p2, r.winner)
+
+    def leader(self) -> str:
+        """``name elo`` of the best participant on the games so far (Bradley-Terry, no bootstrap)."""
+        from arena.tournament.ratings import ELO_BASE, ELO_SCALE, fit_strengths
+
+        if not self.count.any():
+            return ""
+        theta = fit_strengths(self.score, self.count, iterations=30)
+        best = int(theta.argmax())
+        return f"{self.names[best]} {ELO_BASE + ELO_SCALE * (theta[best] - theta.mean()):.0f}"
 
     def batch_started(self, number: int, seed: int, num_envs: int, games: int) -> int:
         return self.store.start_batch(self.run_id, seed, num_envs, games, self.device)
@@ -104,9 +133,18 @@ class _StoreSink:
                              for r in results)
         self.games += len(results)
         self.forfeits += sum(r.forfeit for r in results)
+        self._tally(results)
 
     def batch_finished(self, batch_id: int) -> None:
         self.store.finish_batch(batch_id)
+        if self.bar is not None:  # interim ratings while playing: the leader so far
+            fields: dict[str, object] = {"forfeits": self.forfeits, "lead": self.leader()}
+            if self.sprt is not None:
+                fields["llr"] = " ".join(f"{self.sprt.value(c):+.2f}" for c in self.sprt.candidates)
+            self.bar.update(self.games, force=True, **fields)
+
+    def decided(self) -> bool:
+        return self.sprt is not None and self.sprt.decided()
 
 
 def schedule_units(num: int, fmt: str, candidates: Sequence[int], games_per_pairing: int) -> list[Unit]:
@@ -197,15 +235,22 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
     todo_games = total_games(todo)
     stats = ExecutionStats()
     run_id = store.start_run(config.to_dict(), ids, str(device), versions)
-    sink = _StoreSink(store, run_id, ids, str(device))
+    sprt = SPRTState.start(config.sprt, tuple(cand)) if config.sprt is not None else None
+    known = []  # the league's stored games, positions as ids: the running tables start from them
+    if stored:
+        known = [replace(g, p1=position[g.p1], p2=position[g.p2]) for g in store.games(ids)
+                 if (position[g.p1], position[g.p2]) in {(u.p1, u.p2) for u in planned}]
+    sink = _StoreSink(store, run_id, ids, str(device), names, known, sprt)
     status = "interrupted"  # whatever ends the run early and is not an error: Ctrl-C, SIGTERM, sys.exit
     try:
         bar = Progress(todo_games, unit="games", label=config.name, stream=stream,
                        enabled=progress and todo_games > 0)
+        sink.bar = bar if bar.enabled else None
         try:
             stats = play(agents, todo, sink, device=device, env_config=env_config, max_envs=config.max_envs,
                          seed=config.seed, first_batch=store.batch_count(), names=names, progress=bar,
-                         max_batches=max_batches, time_per_move=config.time_per_move)
+                         max_batches=max_batches, time_per_move=config.time_per_move,
+                         stop=sink.decided if sprt is not None else None)
         finally:
             bar.close()
         status = "finished" if max_batches is None else "stopped"
@@ -223,7 +268,8 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
     report = league_report(store, store.run(run_id))  # this run's league, even if another run came later
     rating_s = time.perf_counter() - t0
     report.run = {"played": sink.games, "forfeited": sink.forfeits, "retried_forfeits": retried,
-                  "left_after_failure": stats.left,
+                  "left_after_failure": stats.left, "sprt": sprt.summary(names) if sprt is not None else None,
+                  "stopped_by_sprt": stats.stopped_early,
                   "already_stored": total_games(planned) - todo_games,
                   "wall_s": round(stats.wall_s, 3), "games_per_second": round(stats.games_per_second, 1),
                   "rating_s": round(rating_s, 3), "device": str(device), "batches": stats.batches}
