@@ -164,3 +164,22 @@ def test_rank_bounds_cover_the_rank_and_narrow_with_clear_gaps() -> None:
     rank[order] = np.arange(1, 5)
     assert np.all(fit.rank_low <= rank) and np.all(rank <= fit.rank_high)
     assert np.array_equal(fit.rank_low, rank) and np.array_equal(fit.rank_high, rank)
+
+
+def test_the_inlined_trueskill_loop_is_update_1vs1_bit_for_bit() -> None:
+    import trueskill as ts
+
+    from arena.tournament.ratings import DRAW, P1_WINS, trueskill_env, update_1vs1
+
+    games = synthetic([0.0, 1.0, -0.5, 2.0, 3.5], 60, draw=0.2, seed=3)
+    settings = RatingConfig()
+    fast = trueskill_ratings(games, 5, settings, None, 4)
+    env = trueskill_env(settings)
+    margin = ts.calc_draw_margin(settings.draw_probability, 2, env)
+    mu, sigma = [settings.mu] * 5, [settings.sigma] * 5
+    for i in rating_order(games, [f"{i:09d}" for i in range(5)], 4):
+        g = games[i]
+        a, b = (g.p1, g.p2) if g.winner in (DRAW, P1_WINS) else (g.p2, g.p1)
+        mu[a], sigma[a], mu[b], sigma[b] = update_1vs1(env, mu[a], sigma[a], mu[b], sigma[b], g.winner == DRAW,
+                                                       margin, settings.beta ** 2, settings.tau ** 2)
+    assert [(s.mu, s.sigma) for s in fast] == list(zip(mu, sigma))
