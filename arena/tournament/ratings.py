@@ -30,6 +30,9 @@ ELO_BASE = 1000.0  # the league average
 ELO_SCALE = 400.0 / math.log(10.0)  # natural-log strength → Elo points: 400 Elo = 10:1 odds
 RIDGE = 1e-3  # penalty on squared log-strength; caps a perfect record near +1900 Elo over 256 games
 BOOTSTRAP_CHUNK_CELLS = 1 << 21  # score-matrix cells fitted at once in the bootstrap (~16 MB per array)
+# Refitting every resample costs rounds × P³: above this the intervals come from the fit's sandwich
+# covariance instead (1000 rounds: refits up to 64 participants).
+EXACT_BOOTSTRAP_BUDGET = 1000 * 64**3
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class EloFit:
     rank_high: np.ndarray | None = None  # [P] worst rank in 95 % of the resamples
     flags: tuple[str, ...] = ()  # [P] "unbeaten", "winless", "no games", "anchor" or ""
     components: tuple[tuple[int, ...], ...] = ()  # groups of participants linked by games (one when connected)
+    method: str = ""  # "bootstrap" (refit on each resample) or "sandwich" (normal draws around the fit)
 
 
 # -- TrueSkill ---------------------------------------------------------------------------------------
@@ -278,30 +282,13 @@ def bradley_terry(games: Sequence[GameResult], num_participants: int, rounds: in
     groups = components(count)
     if rounds <= 0 or not games:
         return EloFit(np.where(played, elo, np.nan), nan, nan.copy(), nan.copy(), nan.copy(), flags, groups)
-    # A bootstrap resample of the games is a multinomial draw over (pair, outcome) cells.
-    iu, ju = np.triu_indices(n, 1)
-    draws = draw_table[iu, ju]
-    wins_i = score[iu, ju] - 0.5 * draws
-    wins_j = count[iu, ju] - wins_i - draws
-    cells = np.concatenate([wins_i, draws, wins_j])
-    total = int(round(cells.sum()))
     rng = np.random.default_rng(seed)
-    k = len(iu)
-    # Resamples are fitted in chunks of about BOOTSTRAP_CHUNK_CELLS matrix cells, so memory stays
-    # bounded for any number of rounds and participants; drawing the chunks one after another from
-    # the same generator gives exactly the samples of one big draw.
-    chunk = max(1, BOOTSTRAP_CHUNK_CELLS // (n * n))
-    boot = np.empty((rounds, n))
-    for start in range(0, rounds, chunk):
-        m = min(chunk, rounds - start)
-        samples = rng.multinomial(total, cells / cells.sum(), size=m)
-        wi, dr, wj = samples[:, :k], samples[:, k:2 * k], samples[:, 2 * k:]
-        sc = np.zeros((m, n, n))
-        c = np.zeros_like(sc)
-        sc[:, iu, ju] = wi + 0.5 * dr
-        sc[:, ju, iu] = wj + 0.5 * dr
-        c[:, iu, ju] = c[:, ju, iu] = wi + dr + wj
-        boot[start:start + m] = to_elo(fit_strengths(sc, c, ridge, start=theta_hat))
+    if rounds * n**3 > EXACT_BOOTSTRAP_BUDGET:
+        method = "sandwich"
+        boot = to_elo(sandwich_draws(score, count, draw_table, theta_hat, ridge, rounds, rng))
+    else:
+        method = "bootstrap"
+        boot = bootstrap_elo(score, count, draw_table, theta_hat, ridge, rounds, rng, to_elo)
     low, high = np.percentile(boot, [2.5, 97.5], axis=0)
     rank_low, rank_high = nan.copy(), nan.copy()
     if played.any():
@@ -317,4 +304,60 @@ def bradley_terry(games: Sequence[GameResult], num_participants: int, rounds: in
     low, high = np.where(unknown, np.nan, low), np.where(unknown, np.nan, high)
     high = np.where(np.array([f == "unbeaten" for f in flags]), np.inf, high)
     low = np.where(np.array([f == "winless" for f in flags]), -np.inf, low)
-    return EloFit(np.where(played, elo, np.nan), low, high, rank_low, rank_high, flags, groups)
+    return EloFit(np.where(played, elo, np.nan), low, high, rank_low, rank_high, flags, groups, method)
+
+
+def bootstrap_elo(score: np.ndarray, count: np.ndarray, draw_table: np.ndarray, theta_hat: np.ndarray, ridge: float,
+                  rounds: int, rng: np.random.Generator, to_elo) -> np.ndarray:
+    """[rounds, P] Elo refitted on resamples of the games (as FastChat's ``elo_analysis.py`` does).
+
+    A resample of the games is a multinomial draw over (pair, outcome) cells. Resamples are fitted
+    in chunks of about ``BOOTSTRAP_CHUNK_CELLS`` matrix cells, so memory stays bounded for any
+    number of rounds and participants; drawn one after another from the same generator, the chunks
+    are exactly the samples of one big draw.
+    """
+    n = score.shape[0]
+    iu, ju = np.triu_indices(n, 1)
+    draws = draw_table[iu, ju]
+    wins_i = score[iu, ju] - 0.5 * draws
+    wins_j = count[iu, ju] - wins_i - draws
+    cells = np.concatenate([wins_i, draws, wins_j])
+    total = int(round(cells.sum()))
+    k = len(iu)
+    chunk = max(1, BOOTSTRAP_CHUNK_CELLS // (n * n))
+    boot = np.empty((rounds, n))
+    for start in range(0, rounds, chunk):
+        m = min(chunk, rounds - start)
+        samples = rng.multinomial(total, cells / cells.sum(), size=m)
+        wi, dr, wj = samples[:, :k], samples[:, k:2 * k], samples[:, 2 * k:]
+        sc = np.zeros((m, n, n))
+        c = np.zeros_like(sc)
+        sc[:, iu, ju] = wi + 0.5 * dr
+        sc[:, ju, iu] = wj + 0.5 * dr
+        c[:, iu, ju] = c[:, ju, iu] = wi + dr + wj
+        boot[start:start + m] = to_elo(fit_strengths(sc, c, ridge, start=theta_hat))
+    return boot
+
+
+def sandwich_draws(score: np.ndarray, count: np.ndarray, draw_table: np.ndarray, theta_hat: np.ndarray,
+                   ridge: float, rounds: int, rng: np.random.Generator) -> np.ndarray:
+    """[rounds, P] log-strengths drawn from N(θ̂, H⁻¹ M H⁻¹): the fit's sandwich covariance.
+
+    H is the penalised log-likelihood's Hessian at θ̂ and M the sum over games of the outer products
+    of their score residuals (win 1, draw ½, loss 0, minus the predicted score). It is what the
+    bootstrap estimates, to first order, for the cost of a few P³ operations instead of ``rounds``
+    refits, so it serves leagues of hundreds of participants. Draws keep the rank bounds.
+    """
+    n = score.shape[0]
+    prob = 1.0 / (1.0 + np.exp(-(theta_hat[:, None] - theta_hat[None, :])))
+    weight = count * prob * (1.0 - prob)
+    info = np.diag(weight.sum(1) + ridge) - weight  # −H, positive definite thanks to the ridge
+    wins = score - 0.5 * draw_table
+    losses = count - wins - draw_table
+    residual2 = wins * (1.0 - prob) ** 2 + draw_table * (0.5 - prob) ** 2 + losses * prob**2
+    meat = np.diag(residual2.sum(1)) - residual2
+    inverse = np.linalg.inv(info)
+    cov = inverse @ meat @ inverse
+    values, vectors = np.linalg.eigh((cov + cov.T) / 2.0)
+    root = vectors * np.sqrt(np.clip(values, 0.0, None))
+    return theta_hat + rng.standard_normal((rounds, n)) @ root.T

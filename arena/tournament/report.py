@@ -26,9 +26,9 @@ LEADERBOARD_COLUMNS = ("rank", "name", "agent", "checkpoint", "elo", "elo_low", 
                        "mu_minus_3sigma")
 ORDER_NOTE = ("Ordered by Bradley-Terry Elo (maximum likelihood over all games; a draw is half a win), which does "
               "not depend on the order the games were played in. The Elo interval and the rank bounds are 95 % "
-              "bootstrap intervals; “unknown” means the games cannot bound it (no games, a single game, only "
-              "draws), and an unbeaten or winless record's Elo has no upper or lower bound. TrueSkill μ, σ and "
-              "μ−3σ are given beside it.")
+              "intervals; “unknown” means the games cannot bound it (no games, a single game, only draws), and an "
+              "unbeaten or winless record's Elo has no upper or lower bound. TrueSkill μ, σ and μ−3σ are given "
+              "beside it.")
 FILES = {"leaderboard": "leaderboard.csv", "head_to_head": "head_to_head.csv", "markdown": "report.md",
          "picture": "head_to_head.png"}
 
@@ -97,6 +97,11 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
     else:
         scale = (f"the average of the participants with mixed records (neither unbeaten nor winless) is Elo "
                  f"{1000:g}")
+    if fit.method == "sandwich":
+        scale += ("; intervals and rank bounds from normal draws around the fit (its sandwich covariance), as "
+                  "refitting every resample is too slow for this many participants")
+    elif fit.method == "bootstrap":
+        scale += "; intervals and rank bounds from bootstrap resamples of the games, each refitted"
     if len(fit.components) > 1:
         shown = "; ".join("{" + ", ".join(names[i] for i in group[:4]) + (", …" if len(group) > 4 else "") + "}"
                           for group in fit.components[:4])

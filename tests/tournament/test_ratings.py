@@ -183,3 +183,18 @@ def test_the_inlined_trueskill_loop_is_update_1vs1_bit_for_bit() -> None:
         mu[a], sigma[a], mu[b], sigma[b] = update_1vs1(env, mu[a], sigma[a], mu[b], sigma[b], g.winner == DRAW,
                                                        margin, settings.beta ** 2, settings.tau ** 2)
     assert [(s.mu, s.sigma) for s in fast] == list(zip(mu, sigma))
+
+
+def test_the_sandwich_intervals_of_big_leagues_agree_with_the_bootstrap(monkeypatch) -> None:
+    import arena.tournament.ratings as ratings
+
+    truth = np.linspace(-1.5, 1.5, 8)
+    games = synthetic(truth, 40, seed=6, draw=0.15)
+    refit = bradley_terry(games, 8, rounds=400, seed=2)
+    monkeypatch.setattr(ratings, "EXACT_BOOTSTRAP_BUDGET", 0)  # as for hundreds of participants
+    drawn = bradley_terry(games, 8, rounds=400, seed=2)
+    assert refit.method == "bootstrap" and drawn.method == "sandwich"
+    assert np.array_equal(refit.elo, drawn.elo)
+    width_refit, width_drawn = refit.high - refit.low, drawn.high - drawn.low
+    assert np.all(np.abs(width_drawn / width_refit - 1.0) < 0.2), (width_refit, width_drawn)
+    assert np.all(np.abs(np.array(drawn.rank_low) - refit.rank_low) <= 1)
