@@ -104,13 +104,15 @@ class _StoreSink:
         self._tally(known)
 
     def _tally(self, results: Sequence[GameResult]) -> None:
-        for r in results:
-            first = 1.0 if r.winner == 1 else 0.5 if r.winner == 0 else 0.0
-            self.score[r.p1, r.p2] += first
-            self.score[r.p2, r.p1] += 1.0 - first
-            self.count[r.p1, r.p2] += 1.0
-            self.count[r.p2, r.p1] += 1.0
-            if self.sprt is not None:
+        from arena.tournament.ratings import pair_tables
+
+        if not results:
+            return
+        score, count, _ = pair_tables(results, len(self.ids))
+        self.score += score
+        self.count += count
+        if self.sprt is not None:
+            for r in results:
                 self.sprt.add(r.p1, r.p2, r.winner)
 
     def leader(self) -> str:
