@@ -22,6 +22,7 @@ whole league hostage.
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -116,6 +117,7 @@ def plan_batches(units: Sequence[Unit], max_envs: int, games_per_slot: int = GAM
     if max_envs < 1:
         raise ValueError(f"max_envs must be >= 1, got {max_envs}")
     cap = max_envs * max(1, games_per_slot)
+    units = tiled(units, cap)
     batches: list[Batch] = []
     current: list[Unit] = []
     count = 0
@@ -138,6 +140,27 @@ def plan_batches(units: Sequence[Unit], max_envs: int, games_per_slot: int = GAM
             count += take
     close()
     return batches
+
+
+def tiled(units: Sequence[Unit], games_per_batch: int) -> list[Unit]:
+    """``units`` in blocks of participants, so that a batch meets as few participants as it can.
+
+    Every participant in a batch acts once per step on all its battles there, so a step costs a call
+    per participant present. In list order, a league's first batch would hold participant 0 against
+    everyone; in b × b blocks of pairings (b about the square root of the pairings a batch holds) it
+    holds at most 2b participants. Both sides of a pairing stay next to each other.
+    """
+    if not units:
+        return list(units)
+    per_unit = max(1.0, sum(len(u.games) for u in units) / len(units))
+    pairings_per_batch = max(1.0, games_per_batch / per_unit / 2.0)
+    side = max(1, int(math.sqrt(pairings_per_batch)))
+
+    def block(u: Unit) -> tuple[int, int, int, int, bool]:
+        lo, hi = min(u.p1, u.p2), max(u.p1, u.p2)
+        return lo // side, hi // side, lo, hi, u.p1 != lo
+
+    return sorted(units, key=block)
 
 
 def allocate(games: Sequence[int], slots: int) -> list[int]:

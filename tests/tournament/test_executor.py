@@ -171,3 +171,17 @@ def test_per_env_memory_is_cleared_when_a_slot_starts_its_next_game() -> None:
     assert stats.games == total_games(us)
     for agent in agents[:2]:
         assert agent.resets >= 8 * 2  # at least every game it played ended with a reset of its env
+
+
+def test_batches_meet_a_compact_block_of_participants() -> None:
+    from arena.tournament.executor import plan_batches
+
+    us = units(pairings(32), 8)  # 496 pairings, 4 games a side
+    batches = plan_batches(us, max_envs=64, games_per_slot=4)  # 256 games a batch: 32 pairings, side 4
+    first = batches[0]
+    members = {k for u in first.units for k in (u.p1, u.p2)}
+    assert len(members) <= 10  # blocks of 5: at most 2 × 5; in list order it held all 32 (0 against everyone)
+    flat = [(u.p1, u.p2) for b in batches for u in b.units]
+    assert sorted(flat) == sorted((u.p1, u.p2) for u in us)  # every unit once
+    for (a, b), (c, d) in zip(flat[::2], flat[1::2]):
+        assert (a, b) == (d, c)  # both sides of a pairing next to each other
