@@ -240,8 +240,8 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
     sprt = SPRTState.start(config.sprt, tuple(cand)) if config.sprt is not None else None
     known = []  # the league's stored games, positions as ids: the running tables start from them
     if stored:
-        known = [replace(g, p1=position[g.p1], p2=position[g.p2]) for g in store.games(ids)
-                 if (position[g.p1], position[g.p2]) in {(u.p1, u.p2) for u in planned}]
+        ordered = {(u.p1, u.p2) for u in planned}
+        known = [g for g in store.games(ids, outcomes_only=True, relabel=position) if (g.p1, g.p2) in ordered]
     sink = _StoreSink(store, run_id, ids, str(device), names, known, sprt)
     status = "interrupted"  # whatever ends the run early and is not an error: Ctrl-C, SIGTERM, sys.exit
     try:
@@ -308,9 +308,9 @@ def _league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
     planned = schedule_units(len(ids), cfg.get("format", "round-robin"), cand, games_per_pairing)
     wanted = {(ids[u.p1], ids[u.p2]) for u in planned}
     position = {pid: i for i, pid in enumerate(ids)}
-    games = [replace(g, p1=position[g.p1], p2=position[g.p2],
-                     forfeit_by=position[g.forfeit_by] if g.forfeit_by is not None else None)
-             for g in store.games(ids, max_index=games_per_pairing // 2) if (g.p1, g.p2) in wanted]
+    wanted_pos = {(position[a], position[b]) for a, b in wanted}
+    games = [g for g in store.games(ids, max_index=games_per_pairing // 2, outcomes_only=True, relabel=position)
+             if (g.p1, g.p2) in wanted_pos]
     entrants = [Entrant(r.name, r.agent, r.checkpoint, r.key) for r in records]
     rating = RatingConfig.from_dict(cfg.get("rating") or {}, store.path, f"runs[{run.id}].rating")
     seed = cfg.get("seed", 0)

@@ -25,7 +25,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -362,25 +362,39 @@ class ResultStore:
             self.conn.executemany("DELETE FROM games WHERE id = ?", doomed)
         return len(doomed)
 
-    def games(self, participant_ids: Sequence[int] | None = None, max_index: int | None = None) -> list[GameResult]:
+    def games(self, participant_ids: Sequence[int] | None = None, max_index: int | None = None,
+              outcomes_only: bool = False, relabel: "Mapping[int, int] | None" = None) -> list[GameResult]:
         """Stored games, optionally only those between ``participant_ids`` with ``game_index <
-        max_index``, in a fixed order (p1, p2, game_index) that does not depend on when they were played."""
+        max_index``, in a fixed order (p1, p2, game_index) that does not depend on when they were played.
+
+        ``outcomes_only`` skips the per-side records (returns NaN, missiles 0, kills None): what rating
+        needs, read without the join. ``relabel`` maps participant ids (``p1``, ``p2``, ``forfeit_by``)
+        to other numbers, such as league positions, as the records are built.
+        """
         ids = set(participant_ids) if participant_ids is not None else None
+        nan = float("nan")
+        if outcomes_only:
+            query = ("SELECT g.p1, g.p2, g.game_index, g.winner, g.length, NULL, NULL, NULL, NULL, g.batch_id, g.slot, "
+                     "g.seed, g.forfeit_by, g.forfeit_reason, g.team_size, NULL, NULL FROM games g "
+                     "ORDER BY g.p1, g.p2, g.game_index")
+        else:
+            query = ("SELECT g.p1, g.p2, g.game_index, g.winner, g.length, a.return, b.return, a.missiles, b.missiles, "
+                     "g.batch_id, g.slot, g.seed, g.forfeit_by, g.forfeit_reason, g.team_size, a.kills, b.kills "
+                     "FROM games g LEFT JOIN sides a ON a.game_id = g.id AND a.side = 1 "
+                     "LEFT JOIN sides b ON b.game_id = g.id AND b.side = 2 ORDER BY g.p1, g.p2, g.game_index")
+        name = (lambda i: i) if relabel is None else relabel.__getitem__
         out = []
-        for r in self.conn.execute(
-                "SELECT g.p1, g.p2, g.game_index, g.winner, g.length, a.return, b.return, a.missiles, b.missiles, "
-                "g.batch_id, g.slot, g.seed, g.forfeit_by, g.forfeit_reason, g.team_size, a.kills, b.kills "
-                "FROM games g LEFT JOIN sides a ON a.game_id = g.id AND a.side = 1 "
-                "LEFT JOIN sides b ON b.game_id = g.id AND b.side = 2 ORDER BY g.p1, g.p2, g.game_index"):
-            if ids is not None and (r[0] not in ids or r[1] not in ids):
+        for (p1, p2, index, winner, length, r1, r2, m1, m2, batch, slot, seed, forfeit_by, reason, team,
+             k1, k2) in self.conn.execute(query):
+            if ids is not None and (p1 not in ids or p2 not in ids):
                 continue
-            if max_index is not None and r[2] >= max_index:
+            if max_index is not None and index >= max_index:
                 continue
-            out.append(GameResult(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), _float(r[5]), _float(r[6]),
-                                  int(r[7] or 0), int(r[8] or 0), int(r[9]) if r[9] is not None else -1,
-                                  int(r[10]) if r[10] is not None else -1, int(r[11] or 0),
-                                  int(r[12]) if r[12] is not None else None, r[13], team_size=int(r[14] or 1),
-                                  kills_p1=_maybe(r[15]), kills_p2=_maybe(r[16])))
+            out.append(GameResult(name(p1), name(p2), index, winner, length, nan if r1 is None else r1,
+                                  nan if r2 is None else r2, m1 or 0, m2 or 0, -1 if batch is None else batch,
+                                  -1 if slot is None else slot, seed or 0,
+                                  None if forfeit_by is None else name(forfeit_by), reason, team or 1,
+                                  None if k1 is None else float(k1), None if k2 is None else float(k2)))
         return out
 
     def side_records(self, participant_ids: Sequence[int] | None = None) -> list[tuple[int, int, int, float]]:
@@ -495,11 +509,3 @@ def _reason(exc: BaseException) -> str:
 
 def _real(x: float) -> float | None:
     return None if x != x else float(x)  # NaN → NULL
-
-
-def _maybe(x: Any) -> float | None:
-    return None if x is None else float(x)
-
-
-def _float(x: Any) -> float:
-    return float("nan") if x is None else float(x)
