@@ -258,6 +258,8 @@ def markdown_report(report: TournamentReport) -> str:
         f"# Tournament {report.name}",
         "",
         f"{report.games:,} games rated" + ("" if report.complete else
+                                            f" of {report.expected_games:,} scheduled (stopped early: the SPRT "
+                                            f"decided every candidate)" if report.run.get("stopped_by_sprt") else
                                             f" of {report.expected_games:,} scheduled (incomplete: run the "
                                             f"tournament again to play the rest)") + ".",
         "",

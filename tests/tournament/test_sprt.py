@@ -40,6 +40,7 @@ def test_a_decided_gauntlet_stops_early(write_league, registry) -> None:
     assert report.run["stopped_by_sprt"] and report.games < report.expected_games
     (test,) = report.run["sprt"]
     assert test["candidate"] == "far" and test["verdict"] == "H1" and test["llr"] >= test["upper"]
+    assert "stopped early: the SPRT decided" in (config.output / "report.md").read_text()
 
 
 @pytest.mark.parametrize("settings, key, words", [
