@@ -121,6 +121,10 @@ class Controller:
     name: str
     role: str
     active: bool = True  # False once disabled: its rows idle (zero actions), it is not called again
+    # With a seed, whatever the agent draws from torch's global generator comes from a stream of its
+    # own, seeded so: its moves do not depend on which other agents drew before it.
+    rng_seed: int | None = None
+    rng_state: Any = None
 
 
 @dataclass
@@ -216,8 +220,8 @@ class Seating:
             if timed:
                 self._sync()  # the work queued before this move is not this controller's
                 t0 = time.perf_counter()
-            result = checked_act(c.agent, observation, c.name, c.role, count, self.device, raise_now=False,
-                                 team_size=1 if rows.flat else self.team_size)
+            result = self._own_rng(c, lambda: checked_act(c.agent, observation, c.name, c.role, count, self.device,
+                                                          raise_now=False, team_size=1 if rows.flat else self.team_size))
             if isinstance(result, AgentFailure):
                 result.index = k
                 failures.append(result)
@@ -322,6 +326,28 @@ class Seating:
                     target[sel] = part
                 else:
                     target.index_copy_(0, sel, part)
+
+    def _own_rng(self, c: Controller, call: Callable[[], Any]) -> Any:
+        """``call()`` with torch's global generator (CPU, and this CUDA device) switched to ``c``'s stream."""
+        if c.rng_seed is None:
+            return call()
+        import torch
+
+        cuda = self.device.type == "cuda"
+        outer = (torch.get_rng_state(), torch.cuda.get_rng_state(self.device) if cuda else None)
+        if c.rng_state is None:
+            torch.manual_seed(c.rng_seed)
+        else:
+            torch.set_rng_state(c.rng_state[0])
+            if cuda:
+                torch.cuda.set_rng_state(c.rng_state[1], self.device)
+        try:
+            return call()
+        finally:
+            c.rng_state = (torch.get_rng_state(), torch.cuda.get_rng_state(self.device) if cuda else None)
+            torch.set_rng_state(outer[0])
+            if cuda:
+                torch.cuda.set_rng_state(outer[1], self.device)
 
     def _sync(self) -> None:
         if self.device.type == "cuda":

@@ -127,3 +127,28 @@ def test_the_loop_steps_given_sides_raises_faults_and_tells_observers():
 def test_owner_must_name_both_sides():
     with pytest.raises(ValueError, match=r"\[2, num_envs\]"):
         Seating([], torch.zeros(4, dtype=torch.long), 1, CPU)
+
+
+class Noisy(Echo):
+    """Steers by draws from torch's global generator."""
+
+    def act(self, observation):
+        action = super().act(observation)
+        action["rudder"] = torch.rand(action["rudder"].shape) * 2 - 1
+        return action
+
+
+def test_an_agent_with_a_seed_draws_from_its_own_stream() -> None:
+    env = TensorEnv(3, seed=1)
+    obs = env.reset()
+    alone = Seating([Controller(Noisy(), "a", "p1", rng_seed=11)], torch.tensor([[0, 0, 0], [-1, -1, -1]]), 1, CPU)
+    pair = Seating([Controller(Noisy(), "b", "p2", rng_seed=12), Controller(Noisy(), "a", "p1", rng_seed=11)],
+                   torch.tensor([[1, 1, 1], [0, 0, 0]]), 1, CPU)
+    torch.manual_seed(0)
+    before = torch.get_rng_state()
+    first = [alone.act(obs)[0]["p1"]["rudder"] for _ in range(2)]
+    second = [pair.act(obs)[0]["p1"]["rudder"] for _ in range(2)]  # another agent draws first each time
+    assert all(torch.equal(x, y) for x, y in zip(first, second))
+    expected = torch.rand(3, generator=torch.Generator().manual_seed(11)) * 2 - 1
+    assert torch.equal(first[0], expected)
+    assert torch.equal(torch.get_rng_state(), before)  # the global stream is left as it was

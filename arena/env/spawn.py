@@ -20,13 +20,59 @@ from arena.env.state import WorldState
 def sample_spawn(cfg: EnvConfig, num_envs: int, generator: torch.Generator, device: torch.device,
                  slots: bool = True) -> WorldState:
     """A fresh episode for every env; the caller keeps only the envs it is resetting (``slots=False``
-    leaves out the empty missile slots, which an auto-reset does not copy).
+    leaves out the empty missile slots, which an auto-reset does not copy)."""
+    u = torch.rand(num_envs, 8, generator=generator, device=device)
+    wing = torch.rand(num_envs, 2, cfg.team_size - 1, generator=generator, device=device) if cfg.team_size > 1 else None
+    return spawn_from_uniforms(cfg, u, wing, device, slots)
+
+
+def seeded_spawn(cfg: EnvConfig, seeds: torch.Tensor, device: torch.device, slots: bool = True) -> WorldState:
+    """The start of each env from its own 63-bit seed ([N] int64): the same seed gives the same start
+    in any batch, at any position, on any run, so a game can be replayed alone."""
+    t = cfg.team_size
+    u = seeded_uniforms(seeds.to(device), 8 + 2 * (t - 1))
+    wing = u[:, 8:].reshape(-1, 2, t - 1) if t > 1 else None
+    return spawn_from_uniforms(cfg, u[:, :8].contiguous(), wing, device, slots)
+
+
+MASK64 = (1 << 64) - 1
+
+
+def _signed(value: int) -> int:
+    """A 64-bit pattern as the int64 torch stores it."""
+    value &= MASK64
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+GOLDEN, MIX1, MIX2 = (_signed(c) for c in (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB))
+
+
+def _shift_right(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """Logical shift of an int64 bit pattern (torch's ``>>`` is arithmetic on signed values)."""
+    return (x >> bits) & ((1 << (64 - bits)) - 1)
+
+
+def seeded_uniforms(seeds: torch.Tensor, count: int) -> torch.Tensor:
+    """[N, count] uniforms in [0, 1) from splitmix64 of (seed, k): counter-based, so env n's numbers
+    depend on its seed alone. Integer arithmetic wraps modulo 2⁶⁴ the same way on every device."""
+    k = torch.arange(1, count + 1, dtype=torch.int64, device=seeds.device)
+    z = seeds.to(torch.int64).unsqueeze(-1) + k * GOLDEN
+    z = (z ^ _shift_right(z, 30)) * MIX1
+    z = (z ^ _shift_right(z, 27)) * MIX2
+    z = z ^ _shift_right(z, 31)
+    return _shift_right(z, 40).to(torch.float32) / float(1 << 24)  # top 24 bits: exact in float32
+
+
+def spawn_from_uniforms(cfg: EnvConfig, u: torch.Tensor, wing_u: torch.Tensor | None, device: torch.device,
+                        slots: bool = True) -> WorldState:
+    """Starting positions from uniforms: ``u`` [N, 8] for the leads, ``wing_u`` [N, 2, T-1] for the
+    wingmen's speeds.
 
     x is drawn within ``spawn_edge_min..max`` of each player's own edge, so the east-west gap already
     lies in 60–80 km; the north-south offset is then capped to keep the separation within
     ``arena_size - 2·spawn_edge_min`` and both aircraft inside the middle band.
     """
-    u = torch.rand(num_envs, 8, generator=generator, device=device)
+    num_envs = u.shape[0]
     size = cfg.arena_size
     edge_span = cfg.spawn_edge_max - cfg.spawn_edge_min
     x1 = cfg.spawn_edge_min + edge_span * u[:, 0]
@@ -64,7 +110,7 @@ def sample_spawn(cfg: EnvConfig, num_envs: int, generator: torch.Generator, devi
     state.y = y.clamp(0.0, size)
     heading = torch.cat((h1.unsqueeze(-1).expand(-1, t), h2.unsqueeze(-1).expand(-1, t)), -1)
     state.heading = torch.remainder(heading, 2.0 * math.pi)
-    wing_u = torch.rand(num_envs, 2, t - 1, generator=generator, device=device)
+    assert wing_u is not None
     lead_u = u[:, 6:8].unsqueeze(-1)
     state.speed = cfg.spawn_speed_min + speed_span * torch.cat((lead_u, wing_u), -1).flatten(1)
     return state

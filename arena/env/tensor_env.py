@@ -11,7 +11,7 @@ from arena.env.actions import CleanAction, check_action
 from arena.env.config import EnvConfig
 from arena.env.dynamics import advance, launch, swap_players
 from arena.env.observations import PLAYERS, Observation, global_state, global_state_size, obs_keys, observe
-from arena.env.spawn import sample_spawn
+from arena.env.spawn import sample_spawn, seeded_spawn
 from arena.env.state import WorldState
 from arena.env.teams import side_view
 
@@ -70,6 +70,7 @@ class TensorEnv:
         self._ep_missiles = zeros.clone()
         self._ep_kills = zeros.clone()
         self._has_reset = False
+        self.game_seeds: torch.Tensor | None = None  # [N] per-env start seeds (reset(game_seeds=...)), else None
         # Team observations (neighbour slots) are costly: after an auto-reset only the restarted battles
         # are observed again. Finding them syncs with the host, which the CPU layout does anyway.
         self._observe_subsets = self.packed_missiles and self.team_size > 1
@@ -84,12 +85,25 @@ class TensorEnv:
     def global_state_size(self) -> int:
         return global_state_size(self.config)
 
-    def reset(self, seed: int | None = None) -> Obs:
-        """Start a new episode in every env; ``seed`` reseeds the env's generator first."""
+    def reset(self, seed: int | None = None, game_seeds: torch.Tensor | None = None) -> Obs:
+        """Start a new episode in every env; ``seed`` reseeds the env's generator first.
+
+        With ``game_seeds`` ([N] int64) every env starts from its own seed instead of the generator,
+        and keeps doing so at auto-reset with whatever :attr:`game_seeds` holds then: a caller that
+        knows which game each env plays next sets its seed there, and every game's start depends on
+        its seed alone (tournaments replay a game, and mirror a pairing's starts, this way).
+        """
         if seed is not None:
             self.seed = seed
             self.generator.manual_seed(seed)
-        self.state = sample_spawn(self.config, self.num_envs, self.generator, self.device)
+        if game_seeds is not None:
+            if tuple(game_seeds.shape) != (self.num_envs,):
+                raise ValueError(f"game_seeds: expected shape [{self.num_envs}], got {list(game_seeds.shape)}")
+            self.game_seeds = game_seeds.to(self.device, torch.int64).clone()
+            self.state = seeded_spawn(self.config, self.game_seeds, self.device)
+        else:
+            self.game_seeds = None
+            self.state = sample_spawn(self.config, self.num_envs, self.generator, self.device)
         self._ep_return.zero_()
         self._ep_missiles.zero_()
         self._ep_kills.zero_()
@@ -246,7 +260,10 @@ class TensorEnv:
         return out
 
     def _auto_reset(self, dones: torch.Tensor) -> None:
-        fresh = sample_spawn(self.config, self.num_envs, self.generator, self.device, slots=False)
+        if self.game_seeds is not None:
+            fresh = seeded_spawn(self.config, self.game_seeds, self.device, slots=False)
+        else:
+            fresh = sample_spawn(self.config, self.num_envs, self.generator, self.device, slots=False)
         self.state.restart(dones, fresh)
         keep = (~dones).float().unsqueeze(-1)
         self._ep_return *= keep

@@ -194,13 +194,15 @@ def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, 
          env_config: "EnvConfig | None" = None, max_envs: int = 16384, seed: int = 0, first_batch: int = 0,
          names: Sequence[str] | None = None, progress: "Progress | None" = None,
          max_batches: int | None = None, time_per_move: float | None = None,
-         stop: "Callable[[], bool] | None" = None) -> ExecutionStats:
+         stop: "Callable[[], bool] | None" = None,
+         game_seed: "Callable[[int, int, int], int] | None" = None) -> ExecutionStats:
     """Play every game of ``units`` between ``agents`` (indexed by the units' ``p1``/``p2``).
 
     Batch ``first_batch + i`` is seeded with :func:`batch_seed`, so a run is reproducible on the same
     device, and a resumed run (which passes the number of batches already played) draws new spawns
     instead of repeating old ones. ``max_batches`` stops early (tests simulate an interruption with it).
-    ``stop()``, asked before each batch, ends the schedule early. ``time_per_move`` (seconds) bounds each
+    ``game_seed(p1, p2, game)`` gives every game its own start (else each batch's envs draw theirs from
+    the batch seed). ``stop()``, asked before each batch, ends the schedule early. ``time_per_move`` (seconds) bounds each
     act() call after a batch's first (which may pay one-time costs such as loading CUDA kernels); on a
     GPU the clock includes a synchronize.
     """
@@ -219,7 +221,7 @@ def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, 
                 break
             number = first_batch + i
             runner = _BatchRun(batch, number, batch_seed(seed, number), agents, names, dev, env_config, sink,
-                               stats, progress, start, time_per_move)
+                               stats, progress, start, time_per_move, game_seed)
             runner.run()
             stats.batches += 1
     finally:
@@ -232,16 +234,26 @@ class _BatchRun:
 
     def __init__(self, batch: Batch, number: int, seed: int, agents: Sequence["Agent"], names: Sequence[str],
                  device: "torch.device", env_config: "EnvConfig | None", sink: ResultSink, stats: ExecutionStats,
-                 progress: "Progress | None", start: float, time_per_move: float | None = None) -> None:
+                 progress: "Progress | None", start: float, time_per_move: float | None = None,
+                 game_seed: "Callable[[int, int, int], int] | None" = None) -> None:
         import torch
 
         self.batch, self.number, self.seed = batch, number, seed
+        self.game_seed = game_seed
         self.agents, self.names, self.device = agents, names, device
         self.env_config, self.sink, self.stats, self.progress, self.start = env_config, sink, stats, progress, start
         n = batch.num_envs
         self.num_envs = n
         self.slot_unit: list[int] = [u for u, k in enumerate(batch.slots) for _ in range(k)]
-        self.queues = [deque(u.games) for u in batch.units]
+        # Each slot's own games, dealt round-robin from its pairing's: the next game of a slot is known
+        # before its current one ends, so the env can start it from that game's seed at auto-reset.
+        self.queues: list[deque[int]] = [deque() for _ in range(n)]
+        first = 0
+        for unit, count in zip(batch.units, batch.slots):
+            for i, g in enumerate(unit.games):
+                self.queues[first + i % count].append(g)
+            first += count
+        self.env: Any = None
         self.p1 = [batch.units[u].p1 for u in self.slot_unit]
         self.p2 = [batch.units[u].p2 for u in self.slot_unit]
         self.game: list[int] = [-1] * n  # game index playing in each slot, -1 when idle
@@ -272,7 +284,9 @@ class _BatchRun:
         from arena.loop import Controller, GameLoop, Seating
 
         env = TensorEnv(self.num_envs, device=self.device, seed=self.seed, config=self.env_config)
-        controllers = [Controller(self.agents[k], self.names[k], "participant") for k in self.members]
+        starts = [self._seed_of(s, self.queues[s][0] if self.queues[s] else -1) for s in range(self.num_envs)]
+        controllers = [Controller(self.agents[k], self.names[k], "participant", rng_seed=self._agent_seed(k))
+                       for k in self.members]
         self.batch_id = self.sink.batch_started(self.number, self.seed, self.num_envs, self.batch.games)
         for s in range(self.num_envs):
             self._next_game(s)
@@ -284,7 +298,13 @@ class _BatchRun:
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices), torch.no_grad():
             torch.manual_seed(self.seed)  # stochastic policies draw from the global generator
-            obs = env.reset()
+            if self.game_seed is not None:  # every game from its own start (replayable alone, mirrored pairs)
+                obs = env.reset(game_seeds=torch.tensor(starts, dtype=torch.int64))
+                env.game_seeds = torch.tensor([self._seed_of(s, self.queues[s][0] if self.queues[s] else -1)
+                                               for s in range(self.num_envs)], dtype=torch.int64, device=env.device)
+            else:
+                obs = env.reset()
+            self.env = env
             loop.reset_agents()
             while self.playing:
                 turn = loop.step(obs)
@@ -306,9 +326,22 @@ class _BatchRun:
             self._forfeit(self.members[failure.index], failure.reason)
 
     def _next_game(self, s: int) -> None:
-        queue = self.queues[self.slot_unit[s]]
+        queue = self.queues[s]
         self._set_game(s, queue.popleft() if queue else -1)
+        if self.env is not None and self.env.game_seeds is not None:  # the start of the game after this one
+            self.env.game_seeds[s] = self._seed_of(s, queue[0] if queue else -1)
         self.began[s] = self.step
+
+    def _agent_seed(self, k: int) -> int:
+        """Participant ``k``'s own random stream in this batch: stochastic agents do not share one."""
+        digest = hashlib.sha256(f"arena-agent:{self.seed}:{self.names[k]}".encode()).digest()
+        return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+
+    def _seed_of(self, s: int, game: int) -> int:
+        """The start seed of ``game`` in slot ``s`` (0 for no game: the slot then idles)."""
+        if self.game_seed is None or game < 0:
+            return 0
+        return self.game_seed(self.p1[s], self.p2[s], game)
 
     def _set_game(self, s: int, game: int) -> None:
         """Slot ``s`` now plays ``game`` (-1: idle). A participant left with no game in the batch stops
@@ -345,8 +378,8 @@ class _BatchRun:
             if self.game[s] < 0:
                 continue  # an idle slot finished a game nobody asked for
             results.append(GameResult(self.p1[s], self.p2[s], self.game[s], int(winner), int(length), r1, r2,
-                                      int(m1), int(m2), self.batch_id, s, self.seed, team_size=self.team_size,
-                                      kills_p1=k1, kills_p2=k2))
+                                      int(m1), int(m2), self.batch_id, s, self._stored_seed(s, self.game[s]),
+                                      team_size=self.team_size, kills_p1=k1, kills_p2=k2))
             self._next_game(s)
         self._report(results)
 
@@ -362,17 +395,21 @@ class _BatchRun:
             if self.game[s] >= 0 and k in (self.p1[s], self.p2[s]):
                 results.append(self._forfeit_result(s, self.game[s], k, self.step - self.began[s], reason))
                 self._set_game(s, -1)
-        for u, unit in enumerate(self.batch.units):
-            if k in (unit.p1, unit.p2):
-                self.stats.left += len(self.queues[u])
-                self.queues[u].clear()
+        for s in range(self.num_envs):
+            if k in (self.p1[s], self.p2[s]):
+                self.stats.left += len(self.queues[s])
+                self.queues[s].clear()
         self._report(results)
 
     def _forfeit_result(self, s: int, game: int, k: int, length: int, reason: str) -> GameResult:
         p1, p2 = self.p1[s], self.p2[s]
         nan = float("nan")
         return GameResult(p1, p2, game, P2_WINS if k == p1 else P1_WINS, length, nan, nan, 0, 0, self.batch_id, s,
-                          self.seed, forfeit_by=k, forfeit_reason=reason, team_size=self.team_size)
+                          self._stored_seed(s, game), forfeit_by=k, forfeit_reason=reason, team_size=self.team_size)
+
+    def _stored_seed(self, s: int, game: int) -> int:
+        """What a game record keeps as its seed: the game's own start seed, else its batch's."""
+        return self._seed_of(s, game) if self.game_seed is not None else self.seed
 
     def _report(self, results: list[GameResult]) -> None:
         if not results:

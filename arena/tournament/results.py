@@ -25,7 +25,7 @@ class GameResult:
     missiles_p2: int = 0
     batch: int = -1  # batch number (the store's batch id)
     slot: int = -1  # env index inside the batch
-    seed: int = 0  # the batch's env seed: replaying the batch replays the game
+    seed: int = 0  # the game's start seed (TensorEnv.reset(game_seeds=...)); the batch's seed without per-game seeds
     forfeit_by: int | None = None
     forfeit_reason: str | None = None
     team_size: int = 1  # aircraft a side

@@ -87,6 +87,26 @@ def build_agents(config: TournamentConfig, participants: Sequence[Participant], 
     return agents
 
 
+class GameSeeds:
+    """The start of game g of a pairing, from (league seed, the pairing's two keys, g) alone.
+
+    Both orders of a pairing share it: game g of (a, b) and game g of (b, a) start from the same
+    positions with the sides swapped (paired openings, as chess engine testers play them), so the
+    side a participant is dealt cancels out of its score. A game can be replayed alone, and a league
+    played in another batch layout or on other machines starts every game the same way.
+    """
+
+    def __init__(self, league_seed: int, keys: Sequence[str]) -> None:
+        self.league_seed, self.keys = league_seed, list(keys)
+
+    def __call__(self, p1: int, p2: int, game: int) -> int:
+        import hashlib
+
+        lo, hi = sorted((self.keys[p1], self.keys[p2]))
+        digest = hashlib.sha256(f"arena-game:{self.league_seed}:{lo}:{hi}:{game}".encode()).digest()
+        return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+
+
 class _StoreSink:
     """Executor results → database rows (positions become participant ids); keeps the league's running
     pair tables for the interim leader shown while playing, and the SPRT state of a gauntlet."""
@@ -252,7 +272,8 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
             stats = play(agents, todo, sink, device=device, env_config=env_config, max_envs=config.max_envs,
                          seed=config.seed, first_batch=store.batch_count(), names=names, progress=bar,
                          max_batches=max_batches, time_per_move=config.time_per_move,
-                         stop=sink.decided if sprt is not None else None)
+                         stop=sink.decided if sprt is not None else None,
+                         game_seed=GameSeeds(config.seed, [p.key for p in participants]))
         finally:
             bar.close()
         status = "finished" if max_batches is None else "stopped"
