@@ -197,6 +197,22 @@ class TensorEnv:
             infos["final_global_state"] = final_state
         return obs, self._by_side(reward), dones, infos
 
+    def restart_envs(self, envs: torch.Tensor, seeds: torch.Tensor) -> Obs:
+        """Start battles ``envs`` over from ``seeds`` (a caller that learned after the auto-reset which
+        game each plays next); returns the observation of every env."""
+        if self.game_seeds is None:
+            raise RuntimeError("restart_envs needs an env reset with game_seeds")
+        envs = envs.to(self.device)
+        self.game_seeds[envs] = seeds.to(self.device)
+        mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        mask[envs] = True
+        self.state.restart(mask, seeded_spawn(self.config, self.game_seeds, self.device, slots=False))
+        keep = (~mask).float().unsqueeze(-1)
+        self._ep_return *= keep
+        self._ep_missiles *= keep
+        self._ep_kills *= keep
+        return self.observe()
+
     def state_dict(self) -> dict[str, Any]:
         """Everything that decides the env's future: world state, generator and episode accumulators.
 

@@ -245,15 +245,14 @@ class _BatchRun:
         n = batch.num_envs
         self.num_envs = n
         self.slot_unit: list[int] = [u for u, k in enumerate(batch.slots) for _ in range(k)]
-        # Each slot's own games, dealt round-robin from its pairing's: the next game of a slot is known
-        # before its current one ends, so the env can start it from that game's seed at auto-reset.
-        self.queues: list[deque[int]] = [deque() for _ in range(n)]
+        self.unit_slots: list[range] = []
         first = 0
-        for unit, count in zip(batch.units, batch.slots):
-            for i, g in enumerate(unit.games):
-                self.queues[first + i % count].append(g)
+        for count in batch.slots:
+            self.unit_slots.append(range(first, first + count))
             first += count
+        self.queues = [deque(u.games) for u in batch.units]  # a pairing's games, taken by whichever slot is free
         self.env: Any = None
+        self.aimed: list[int] = [0] * n  # the seed each slot's env will restart from
         self.p1 = [batch.units[u].p1 for u in self.slot_unit]
         self.p2 = [batch.units[u].p2 for u in self.slot_unit]
         self.game: list[int] = [-1] * n  # game index playing in each slot, -1 when idle
@@ -284,7 +283,6 @@ class _BatchRun:
         from arena.loop import Controller, GameLoop, Seating
 
         env = TensorEnv(self.num_envs, device=self.device, seed=self.seed, config=self.env_config)
-        starts = [self._seed_of(s, self.queues[s][0] if self.queues[s] else -1) for s in range(self.num_envs)]
         controllers = [Controller(self.agents[k], self.names[k], "participant", rng_seed=self._agent_seed(k))
                        for k in self.members]
         self.batch_id = self.sink.batch_started(self.number, self.seed, self.num_envs, self.batch.games)
@@ -299,12 +297,13 @@ class _BatchRun:
         with torch.random.fork_rng(devices=devices), torch.no_grad():
             torch.manual_seed(self.seed)  # stochastic policies draw from the global generator
             if self.game_seed is not None:  # every game from its own start (replayable alone, mirrored pairs)
+                starts = [self._seed_of(s, self.game[s]) for s in range(self.num_envs)]
                 obs = env.reset(game_seeds=torch.tensor(starts, dtype=torch.int64))
-                env.game_seeds = torch.tensor([self._seed_of(s, self.queues[s][0] if self.queues[s] else -1)
-                                               for s in range(self.num_envs)], dtype=torch.int64, device=env.device)
+                self.env = env  # from now on a slot's next start follows its pairing's next game
+                for u in range(len(self.queues)):
+                    self._aim(u)
             else:
                 obs = env.reset()
-            self.env = env
             loop.reset_agents()
             while self.playing:
                 turn = loop.step(obs)
@@ -313,7 +312,9 @@ class _BatchRun:
                 self.stats.steps += 1
                 self.stats.env_steps += self.num_envs
                 self._faults(self.seating.nan_failures())
-                self._collect(turn.dones, turn.infos)
+                restarted = self._collect(turn.dones, turn.infos)
+                if restarted is not None:
+                    obs = restarted
         self.sink.batch_finished(self.batch_id)
 
     # -- pieces --------------------------------------------------------------------------------------
@@ -326,10 +327,8 @@ class _BatchRun:
             self._forfeit(self.members[failure.index], failure.reason)
 
     def _next_game(self, s: int) -> None:
-        queue = self.queues[s]
+        queue = self.queues[self.slot_unit[s]]
         self._set_game(s, queue.popleft() if queue else -1)
-        if self.env is not None and self.env.game_seeds is not None:  # the start of the game after this one
-            self.env.game_seeds[s] = self._seed_of(s, queue[0] if queue else -1)
         self.began[s] = self.step
 
     def _agent_seed(self, k: int) -> int:
@@ -361,19 +360,21 @@ class _BatchRun:
                 if self.busy[k] == 0:
                     self.seating.disable(self.position[k])
 
-    def _collect(self, dones: "torch.Tensor", infos: dict[str, Any]) -> None:
-        """Record games that ended this step and start the next game in their slots."""
+    def _collect(self, dones: "torch.Tensor", infos: dict[str, Any]) -> "dict[str, Any] | None":
+        """Record games that ended this step and start the next game in their slots; returns the
+        observation when some slots had to be restarted from another seed (else None)."""
         import torch
 
         ended = torch.nonzero(dones).flatten()
         if ended.numel() == 0:
-            return
+            return None
         ep = infos["episode"]
         columns = (infos["winner"], ep["length"], side_total(ep["return"]["p1"]), side_total(ep["return"]["p2"]),
                    side_total(ep["missiles_fired"]["p1"]), side_total(ep["missiles_fired"]["p2"]),
                    side_total(ep["kills"]["p1"]), side_total(ep["kills"]["p2"]))
         table = torch.stack([c.to(torch.float64) for c in columns], 1)[ended].tolist()
         results = []
+        wrong: list[tuple[int, int]] = []  # (slot, seed) whose auto-reset start is not its next game's
         for s, (winner, length, r1, r2, m1, m2, k1, k2) in zip(ended.tolist(), table):
             if self.game[s] < 0:
                 continue  # an idle slot finished a game nobody asked for
@@ -381,7 +382,26 @@ class _BatchRun:
                                       int(m1), int(m2), self.batch_id, s, self._stored_seed(s, self.game[s]),
                                       team_size=self.team_size, kills_p1=k1, kills_p2=k2))
             self._next_game(s)
+            if self.env is not None and self.game[s] >= 0:
+                wanted = self._seed_of(s, self.game[s])
+                if wanted != self.aimed[s]:  # two slots of a pairing ended together: both began its head game
+                    wrong.append((s, wanted))
+        if self.env is not None:
+            for u in {self.slot_unit[s] for s in ended.tolist()}:
+                self._aim(u)
         self._report(results)
+        if wrong:
+            envs, seeds = zip(*wrong)
+            return self.env.restart_envs(torch.tensor(envs), torch.tensor(seeds, dtype=torch.int64))
+        return None
+
+    def _aim(self, u: int) -> None:
+        """Point the slots of pairing ``u`` at the start of its next game (where one restarts next)."""
+        queue = self.queues[u]
+        slots = self.unit_slots[u]
+        seed = self._seed_of(slots.start, queue[0] if queue else -1)  # one pairing, one next game
+        self.aimed[slots.start:slots.stop] = [seed] * len(slots)
+        self.env.game_seeds[slots.start:slots.stop] = seed
 
     def _forfeit(self, k: int, reason: str) -> None:
         """``k`` loses the games it failed in (those in flight); its games not yet started in this batch
@@ -395,10 +415,10 @@ class _BatchRun:
             if self.game[s] >= 0 and k in (self.p1[s], self.p2[s]):
                 results.append(self._forfeit_result(s, self.game[s], k, self.step - self.began[s], reason))
                 self._set_game(s, -1)
-        for s in range(self.num_envs):
-            if k in (self.p1[s], self.p2[s]):
-                self.stats.left += len(self.queues[s])
-                self.queues[s].clear()
+        for u, unit in enumerate(self.batch.units):
+            if k in (unit.p1, unit.p2):
+                self.stats.left += len(self.queues[u])
+                self.queues[u].clear()
         self._report(results)
 
     def _forfeit_result(self, s: int, game: int, k: int, length: int, reason: str) -> GameResult:
