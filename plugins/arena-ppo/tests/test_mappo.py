@@ -122,18 +122,23 @@ def test_smoke_one_update_then_play_at_its_team_size(tmp_path):
     assert refused.exit_code != 0 and "plays teams of 2" in refused.output
 
 
+def straight_and_resumed(tmp_path, common, split_at: int, end: int):
+    """The final checkpoints of a run straight to ``end`` and of one stopped at ``split_at`` and resumed."""
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    assert train(common + ["--max-steps", str(end)], straight).exit_code == 0
+    assert train(common + ["--max-steps", str(split_at)], split).exit_code == 0
+    resumed = CliRunner().invoke(main, ["train", "mappo", "--resume", str(split / f"ckpt_{split_at:09d}.pt"),
+                                        "--max-steps", str(end), "--no-progress"])
+    assert resumed.exit_code == 0, resumed.output
+    name = f"ckpt_{end:09d}.pt"
+    return torch.load(straight / name, weights_only=True), torch.load(split / name, weights_only=True)
+
+
 @pytest.mark.parametrize("policy", ["shared", "separated"])
 def test_resume_continues_exactly(tmp_path, policy):
     common = ["--vs", "crank", "--vs", "self=0.5", "--num-envs", "6", "--seed", "3", "--save-interval", "96",
               "--policy", policy, *TINY]
-    straight, split = tmp_path / "straight", tmp_path / "split"
-    assert train(common + ["--max-steps", "288"], straight).exit_code == 0
-    assert train(common + ["--max-steps", "192"], split).exit_code == 0
-    resumed = CliRunner().invoke(main, ["train", "mappo", "--resume", str(split / "ckpt_000000192.pt"),
-                                        "--max-steps", "288", "--no-progress"])
-    assert resumed.exit_code == 0, resumed.output
-    a = torch.load(straight / "ckpt_000000288.pt", weights_only=True)
-    b = torch.load(split / "ckpt_000000288.pt", weights_only=True)
+    a, b = straight_and_resumed(tmp_path, common, 192, 288)
     for key, value in a["model"].items():
         assert torch.equal(value, b["model"][key]), key
     for key in ("running_mean", "running_mean_sq", "debiasing_term"):
@@ -179,14 +184,7 @@ def test_recurrent_runs_resume_exactly(tmp_path):
     common = ["--vs", "crank", "--num-envs", "4", "--seed", "2", "--save-interval", "80", "--recurrent",
               "--n-steps", "20", "--data-chunk-length", "5", "--batch-size", "40", "--n-epochs", "2",
               "--eval-games", "0", "--no-progress", "--threads", "1"]
-    straight, split = tmp_path / "straight", tmp_path / "split"
-    assert train(common + ["--max-steps", "240"], straight).exit_code == 0
-    assert train(common + ["--max-steps", "160"], split).exit_code == 0
-    resumed = CliRunner().invoke(main, ["train", "mappo", "--resume", str(split / "ckpt_000000160.pt"),
-                                        "--max-steps", "240", "--no-progress"])
-    assert resumed.exit_code == 0, resumed.output
-    a = torch.load(straight / "ckpt_000000240.pt", weights_only=True)
-    b = torch.load(split / "ckpt_000000240.pt", weights_only=True)
+    a, b = straight_and_resumed(tmp_path, common, 160, 240)
     for key, value in a["model"].items():
         assert torch.equal(value, b["model"][key]), key
     assert torch.equal(a["hidden"]["actor"], b["hidden"]["actor"])
