@@ -16,7 +16,7 @@ STAMP := $(VENV)/.installed
 DEMO_DIR := runs/demo
 DEMO_TRAIN_SECONDS ?= 120
 
-.PHONY: install test demo bench clean
+.PHONY: install browser test demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,11 @@ $(STAMP): $(BIN)/python pyproject.toml $(wildcard plugins/*/pyproject.toml)
 
 install: $(STAMP)
 
-test: install
+# The replay viewer's browser test needs Debian's chromium: installed when missing, where possible.
+browser:
+	@bash .ci/install-chromium.sh
+
+test: install browser
 	$(BIN)/python -m pytest -q
 
 demo: install

@@ -254,22 +254,12 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_si
       arena play ppo:runs/a/ckpt_000500000.pt crank --json
       arena play crank placeholder --team-size 4
     """
-    from arena.agents import AgentSpecError, DuplicateNameError, build_agent, parse_spec
     from arena.match import AgentFailure, play_match
-    from arena.plugins import PluginError
 
     env_config = parse_env_overrides(env_overrides, team_size)
     set_threads(threads, batch=games)
     dev = device_option(device)
-    try:
-        a = build_agent(agent_a, dev, env_config)
-        b = build_agent(agent_b, dev, env_config)
-    except (AgentSpecError, DuplicateNameError, PluginError) as exc:
-        raise ArenaError(str(exc)) from None
-    for spec, agent in ((agent_a, a), (agent_b, b)):
-        if callable(getattr(agent, "load", None)) and parse_spec(spec)[1] is None:
-            click.echo(f"note: {spec!r} names a learning agent without a checkpoint: it plays freshly "
-                       f"initialised weights (use {spec}:PATH)", err=True)
+    a, b = build_pair(agent_a, agent_b, dev, env_config)
     try:
         result = play_match(a, b, games, env_config=env_config, device=dev, seed=seed, name_a=agent_a,
                             name_b=agent_b, progress=not quiet)
@@ -291,6 +281,76 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_si
                f"({result.draws / n:.1%}), {result.losses:,} losses ({result.losses / n:.1%}); "
                f"score {result.score:.3f}")
     click.echo(f"  mean length {result.mean_length:.1f} steps; {result.games_per_second:,.0f} games/s")
+
+
+def build_pair(agent_a: str, agent_b: str, dev: "torch.device", env_config: "EnvConfig") -> tuple[Any, Any]:
+    """The two agents of ``arena play``/``arena replay``, with a note for a learner given no checkpoint."""
+    from arena.agents import AgentSpecError, DuplicateNameError, build_agent, parse_spec
+    from arena.plugins import PluginError
+
+    try:
+        a = build_agent(agent_a, dev, env_config)
+        b = build_agent(agent_b, dev, env_config)
+    except (AgentSpecError, DuplicateNameError, PluginError) as exc:
+        raise ArenaError(str(exc)) from None
+    for spec, agent in ((agent_a, a), (agent_b, b)):
+        if callable(getattr(agent, "load", None)) and parse_spec(spec)[1] is None:
+            click.echo(f"note: {spec!r} names a learning agent without a checkpoint: it plays freshly "
+                       f"initialised weights (use {spec}:PATH)", err=True)
+    return a, b
+
+
+@main.command("replay")
+@click.argument("agent_a", metavar="A")
+@click.argument("agent_b", metavar="B")
+@click.option("--games", "-n", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Battles to play and record; A flies p1 in the first half and p2 in the rest.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="replays", show_default=True,
+              help="Folder for battle-N.acmi and battle-N.html (created).")
+@click.option("--gif", is_flag=True, help="Also write battle-N.gif, an animation drawn with matplotlib.")
+@click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the battles' spawn positions.")
+@click.option("--team-size", type=click.IntRange(1, 8), default=None,
+              help="Aircraft a side (team battles)  [default: 1]")
+@click.option("--env", "env_overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override an EnvConfig field, e.g. --env max_time=120 (repeatable).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+@threads_option
+def replay(agent_a: str, agent_b: str, games: int, out_dir: str, gif: bool, device: str, seed: int,
+           team_size: int | None, env_overrides: tuple[str, ...], quiet: bool, threads: int | None) -> None:
+    """Play A against B, record every battle and write it for watching.
+
+    Each battle becomes battle-N.acmi (Tacview) and battle-N.html, a self-contained page that plays
+    the battle in any browser, offline. The battles are the ones `arena play` with the same seed plays:
+    recording only watches.
+
+    \b
+      arena replay crank placeholder --out replays/
+      arena replay ppo:runs/demo/ckpt_final.pt crank --games 4 --gif
+    """
+    from arena.match import AgentFailure
+    from arena.replay import record_match, save_battle
+    from arena.replay.events import outcome_text
+
+    env_config = parse_env_overrides(env_overrides, team_size)
+    set_threads(threads, batch=games)
+    dev = device_option(device)
+    a, b = build_pair(agent_a, agent_b, dev, env_config)
+    try:
+        result, battles = record_match(a, b, games, env_config=env_config, name_a=agent_a, name_b=agent_b,
+                                       device=dev, seed=seed, progress=not quiet)
+    except AgentFailure as exc:
+        raise ArenaError(str(exc)) from None
+    try:
+        for n, battle in enumerate(battles, 1):
+            files = save_battle(battle, out_dir, f"battle-{n}", gif=gif)
+            written = ", ".join(str(p) for p in (files.acmi, files.html, files.gif) if p is not None)
+            click.echo(f"battle {n}: {battle.meta.p1} (Blue) v {battle.meta.p2} (Red), {battle.length} steps, "
+                       f"{outcome_text(battle)} -> {written}")
+    except OSError as exc:
+        raise ArenaError(f"{exc.filename or out_dir}: cannot write ({exc.strerror or exc})") from None
+    click.echo(f"{result.a}: {result.wins} wins, {result.draws} draws, {result.losses} losses; open the .html "
+               f"files in a browser, or the .acmi files in Tacview")
 
 
 def device_option(device: str) -> "torch.device":

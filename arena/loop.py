@@ -365,7 +365,9 @@ class GameLoop:
 
     ``given`` sides are acted for by the caller (a learner's actions); every other side comes from the
     seating. ``on_fault`` judges the failures of a step before the env moves on (default: raise them
-    together); the observers see every step (replay recorders, statistics).
+    together); the observers see every step (replay recorders, statistics). An observer with a
+    ``before_step(env)`` method is also called before the agents act, while the env still shows the
+    state they are about to act on (a recorder takes a new battle's first frame there).
     """
 
     env: "TensorEnv"
@@ -381,6 +383,10 @@ class GameLoop:
     def step(self, obs: dict[str, dict[str, "torch.Tensor"]],
              given: dict[str, dict[str, "torch.Tensor"]] | None = None) -> Turn:
         given = given or {}
+        for observer in self.observers:
+            before = getattr(observer, "before_step", None)
+            if before is not None:
+                before(self.env)
         wanted = {side: obs[side] for side in SIDES if side not in given}
         actions, failures = self.seating.act(wanted)
         self._judge(failures)

@@ -71,6 +71,8 @@ class TensorEnv:
         self._ep_kills = zeros.clone()
         self._has_reset = False
         self.game_seeds: torch.Tensor | None = None  # [N] per-env start seeds (reset(game_seeds=...)), else None
+        # Envs whose last state before auto-reset ``step`` hands back (replay recorders); None: none, no cost.
+        self.watched: torch.Tensor | None = None
         # Team observations (neighbour slots) are costly: after an auto-reset only the restarted battles
         # are observed again. Finding them syncs with the host, which the CPU layout does anyway.
         self._observe_subsets = self.packed_missiles and self.team_size > 1
@@ -175,6 +177,7 @@ class TensorEnv:
 
         final_obs = self.observe()
         final_state = {p: self.global_state(p) for p in PLAYERS} if self.final_global_state else None
+        watched = self.state.select(self.watched) if self.watched is not None else None
         episode = {
             "return": self._by_side(self._ep_return, clone=True),
             "length": s.time.clone(),
@@ -195,7 +198,23 @@ class TensorEnv:
         }
         if final_state is not None:
             infos["final_global_state"] = final_state
+        if watched is not None:
+            infos["watched_state"] = watched
         return obs, self._by_side(reward), dones, infos
+
+    def watch(self, envs: torch.Tensor | None) -> None:
+        """From now on ``step`` also returns ``infos["watched_state"]``: a copy of the battles ``envs``
+        ([K] env indices) as they stood after the step and before auto-reset, the moment a finished
+        battle is still visible. ``None`` stops it. Only those envs are copied, with no host sync."""
+        if envs is None:
+            self.watched = None
+            return
+        envs = torch.as_tensor(envs, dtype=torch.long).to(self.device)
+        if envs.dim() != 1 or envs.numel() == 0:
+            raise ValueError(f"watch: expected a non-empty 1-D tensor of env indices, got shape {list(envs.shape)}")
+        if int(envs.min()) < 0 or int(envs.max()) >= self.num_envs:
+            raise ValueError(f"watch: env indices must lie in [0, {self.num_envs}), got {envs.tolist()[:8]}")
+        self.watched = envs
 
     def restart_envs(self, envs: torch.Tensor, seeds: torch.Tensor) -> Obs:
         """Start battles ``envs`` over from ``seeds`` (a caller that learned after the auto-reset which
