@@ -332,9 +332,15 @@ def replay(agent_a: str, agent_b: str, games: int, out_dir: str, gif: bool, devi
     from arena.replay import record_match, save_battle
     from arena.replay.events import outcome_text
 
+    from pathlib import Path
+
     env_config = parse_env_overrides(env_overrides, team_size)
     set_threads(threads, batch=games)
     dev = device_option(device)
+    try:  # before playing: a folder that cannot be written is found before the work is done
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ArenaError(f"--out {out_dir}: cannot write there ({exc.strerror or exc})") from None
     a, b = build_pair(agent_a, agent_b, dev, env_config)
     try:
         result, battles = record_match(a, b, games, env_config=env_config, name_a=agent_a, name_b=agent_b,
