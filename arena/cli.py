@@ -426,11 +426,14 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
               help="Delete the stored forfeits of this league's participants first and play those games again "
                    "(after fixing a participant, or a failure that was transient).")
 @click.option("--device", default=None, help="Override the file's device: cpu, cuda, cuda:N or auto.")
+@click.option("--replays", type=click.IntRange(0, 16), default=None,
+              help="Override the file's `replays`: notable games to record per pairing (upsets, the longest, the "
+                   "shortest), linked from report.md.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @threads_option
-def tournament(file: str, fresh: bool, retry_forfeits: bool, device: str | None, as_json: bool, quiet: bool,
-               threads: int | None) -> None:
+def tournament(file: str, fresh: bool, retry_forfeits: bool, device: str | None, replays: int | None,
+               as_json: bool, quiet: bool, threads: int | None) -> None:
     """Play the league in FILE (YAML), rate it and write reports.
 
     Results go to results.sqlite in the file's output directory; running the same command again plays
@@ -442,7 +445,7 @@ def tournament(file: str, fresh: bool, retry_forfeits: bool, device: str | None,
     from arena.tournament.report import render
 
     try:
-        config = load_config(file).with_device(device)
+        config = load_config(file).with_device(device).with_replays(replays)
     except ConfigError as exc:
         raise ArenaError(str(exc)) from None
     if device is not None:  # checked here so that the message blames the option, not the file's key

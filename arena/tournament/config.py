@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 Format = Literal["round-robin", "gauntlet"]
 FORMATS: tuple[str, ...] = ("round-robin", "gauntlet")
 TOP_KEYS = ("name", "output", "seed", "device", "max_envs", "games_per_pairing", "format", "candidates",
-            "time_per_move", "env", "rating", "sprt", "participants")
+            "time_per_move", "env", "rating", "sprt", "replays", "participants")
 
 # Limits. A league file is small hand-written text; these are far beyond any real one and exist so that
 # a hostile or mistyped file is refused in a second, naming its key, instead of hanging or crashing
@@ -39,6 +39,7 @@ MAX_ENVS = 1 << 22  # battles stepped at once
 MAX_GAMES_PER_PAIRING = 100_000
 MAX_TOTAL_GAMES = 10_000_000  # games of the whole schedule: its game numbers are held in memory
 MAX_TIME_PER_MOVE = 3600.0  # s
+MAX_REPLAYS_PER_PAIRING = 16  # notable games recorded per pairing (each a pair of files)
 MAX_BOOTSTRAP_ROUNDS = 10_000
 # TrueSkill settings, relative to beta (the scale of the model): the defaults are sigma = 2·beta and
 # tau = beta/50. A prior sigma far above beta or a tau near beta lets the first or the last games decide
@@ -112,11 +113,15 @@ class TournamentConfig:
     env: Mapping[str, Any] = field(default_factory=dict)  # EnvConfig overrides
     rating: RatingConfig = field(default_factory=RatingConfig)
     sprt: SPRTConfig | None = None  # gauntlets: stop early once every candidate's test is decided
+    replays: int = 0  # notable games recorded per pairing once the league is rated (arena.tournament.replays)
     file: Path | None = None
     warnings: tuple[str, ...] = ()  # things worth saying that do not stop the league (empty globs)
 
     def with_device(self, device: str | None) -> "TournamentConfig":
         return self if device is None else replace(self, device=device)
+
+    def with_replays(self, replays: int | None) -> "TournamentConfig":
+        return self if replays is None else replace(self, replays=replays)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the run record in the results database."""
@@ -125,6 +130,7 @@ class TournamentConfig:
             "max_envs": self.max_envs, "games_per_pairing": self.games_per_pairing, "format": self.format,
             "candidates": list(self.candidates), "time_per_move": self.time_per_move, "env": dict(self.env),
             "rating": vars(self.rating).copy(), "sprt": vars(self.sprt).copy() if self.sprt else None,
+            "replays": self.replays,
             "participants": [{"name": p.name, "agent": p.agent, "params": dict(p.params),
                               "checkpoint": str(p.checkpoint) if p.checkpoint else None} for p in self.participants],
             "file": str(self.file) if self.file else None,
@@ -307,6 +313,10 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
     if time_per_move is not None and not (0 < time_per_move <= MAX_TIME_PER_MOVE):
         raise err("time_per_move", f"expected seconds per move in (0, {MAX_TIME_PER_MOVE:g}] (or leave it out for no "
                                    f"limit), got {time_per_move!r}")
+    replays = _get(data, "replays", int, err, 0)
+    if not 0 <= replays <= MAX_REPLAYS_PER_PAIRING:
+        raise err("replays", f"expected notable games to record per pairing, an integer in [0, "
+                             f"{MAX_REPLAYS_PER_PAIRING}], got {_short(replays)}")
     env = _get(data, "env", Mapping, err, {}) or {}
     _check_env(env, err)
     rating = _rating(data.get("rating"), err)
@@ -352,7 +362,8 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
         name=name, output=(base / output).resolve() if not os.path.isabs(output) else Path(output),
         participants=tuple(participants), seed=seed, device=device, max_envs=max_envs, games_per_pairing=games,
         format=fmt,  # type: ignore[arg-type]
-        candidates=candidates, time_per_move=time_per_move, env=dict(env), rating=rating, sprt=sprt, file=fpath,
+        candidates=candidates, time_per_move=time_per_move, env=dict(env), rating=rating, sprt=sprt, replays=replays,
+        file=fpath,
         warnings=tuple(warnings),
     )
 

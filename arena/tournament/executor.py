@@ -25,7 +25,7 @@ import hashlib
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -229,16 +229,35 @@ def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, 
     return stats
 
 
+def replay_batch(batch: Batch, seed: int, agents: Sequence["Agent"], names: Sequence[str], record: "Mapping[int, set[int]]",
+                 *, device: "torch.device", env_config: "EnvConfig | None" = None,
+                 time_per_move: float | None = None,
+                 game_seed: "Callable[[int, int, int], int] | None" = None) -> tuple[list[GameResult], dict[tuple[int, int], Any]]:
+    """Play ``batch`` again exactly as :func:`play` played it (same seed, layout and agents) and record
+    the games ``record`` names (slot -> game numbers). Returns every game's result, to check the battles
+    against the stored ones, and the recorded battles by (slot, game)."""
+    sink = ListSink()
+    runner = _BatchRun(batch, 0, seed, agents, names, device, env_config, sink, ExecutionStats(), None,
+                       time.perf_counter(), time_per_move, game_seed, record=record)
+    runner.run()
+    return sink.results, runner.recorded
+
+
 class _BatchRun:
     """The state of one batch while it plays."""
 
     def __init__(self, batch: Batch, number: int, seed: int, agents: Sequence["Agent"], names: Sequence[str],
                  device: "torch.device", env_config: "EnvConfig | None", sink: ResultSink, stats: ExecutionStats,
                  progress: "Progress | None", start: float, time_per_move: float | None = None,
-                 game_seed: "Callable[[int, int, int], int] | None" = None) -> None:
+                 game_seed: "Callable[[int, int, int], int] | None" = None,
+                 record: "Mapping[int, set[int]] | None" = None) -> None:
         import torch
 
         self.batch, self.number, self.seed = batch, number, seed
+        # Replays: slot -> games of it to record; what was recorded, by (slot, game).
+        self.record = {s: set(g) for s, g in (record or {}).items()}
+        self.recorder: Any = None
+        self.recorded: dict[tuple[int, int], Any] = {}
         self.game_seed = game_seed
         self.agents, self.names, self.device = agents, names, device
         self.env_config, self.sink, self.stats, self.progress, self.start = env_config, sink, stats, progress, start
@@ -293,6 +312,11 @@ class _BatchRun:
             if self.busy[k] == 0:
                 self.seating.disable(self.position[k])
         loop = GameLoop(env, self.seating, on_fault=self._faults)
+        if self.record:
+            from arena.replay import BattleRecorder
+
+            self.recorder = BattleRecorder(sorted(self.record))
+            loop.observers.append(self.recorder)
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices), torch.no_grad():
             torch.manual_seed(self.seed)  # stochastic policies draw from the global generator
@@ -381,6 +405,8 @@ class _BatchRun:
             results.append(GameResult(self.p1[s], self.p2[s], self.game[s], int(winner), int(length), r1, r2,
                                       int(m1), int(m2), self.batch_id, s, self._stored_seed(s, self.game[s]),
                                       team_size=self.team_size, kills_p1=k1, kills_p2=k2))
+            if self.game[s] in self.record.get(s, ()):
+                self._keep_battle(s, self.game[s])
             self._next_game(s)
             if self.env is not None and self.game[s] >= 0:
                 wanted = self._seed_of(s, self.game[s])
@@ -394,6 +420,16 @@ class _BatchRun:
             envs, seeds = zip(*wrong)
             return self.env.restart_envs(torch.tensor(envs), torch.tensor(seeds, dtype=torch.int64))
         return None
+
+    def _keep_battle(self, s: int, game: int) -> None:
+        """The recording of ``game``, which just ended in slot ``s``."""
+        from arena.env import EnvConfig
+        from arena.replay import battle_meta
+
+        cfg = self.env_config if self.env_config is not None else EnvConfig()
+        meta = battle_meta(cfg, self.names[self.p1[s]], self.names[self.p2[s]], seed=self._stored_seed(s, game),
+                           title=f"{self.names[self.p1[s]]} v {self.names[self.p2[s]]} · game {game}")
+        self.recorded[s, game] = self.recorder.take(sorted(self.record).index(s), meta)
 
     def _aim(self, u: int) -> None:
         """Point the slots of pairing ``u`` at the start of its next game (where one restarts next)."""

@@ -59,6 +59,7 @@ class TournamentReport:
     warnings: list[str] = field(default_factory=list)  # what makes the ratings less comparable (a split league)
     scale: str = ""  # what fixes the Elo scale, in words
     matchups: "pd.DataFrame | None" = None  # gauntlets: each candidate against each opponent (matchups.py)
+    replays: list[Any] = field(default_factory=list)  # notable games recorded (replays.ReplayEntry)
 
     @property
     def complete(self) -> bool:
@@ -71,6 +72,7 @@ class TournamentReport:
             "leaderboard": records(self.leaderboard), "warnings": list(self.warnings), "scale": self.scale,
             "matchups": records(self.matchups) if self.matchups is not None else [],
             "forfeits": records(self.forfeits),
+            "replays": [vars(r).copy() for r in self.replays],
             "files": {k: str(v) for k, v in self.files.items()},
         }
 
@@ -290,6 +292,14 @@ def markdown_report(report: TournamentReport) -> str:
         parts.append("A forfeit counts as a loss for the participant that misbehaved.")
         parts.append("")
         parts.append(markdown_table(report.forfeits))
+    if report.replays:
+        parts += ["", "## Replays", "",
+                  "Notable games of each pairing, recorded: open the .html in a browser (offline), the .acmi in "
+                  "Tacview. Blue flew p1, Red p2.", "",
+                  "| Blue (p1) | Red (p2) | game | why | watch |", "|---|---|---:|---|---|"]
+        for r in report.replays:
+            watch = f"[html]({r.html}) · [acmi]({r.acmi})" if r.html else f"not recorded: {r.skipped}"
+            parts.append(f"| {_cell(r.p1)} | {_cell(r.p2)} | {r.game} | {_cell(r.reason)} | {watch} |")
     return "\n".join(parts) + "\n"
 
 
@@ -394,6 +404,12 @@ def render(report: TournamentReport, fmt: str = "table") -> str:
         lines.append(f"{run['left_after_failure']:,} game(s) not started because a participant failed earlier in "
                      f"their batch: run the tournament again to play them (--retry-forfeits also replays the "
                      f"forfeits)")
+    if report.replays:
+        kept = sum(1 for r in report.replays if r.html)
+        line = f"replays: {kept} notable game(s) recorded in {report.output_dir / 'replays'} (listed in report.md)"
+        if kept < len(report.replays):
+            line += f"; {len(report.replays) - kept} could not be replayed exactly (reasons in report.md)"
+        lines.append(line)
     if report.files:
         lines.append(f"reports: {report.output_dir}")
     return "\n".join(lines)

@@ -296,8 +296,33 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
                   "already_stored": total_games(planned) - todo_games,
                   "wall_s": round(stats.wall_s, 3), "games_per_second": round(stats.games_per_second, 1),
                   "rating_s": round(rating_s, 3), "device": str(device), "batches": stats.batches}
+    if config.replays and status == "finished":
+        t0 = time.perf_counter()
+        report.replays = notable_replays(config, store, report, ids, names, agents, device, env_config, participants,
+                                         progress, stream)
+        report.run["replays_s"] = round(time.perf_counter() - t0, 3)
     write_report(report)
     return report
+
+
+def notable_replays(config: TournamentConfig, store: ResultStore, report: TournamentReport, ids: Sequence[int],
+                    names: Sequence[str], agents: Sequence["Agent"], device: Any, env_config: Any,
+                    participants: Sequence[Participant], progress: bool, stream: TextIO | None = None) -> list[Any]:
+    """Record ``config.replays`` notable games per pairing of the rated league (see replays.py)."""
+    from arena.tournament.replays import notable_games, record_replays
+
+    board = report.leaderboard.set_index("name")
+    elo = [float(board.loc[n, "elo"]) for n in names]
+    position = {pid: i for i, pid in enumerate(ids)}
+    games = store.games(ids, max_index=config.games_per_pairing // 2, outcomes_only=True, relabel=position)
+    planned = {(u.p1, u.p2) for u in schedule_units(len(ids), config.format,
+                                                    [names.index(c) for c in config.candidates],
+                                                    config.games_per_pairing)}
+    picks = notable_games([g for g in games if (g.p1, g.p2) in planned], elo, names, config.replays)
+    return record_replays(store, picks, ids, names, agents, config.output, device=device, env_config=env_config,
+                          time_per_move=config.time_per_move,
+                          game_seed=GameSeeds(config.seed, [p.key for p in participants]), progress=progress,
+                          stream=stream)
 
 
 def league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
@@ -352,6 +377,9 @@ def rebuild_report(directory: str | Path, write: bool = True) -> TournamentRepor
     finally:
         store.close()
     report.output_dir = path.parent.resolve()
+    from arena.tournament.replays import read_index
+
+    report.replays = read_index(report.output_dir)
     if write:
         write_report(report, report.output_dir)
     return report

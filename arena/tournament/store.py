@@ -307,6 +307,18 @@ class ResultStore:
         self.conn.execute("UPDATE batches SET finished = ? WHERE id = ?", (time.time(), batch_id))
         self.flush()
 
+    def batch_record(self, batch_id: int) -> tuple[int, int, int, str] | None:
+        """``(run id, seed, num_envs, device)`` of a stored batch; None when there is no such batch."""
+        row = self.conn.execute("SELECT run_id, seed, num_envs, device FROM batches WHERE id = ?", (batch_id,)).fetchone()
+        return None if row is None else (int(row[0]), int(row[1]), int(row[2]), str(row[3]))
+
+    def batch_games(self, batch_id: int) -> list[tuple[int, int, int, int, int, int, int | None]]:
+        """``(p1, p2, game_index, slot, winner, length, forfeit_by)`` of every game a batch stored (ids)."""
+        rows = self.conn.execute("SELECT p1, p2, game_index, slot, winner, length, forfeit_by FROM games "
+                                 "WHERE batch_id = ? ORDER BY slot, game_index", (batch_id,))
+        return [(int(a), int(b), int(g), -1 if s is None else int(s), int(w), int(n), None if f is None else int(f))
+                for a, b, g, s, w, n, f in rows]
+
     def batch_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM batches").fetchone()[0])
 
