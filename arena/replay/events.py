@@ -9,6 +9,7 @@ end of that missile: a hit when its target died in the same step inside the aren
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,12 @@ class Event:
     aircraft: int = -1  # the shooter (launch, hit, miss) or the aircraft it happened to
     target: int = -1  # the missile's target, or -1
     slot: int = -1  # the missile's slot in its target's column, or -1
+
+
+def short_name(spec: str) -> str:
+    """``ppo:runs/demo/ckpt_1.pt`` -> ``ppo:ckpt_1.pt``: a title needs the checkpoint, not its folder."""
+    agent, path = re.match(r"([A-Za-z_][\w.-]+:)?(.*)", spec, re.S).groups()  # type: ignore[union-attr]
+    return (agent or "") + path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def aircraft_label(battle: Battle, a: int) -> str:

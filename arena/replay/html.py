@@ -32,7 +32,8 @@ def viewer_data(battle: Battle) -> dict[str, Any]:
     for a in range(battle.aircraft):
         dead = np.nonzero(~battle.alive[:, a])[0]
         aircraft.append({
-            "label": aircraft_label(battle, a), "side": battle.side_of(a), "pilot": pilot(battle, a),
+            "label": aircraft_label(battle, a), "side": battle.side_of(a), "seat": a % meta.team_size,
+            "pilot": pilot(battle, a),
             "x": _metres(battle.x[:, a]), "y": _metres(battle.y[:, a]),
             "h": [int(round(float(h) * 1000)) for h in battle.heading[:, a]],
             "v": _metres(battle.speed[:, a]),

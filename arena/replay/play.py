@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arena.replay.acmi import write_acmi
+from arena.replay.events import short_name
 from arena.replay.html import write_html
 from arena.replay.recorder import Battle, BattleRecorder, battle_meta
 
@@ -46,7 +47,8 @@ def record_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: 
     battles = []
     for k in range(games):
         p1, p2 = (name_a, name_b) if k < a_first else (name_b, name_a)
-        meta = battle_meta(env_config, p1, p2, title=f"{p1} v {p2} · battle {k + 1}", seed=seed)
+        meta = battle_meta(env_config, p1, p2, title=f"{short_name(p1)} v {short_name(p2)} · battle {k + 1}",
+                           seed=seed)
         battles.append(recorder.take(k, meta))
     return result, battles
 
