@@ -329,7 +329,8 @@ class _BatchRun:
             else:
                 obs = env.reset()
             loop.reset_agents()
-            while self.playing:
+            wanted = sum(len(g) for g in self.record.values())
+            while self.playing and not (wanted and len(self.recorded) == wanted):  # replays: stop once recorded
                 turn = loop.step(obs)
                 obs = turn.next_obs
                 self.step += 1
