@@ -226,17 +226,26 @@ def parse_env_overrides(items: tuple[str, ...], team_size: int | None = None) ->
         raise ArenaError(f"--env: {exc}") from None
 
 
+def battle_options(fn: Any) -> Any:
+    """``--device``, ``--seed``, ``--team-size`` and ``--env``: the battles of `arena play` and `arena replay`."""
+    for option in reversed((
+        click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto."),
+        click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the battles' spawn positions."),
+        click.option("--team-size", type=click.IntRange(1, 8), default=None,
+                     help="Aircraft a side (team battles): each agent flies every seat of its side  [default: 1]"),
+        click.option("--env", "env_overrides", multiple=True, metavar="KEY=VALUE",
+                     help="Override an EnvConfig field, e.g. --env max_time=120 (repeatable; see `arena env-info`)."),
+    )):
+        fn = option(fn)
+    return fn
+
+
 @main.command("play")
 @click.argument("agent_a", metavar="A")
 @click.argument("agent_b", metavar="B")
 @click.option("--games", "-n", type=click.IntRange(1, MAX_GAMES), default=1000, show_default=True,
               help="Battles to play, all in one batch; A flies p1 in half of them and p2 in the rest.")
-@click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto.")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the battles' spawn positions.")
-@click.option("--team-size", type=click.IntRange(1, 8), default=None,
-              help="Aircraft a side (team battles): each agent flies every seat of its side  [default: 1]")
-@click.option("--env", "env_overrides", multiple=True, metavar="KEY=VALUE",
-              help="Override an EnvConfig field, e.g. --env max_time=120 (repeatable; see `arena env-info`).")
+@battle_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: a, b, games, wins, draws, losses, "
               "mean_length, games_per_second.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
@@ -308,12 +317,7 @@ def build_pair(agent_a: str, agent_b: str, dev: "torch.device", env_config: "Env
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="replays", show_default=True,
               help="Folder for battle-N.acmi and battle-N.html (created).")
 @click.option("--gif", is_flag=True, help="Also write battle-N.gif, an animation drawn with matplotlib.")
-@click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto.")
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the battles' spawn positions.")
-@click.option("--team-size", type=click.IntRange(1, 8), default=None,
-              help="Aircraft a side (team battles)  [default: 1]")
-@click.option("--env", "env_overrides", multiple=True, metavar="KEY=VALUE",
-              help="Override an EnvConfig field, e.g. --env max_time=120 (repeatable).")
+@battle_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @threads_option
 def replay(agent_a: str, agent_b: str, games: int, out_dir: str, gif: bool, device: str, seed: int,

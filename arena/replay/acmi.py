@@ -105,9 +105,9 @@ def acmi_text(battle: Battle) -> str:
         launched = {(e.slot, e.target): e for e in events.get(f, []) if e.kind == "launch"}
         flying |= set(launched)
         for slot, target in sorted(flying):  # in flight, or ending now (its last position)
-            line = (f"{missile_id(battle, slot, target)},"
-                    f"{transform(battle.mx[f, slot, target], battle.my[f, slot, target], battle.m_heading[f, slot, target])}"
-                    f",TAS={battle.m_speed[f, slot, target]:.1f}")
+            at = (f, slot, target)
+            line = (f"{missile_id(battle, slot, target)},{transform(battle.mx[at], battle.my[at], battle.m_heading[at])}"
+                    f",TAS={battle.m_speed[at]:.1f}")
             if (slot, target) in launched:
                 shooter = launched[slot, target].aircraft
                 side = battle.side_of(shooter)

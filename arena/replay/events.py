@@ -90,7 +90,8 @@ def battle_events(battle: Battle) -> list[Event]:
             shooter = battle.shooter_of(slot, target)
             if died[target] and not gone[target]:
                 killers.setdefault(target, []).append(shooter)
-                events.append(Event(f, "hit", f"{label(shooter)}'s missile hits {label(target)}", shooter, target, slot))
+                events.append(Event(f, "hit", f"{label(shooter)}'s missile hits {label(target)}", shooter, target,
+                                    slot))
             else:
                 events.append(Event(f, "miss", f"{label(shooter)}'s missile misses {label(target)}", shooter, target,
                                     slot))

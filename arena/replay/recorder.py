@@ -121,10 +121,13 @@ class BattleRecorder:
         """Frame 0 of every watched battle that has just begun (at the first step: all of them)."""
         if self.env is None:
             self._attach(env)
+        elif not self.fresh_pending:
+            return
         cur = env.state.select(self.index)
         fresh = (self.count == 0) & self.recording
         self._write(cur, torch.where(fresh, self.start, self.scratch))
         self.count = torch.where(fresh, torch.ones_like(self.count), self.count)
+        self.fresh_pending = False
 
     def __call__(self, turn: "Turn") -> None:
         """The frame each watched battle reached this step; closes the battles that ended."""
@@ -141,7 +144,9 @@ class BattleRecorder:
         self.count = torch.where(done, torch.zeros_like(self.count), self.count)
         self.ended = self.ended + done.long()
         if self.first_only:
-            self.recording = self.ended == 0
+            self.recording = self.ended == 0  # and no battle of a watched env is recorded from its start again
+        else:  # a battle just began where one ended; on the CPU asking costs nothing, on a GPU assume so
+            self.fresh_pending = self.start.device.type != "cpu" or bool(done.any())
 
     # -- results ---------------------------------------------------------------------------------------
 
@@ -197,6 +202,7 @@ class BattleRecorder:
         self.start, self.count, self.ended = zeros.clone(), zeros.clone(), zeros.clone()
         self.last_start, self.last_count, self.last_winner = zeros.clone(), zeros.clone(), zeros.clone()
         self.recording = torch.ones(k, dtype=torch.bool, device=dev)
+        self.fresh_pending = True  # some watched battle may have begun since the last frame was taken
         self.columns = torch.arange(k, device=dev)
 
     def _write(self, state: "WorldState", rows: torch.Tensor) -> None:
@@ -205,8 +211,8 @@ class BattleRecorder:
         self.aircraft_f.index_put_(where, torch.stack([getattr(state, f) for f in AIRCRAFT_FLOATS], 1))
         self.alive.index_put_(where, state.alive)
         # missiles are [S, K, A]: battle first
-        self.missile_f.index_put_(where, torch.stack([getattr(state, f) for f in MISSILE_FLOATS], 0).permute(2, 0, 1, 3))
-        self.missile_b.index_put_(where, torch.stack([getattr(state, f) for f in MISSILE_FLAGS], 0).permute(2, 0, 1, 3))
+        for buffer, names in ((self.missile_f, MISSILE_FLOATS), (self.missile_b, MISSILE_FLAGS)):
+            buffer.index_put_(where, torch.stack([getattr(state, f) for f in names], 0).permute(2, 0, 1, 3))
 
 
 def battle_meta(env_config, p1: str, p2: str, title: str = "battle", seed: int | None = None) -> BattleMeta:

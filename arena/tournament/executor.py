@@ -229,10 +229,10 @@ def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, 
     return stats
 
 
-def replay_batch(batch: Batch, seed: int, agents: Sequence["Agent"], names: Sequence[str], record: "Mapping[int, set[int]]",
-                 *, device: "torch.device", env_config: "EnvConfig | None" = None,
-                 time_per_move: float | None = None,
-                 game_seed: "Callable[[int, int, int], int] | None" = None) -> tuple[list[GameResult], dict[tuple[int, int], Any]]:
+def replay_batch(batch: Batch, seed: int, agents: Sequence["Agent"], names: Sequence[str],
+                 record: "Mapping[int, set[int]]", *, device: "torch.device", env_config: "EnvConfig | None" = None,
+                 time_per_move: float | None = None, game_seed: "Callable[[int, int, int], int] | None" = None
+                 ) -> tuple[list[GameResult], dict[tuple[int, int], Any]]:
     """Play ``batch`` again exactly as :func:`play` played it (same seed, layout and agents) and record
     the games ``record`` names (slot -> game numbers). Returns every game's result, to check the battles
     against the stored ones, and the recorded battles by (slot, game)."""

@@ -78,8 +78,8 @@ def notable_games(games: Sequence[GameResult], elo: Sequence[float], names: Sequ
                 upsets.append((-(elo[lost] - elo[won]), g.length, g, won, lost))
         upsets.sort(key=lambda u: u[:2])
         lists = {
-            "upset": [Notable(g, "upset", f"upset: {names[w]} (Elo {_elo(elo[w])}) beat {names[l]} (Elo {_elo(elo[l])})")
-                      for _, _, g, w, l in upsets],
+            "upset": [Notable(g, "upset", f"upset: {names[w]} (Elo {_elo(elo[w])}) beat {names[lo]} "
+                                          f"(Elo {_elo(elo[lo])})") for _, _, g, w, lo in upsets],
             "longest": [Notable(g, "longest", f"longest game of the pairing ({g.length} steps)")
                         for g in sorted(pool, key=lambda g: -g.length)],
             "shortest": [Notable(g, "shortest", f"shortest game of the pairing ({g.length} steps)")

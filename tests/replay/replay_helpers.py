@@ -29,8 +29,9 @@ class Trace:
             self.states.append({f: getattr(env.state, f).clone() for f in FIELDS})
             self.dones.append(turn.dones.clone())
             self.kills.append({p: k.clone() for p, k in turn.infos["kills"].items()})
-            self.episodes.append({"missiles": {p: v.clone() for p, v in turn.infos["episode"]["missiles_fired"].items()},
-                                  "length": turn.infos["episode"]["length"].clone()})
+            episode = turn.infos["episode"]
+            self.episodes.append({"missiles": {p: v.clone() for p, v in episode["missiles_fired"].items()},
+                                  "length": episode["length"].clone()})
         return see
 
 

@@ -127,7 +127,8 @@ def test_a_game_that_does_not_replay_is_skipped_with_its_reason(write_league, re
     report = run_tournament(config, registry=registry, progress=False, notify=False)
     skipped = [r for r in report.replays if r.skipped]
     assert skipped and all("did not give the same game" in r.skipped and r.html is None for r in skipped)
-    assert "not recorded: playing its batch again did not give the same game" in (config.output / "report.md").read_text()
+    report_md = (config.output / "report.md").read_text()
+    assert "not recorded: playing its batch again did not give the same game" in report_md
 
 
 def test_cli_replays_option_and_bad_value(write_league, tmp_path):
