@@ -3,9 +3,11 @@
 A :class:`BattleRecorder` is a game-loop observer (:mod:`arena.loop`). Before each step it copies the
 state of the watched battles that just began (frame 0); after each step it copies their state as the
 step left it, before auto-reset (the env's ``watch``), so the last frame of a battle is the moment it
-was decided. Both copies touch only the watched envs, land in preallocated ring buffers at per-battle
-positions kept on the device, and never ask the host for anything: recording does not slow a GPU
-loop down by a sync per step, and it only reads the env, so a battle is the same recorded or not.
+was decided. Both copies touch only the watched envs and land in preallocated ring buffers at
+per-battle positions kept on the device. On a GPU nothing waits for the host: recording adds no sync
+per step. (On the CPU, where asking costs nothing, the recorder checks whether a watched battle began
+and skips the first-frame copy when none did.) It only reads the env: a battle is the same recorded
+or not.
 
 A watched env plays battle after battle (auto-reset); each battle's frames lie in the ring from its
 start, and :meth:`BattleRecorder.take` copies the last finished one of an env to the host. The ring
