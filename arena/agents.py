@@ -62,6 +62,8 @@ class BaseAgent:
     aliases: ClassVar[tuple[str, ...]] = ()
     description: ClassVar[str] = ""
     plays_team: ClassVar[bool] = False  # True: act() takes a side's [N, T] team; else flown seat by seat
+    obs_mode: ClassVar[str] = "default"  # "extended": the agent reads the extended observation (see needs_extended)
+    ladder_rung: ClassVar[int | None] = None  # a scripted rung of the training league (--vs league), weakest 0
 
     def __init__(self, device: "str | torch.device" = "cpu", env_config: "EnvConfig | None" = None) -> None:
         import torch

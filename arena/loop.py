@@ -30,10 +30,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-    from arena.env import TensorEnv
+    from arena.env import EnvConfig, TensorEnv
     from arena.env.actions import CleanAction
 
 SIDES: tuple[str, str] = ("p1", "p2")
+# Keys of the extended observation beyond the standard ones (arena.env.EXTENDED_OBS_KEYS minus OBS_KEYS).
+EXTENDED_ONLY: tuple[str, ...] = ("enemy_aspect", "enemy_missiles", "threat_distance", "threat_relative_angle",
+                                  "threat_present")
 ACTION_KEYS: tuple[str, ...] = ("rudder", "throttle", "fire")
 
 
@@ -108,6 +111,23 @@ def checked_call(fn: Any, name: str, role: str, what: str, *args: Any) -> AgentF
     return None
 
 
+def needs_extended(agent: Any) -> bool:
+    """Whether ``agent`` reads the extended observation: its class says so (``obs_mode = "extended"``),
+    or it was built for an extended env (a checkpoint trained on one)."""
+    config = getattr(agent, "env_config", None)
+    return getattr(agent, "obs_mode", "default") == "extended" or getattr(config, "obs_mode", None) == "extended"
+
+
+def observation_config(env_config: "EnvConfig", agents: Sequence[Any]) -> "EnvConfig":
+    """``env_config`` with the extended observation when one of ``agents`` reads it. The others still
+    get the standard keys: the seating hands each agent only what it asked for."""
+    from dataclasses import replace
+
+    if env_config.obs_mode == "extended" or not any(needs_extended(a) for a in agents):
+        return env_config
+    return replace(env_config, obs_mode="extended")
+
+
 def plays_team(agent: Any) -> bool:
     """Whether ``agent`` takes a side's [n, T] observation (else it is flown seat by seat)."""
     return getattr(agent, "plays_team", False) is True
@@ -134,6 +154,7 @@ class Rows:
     sides: tuple[Any, Any]
     counts: tuple[int, int]
     flat: bool  # flown seat by seat: n sides become n·T rows
+    standard: bool = False  # the agent did not ask for the extended observation: its extra keys are left out
 
     @property
     def count(self) -> int:
@@ -189,7 +210,8 @@ class Seating:
         for k, c in enumerate(self.controllers):
             envs = [torch.nonzero(self.owner[s] == k).flatten() for s in range(2)]
             self.rows.append(Rows((block_or_index(envs[0], device), block_or_index(envs[1], device)),
-                                  (envs[0].numel(), envs[1].numel()), team_size > 1 and not plays_team(c.agent)))
+                                  (envs[0].numel(), envs[1].numel()), team_size > 1 and not plays_team(c.agent),
+                                  not needs_extended(c.agent)))
         self.covered = bool((self.owner >= 0).all())
         self.nans = torch.zeros(len(self.controllers), dtype=torch.int64, device=device)
         self.moves = 0  # act() rounds so far: the first may pay one-time costs and is never timed
@@ -309,7 +331,11 @@ class Seating:
         local = parts[0] if len(parts) == 1 else torch.cat(parts, 1)
         if rows.flat:
             local = local.reshape(local.shape[0], -1)
-        return dict(zip(names, local.unbind(0)))
+        out = dict(zip(names, local.unbind(0)))
+        if rows.standard and EXTENDED_ONLY[0] in out:
+            for key in EXTENDED_ONLY:
+                out.pop(key, None)
+        return out
 
     def _scatter(self, out: dict[str, dict[str, "torch.Tensor"]], rows: Rows, action: "CleanAction") -> None:
         first = rows.counts[0]

@@ -298,10 +298,12 @@ class _BatchRun:
     def run(self) -> None:
         import torch
 
-        from arena.env import TensorEnv
-        from arena.loop import Controller, GameLoop, Seating
+        from arena.env import EnvConfig, TensorEnv
+        from arena.loop import Controller, GameLoop, Seating, observation_config
 
-        env = TensorEnv(self.num_envs, device=self.device, seed=self.seed, config=self.env_config)
+        config = observation_config(self.env_config if self.env_config is not None else EnvConfig(),
+                                    [self.agents[k] for k in self.members])
+        env = TensorEnv(self.num_envs, device=self.device, seed=self.seed, config=config)
         controllers = [Controller(self.agents[k], self.names[k], "participant", rng_seed=self._agent_seed(k))
                        for k in self.members]
         self.batch_id = self.sink.batch_started(self.number, self.seed, self.num_envs, self.batch.games)

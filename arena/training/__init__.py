@@ -12,14 +12,15 @@ from arena.training.interrupt import StopRequest
 from arena.training.metrics import MetricLogger, default_run_dir, tensorboard_writer, to_plain, write_config
 from arena.training.opponents import (
     OpponentPool, OpponentSpec, OpponentSpecError, SelfPlayPool, SnapshotError, Tally, capture_agent_memory,
-    describe_split, parse_opponent_spec, parse_opponent_specs, restore_agent_memory, split_envs, with_floor,
+    describe_split, league_agents, parse_opponent_spec, parse_opponent_specs, restore_agent_memory, split_envs,
+    with_floor,
 )
 
 __all__ = [
     "CheckpointError", "EvalResult", "MetricLogger", "OpponentPool", "OpponentSpec", "OpponentSpecError",
     "SelfPlayPool", "SnapshotError", "StopRequest", "Tally", "capture_agent_memory", "checkpoint_name", "checkpoint_step",
     "clean_stale_temp_files", "default_run_dir",
-    "describe_split", "evaluate", "list_checkpoints", "load_checkpoint", "parse_opponent_spec",
+    "describe_split", "evaluate", "league_agents", "list_checkpoints", "load_checkpoint", "parse_opponent_spec",
     "parse_opponent_specs", "restore_agent_memory", "save_checkpoint", "split_envs", "tensorboard_writer", "to_plain", "with_floor",
     "write_config",
 ]

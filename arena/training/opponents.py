@@ -1,8 +1,10 @@
 """Opponent pools: who the learner plays against, in which envs.
 
 ``--vs`` specs read ``NAME[=WEIGHT]``: an agent name (``crank``), a frozen checkpoint
-(``ckpt:runs/a/ckpt_000500000.pt``), or ``self`` — this run's own past checkpoints, drawn by
-prioritized fictitious self-play (PFSP). The batch of envs is cut into contiguous slices, one per
+(``ckpt:runs/a/ckpt_000500000.pt``), ``self`` — this run's own past checkpoints, drawn by
+prioritized fictitious self-play (PFSP) — or ``league``: PFSP over the ladder of scripted opponents
+(every agent that declares a ``ladder_rung``, the placeholder floor included) and the run's own past
+checkpoints together, so the opponents the learner beats least get the most games. The batch of envs is cut into contiguous slices, one per
 opponent, sized by weight, so every opponent acts once per step on its whole slice.
 
 The learner is always p1 here: each player sees the world from its own side, so a policy trained as
@@ -27,8 +29,10 @@ from arena.loop import Controller, Seating, checked_call, raise_failures
 if TYPE_CHECKING:
     import torch
 
-OpponentKind = Literal["agent", "checkpoint", "self"]
+OpponentKind = Literal["agent", "checkpoint", "self", "league"]
 SELF = "self"
+LEAGUE = "league"
+DRAWN = ("self", "league")  # kinds whose envs are shared among opponents re-drawn each rollout
 CKPT_PREFIX = "ckpt:"
 
 
@@ -82,6 +86,8 @@ def parse_opponent_spec(text: str) -> OpponentSpec:
         return OpponentSpec("checkpoint", path, weight)
     if name == SELF:
         return OpponentSpec("self", SELF, weight)
+    if name == LEAGUE:
+        return OpponentSpec("league", LEAGUE, weight)
     if any(ch in name for ch in "/\\") or name.endswith(".pt"):
         raise OpponentSpecError(f"--vs {text!r}: looks like a path; write ckpt:{name} for a checkpoint opponent")
     return OpponentSpec("agent", name, weight)
@@ -98,7 +104,22 @@ def parse_opponent_specs(texts: Iterable[str]) -> list[OpponentSpec]:
         if key in seen:
             raise OpponentSpecError(f"--vs {spec.label} given twice; use one entry with a weight (NAME=WEIGHT)")
         seen.add(key)
+    if {s.kind for s in specs} >= {"self", "league"}:
+        raise OpponentSpecError("--vs league already plays the run's own past checkpoints; drop --vs self")
     return specs
+
+
+def league_agents(registry: Any = None) -> list[str]:
+    """The ladder: every registered agent that declares a ``ladder_rung`` (an int), weakest first."""
+    from arena.agents import agent_registry
+
+    registry = registry if registry is not None else agent_registry()
+    rungs = []
+    for name in registry.names():
+        rung = getattr(registry.get(name), "ladder_rung", None)
+        if isinstance(rung, int) and not isinstance(rung, bool):
+            rungs.append((rung, name))
+    return [name for _, name in sorted(rungs)]
 
 
 FLOOR_AGENT = "placeholder"  # the league's floor: what anything that learns must beat
@@ -213,6 +234,7 @@ class SelfPlayPool:
 
     directory: Path
     loader: Callable[[Path], Any]  # checkpoint path -> frozen agent in eval mode
+    fixed: dict[str, Any] = field(default_factory=dict)  # --vs league: ladder agents drawn with the checkpoints
     power: float = 2.0
     floor: float = 0.05
     cache_size: int = 8
@@ -222,6 +244,8 @@ class SelfPlayPool:
     _cache: "OrderedDict[str, Any]" = field(default_factory=OrderedDict)
 
     def refresh(self) -> None:
+        for name in self.fixed:
+            self.records.setdefault(name, Tally())
         for path in list_checkpoints(self.directory):
             if path.name not in self.skipped:
                 self.records.setdefault(path.name, Tally())
@@ -245,6 +269,8 @@ class SelfPlayPool:
     def agent(self, name: str) -> Any:
         """The snapshot in file ``name``; :class:`SnapshotError` (after one warning) when it cannot be
         loaded — a damaged or foreign ``ckpt_*.pt`` in the run folder is skipped, never fatal."""
+        if name in self.fixed:
+            return self.fixed[name]
         if name in self._cache:
             self._cache.move_to_end(name)
             return self._cache[name]
@@ -319,8 +345,8 @@ class OpponentPool:
     def __init__(self, specs: Sequence[OpponentSpec], num_envs: int, make_agent: Callable[[OpponentSpec], Any],
                  self_play: SelfPlayPool | None = None, snapshot: Callable[[], Any] | None = None,
                  self_slots: int = 4, team_size: int = 1) -> None:
-        if any(s.kind == "self" for s in specs) and (self_play is None or snapshot is None):
-            raise ValueError("a 'self' opponent needs a SelfPlayPool and a snapshot function")
+        if any(s.kind in DRAWN for s in specs) and (self_play is None or snapshot is None):
+            raise ValueError("a 'self' or 'league' opponent needs a SelfPlayPool and a snapshot function")
         self.specs = list(specs)
         self.num_envs = num_envs
         self.self_play = self_play
@@ -329,7 +355,7 @@ class OpponentPool:
         self.slots: list[Slot] = []
         start = 0
         for g, (spec, count) in enumerate(zip(self.specs, self.counts)):
-            if spec.kind == "self":
+            if spec.kind in DRAWN:
                 pieces = split_envs([1.0] * min(self_slots, count), count)
                 for piece in pieces:
                     self.slots.append(Slot(g, start, start + piece))
@@ -352,7 +378,7 @@ class OpponentPool:
 
     def begin_rollout(self, generator: "torch.Generator") -> None:
         """Pick up new checkpoints and redraw the self-play snapshots (PFSP)."""
-        self_slots = [s for s in self.slots if self.specs[s.group].kind == "self"]
+        self_slots = [s for s in self.slots if self.specs[s.group].kind in DRAWN]
         if not self_slots:
             return
         assert self.self_play is not None and self.snapshot is not None
@@ -394,8 +420,8 @@ class OpponentPool:
     def who(self, slot: Slot) -> tuple[str, str]:
         """(agent name, role) to blame for a slot's failure: ``crank`` / ``--vs crank=3``, or the snapshot file."""
         spec = self.specs[slot.group]
-        if spec.kind == "self":
-            return (slot.checkpoint or "self (snapshot of the learner)"), "--vs self"
+        if spec.kind in DRAWN:
+            return (slot.checkpoint or "self (snapshot of the learner)"), f"--vs {spec.kind}"
         return spec.label, f"--vs {spec}"
 
     def seating(self, device: "torch.device") -> Seating:
@@ -514,13 +540,15 @@ class OpponentPool:
         self._seating = None
         for slot, saved in zip(self.slots, slots):
             if saved.get("checkpoint"):
-                if not (self.self_play is not None and (self.self_play.directory / saved["checkpoint"]).exists()):
+                known = self.self_play is not None and (saved["checkpoint"] in self.self_play.fixed or (
+                    self.self_play.directory / saved["checkpoint"]).exists())
+                if not known:
                     continue  # the snapshot file is gone: the slot gets a fresh draw at the next rollout
                 try:
                     self.assign(slot, saved["checkpoint"])
                 except SnapshotError:
                     continue  # unreadable now: reported; the slot gets a fresh draw at the next rollout
-            elif self.specs[slot.group].kind == "self":
+            elif self.specs[slot.group].kind in DRAWN:
                 if self._fallback is None and self.snapshot is not None:
                     self._fallback = self.snapshot()
                 slot.agent = self._fallback

@@ -1,4 +1,5 @@
-"""Arena plugin that provides CrankAgent (``crank``, alias ``rule_based``).
+"""Arena plugin that provides CrankAgent (``crank``, alias ``rule_based``) and the ladder of scripted
+opponents above it: ``sniper``, ``defender`` and ``ace`` (arena_crank/ladder.py).
 
 The agent module is imported inside the hook and imports torch only when an agent acts, so listing
 plugins stays fast.
@@ -12,5 +13,6 @@ import arena
 @arena.hookimpl
 def arena_agents() -> list[type]:
     from arena_crank.agent import CrankAgent
+    from arena_crank.ladder import Ace, Defender, Sniper
 
-    return [CrankAgent]
+    return [CrankAgent, Sniper, Defender, Ace]

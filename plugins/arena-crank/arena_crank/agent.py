@@ -39,6 +39,7 @@ class CrankAgent(BaseAgent):
     name: ClassVar[str] = "crank"
     aliases: ClassVar[tuple[str, ...]] = ("rule_based",)
     description: ClassVar[str] = "rule-based: approach, fire at 80% range and crank, defend under 18 km"
+    ladder_rung: ClassVar[int] = 1  # above the placeholder, below the sniper (arena_crank/ladder.py)
 
     def __init__(self, device: "str | torch.device" = "cpu", env_config: "EnvConfig | None" = None, *,
                  fire_range_frac: float = 0.8, fire_angle_deg: float = 30.0, cooldown_s: float = 10.0,

@@ -27,6 +27,7 @@ class PlaceholderAgent(BaseAgent):
     name: ClassVar[str] = "placeholder"  # what `arena play` and tournament files call it
     aliases: ClassVar[tuple[str, ...]] = ("random",)
     description: ClassVar[str] = "seeded random controls; the floor of every league"
+    ladder_rung: ClassVar[int] = 0  # the bottom of the training league (--vs league)
 
     def __init__(self, device: "str | torch.device" = "cpu", env_config: "EnvConfig | None" = None, *,
                  seed: int = 0, fire_prob: float = 0.003) -> None:

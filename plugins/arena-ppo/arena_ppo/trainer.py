@@ -372,7 +372,7 @@ def run_training(ctx: click.Context, params: dict[str, Any], algorithm: str = "p
         raise fail(f"--device: {exc}") from None
     make_opponent = opponent_factory(device, cfg.run.env_config())
     for spec in specs:  # fail now, not after the first rollout
-        if spec.kind != "self":
+        if spec.kind in ("agent", "checkpoint"):
             make_opponent(spec)
     check_writable(Path(out))
 

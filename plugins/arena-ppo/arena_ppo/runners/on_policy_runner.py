@@ -17,13 +17,13 @@ import torch
 
 from arena.env import TensorEnv, obs_vector
 from arena.env.teams import flatten_seats, side_total
-from arena.loop import GameLoop
+from arena.loop import GameLoop, observation_config
 from arena.match import AgentFailure, check_device
 from arena.progress import Progress
 from arena.threads import apply_threads
 from arena.training import (
     MetricLogger, OpponentPool, OpponentSpec, SelfPlayPool, StopRequest, checkpoint_name, clean_stale_temp_files,
-    evaluate, with_floor,
+    evaluate, league_agents, with_floor,
     parse_opponent_specs, save_checkpoint, tensorboard_writer, to_plain, write_config,
 )
 
@@ -90,8 +90,6 @@ class OnPolicyRunner:
         self.agent = self.build_agent()
         cfg.network = self.agent.network  # resolved input sizes, for config.yaml
         self.algorithm = PPO(self.agent.model, ppo, self.agent.value_normalizer)
-        self.env = TensorEnv(run.num_envs, self.device, seed=run.seed, config=self.env_config,
-                             final_global_state=run.privileged_critic)
         # Separate streams, so evaluation or a new opponent never shifts the training randomness.
         self.action_generator = torch.Generator(device=self.device)
         self.action_generator.manual_seed(run.seed + 1)
@@ -99,10 +97,19 @@ class OnPolicyRunner:
         self.shuffle_generator.manual_seed(run.seed + 2)
 
         self.specs = opponent_specs(run)
-        self_play = SelfPlayPool(self.out_dir,
-                                 self._load_snapshot) if any(s.kind == "self" for s in self.specs) else None
+        self_play = None
+        if any(s.kind in ("self", "league") for s in self.specs):
+            ladder = {}
+            if any(s.kind == "league" for s in self.specs):  # the ladder, drawn by PFSP with the checkpoints
+                ladder = {name: make_opponent(OpponentSpec("agent", name)) for name in league_agents()}
+            self_play = SelfPlayPool(self.out_dir, self._load_snapshot, fixed=ladder)
         self.pool = OpponentPool(self.specs, run.num_envs, make_opponent, self_play=self_play,
                                  snapshot=self._snapshot, self_slots=run.self_slots, team_size=self.seats)
+        # An opponent that reads the extended observation gets it; the learner keeps its own keys.
+        opponents = [slot.agent for slot in self.pool.slots] + list(self_play.fixed.values() if self_play else [])
+        self.env = TensorEnv(run.num_envs, self.device, seed=run.seed,
+                             config=observation_config(self.env_config, opponents),
+                             final_global_state=run.privileged_critic)
         rows = run.num_envs * self.seats
         model = self.agent.model
         hidden_sizes = (model.actor_hidden_size, model.critic_hidden_size) if self.agent.recurrent else None
@@ -336,9 +343,7 @@ class OnPolicyRunner:
         self.counters.last_eval = self.counters.env_steps
         row: dict[str, float] = {"step": self.counters.env_steps, "update": self.counters.updates}
         with torch.random.fork_rng(devices=[]):
-            for spec in self.specs:
-                if spec.kind == "self":
-                    continue
+            for spec in self.eval_specs():
                 opponent = self._eval_opponents.get(spec.label)
                 if opponent is None:
                     opponent = self._eval_opponents[spec.label] = self.make_opponent(spec)
@@ -351,6 +356,14 @@ class OnPolicyRunner:
         self.eval_log.log(row, step=self.counters.env_steps, prefix="eval/")
         self.last_metrics.update({k: v for k, v in row.items() if k.startswith("eval_")})
         return row
+
+    def eval_specs(self) -> list[OpponentSpec]:
+        """Who evaluation plays: every fixed ``--vs`` opponent, and with ``--vs league`` every ladder agent."""
+        fixed = [s for s in self.specs if s.kind in ("agent", "checkpoint")]
+        if any(s.kind == "league" for s in self.specs):
+            named = {s.target for s in fixed if s.kind == "agent"}
+            fixed += [OpponentSpec("agent", name) for name in league_agents() if name not in named]
+        return fixed
 
     # -- outputs ----------------------------------------------------------------------------------
 

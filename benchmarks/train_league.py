@@ -1,0 +1,176 @@
+"""League training against the ladder, beside training against CrankAgent alone, for the same budget.
+
+    python benchmarks/train_league.py                                    # the figures docs/training.md reports
+    python benchmarks/train_league.py --minutes 3 --exploit-minutes 2    # a quick look
+    python benchmarks/train_league.py --parallel 2 --threads 1           # two runs at once, a core each
+
+Three parts:
+
+1. **Generalization.** Two PPO runs of ``--minutes`` each: ``--vs league`` (prioritized fictitious
+   self-play over the ladder — placeholder, crank, sniper, defender, ace — and the run's own past
+   checkpoints) and ``--vs crank``. Each final checkpoint plays ``--games`` deterministic games (half
+   from each side) against every ladder agent.
+2. **Rating over training.** A round-robin tournament of the league run's checkpoints (and the
+   ladder), then the Spearman correlation of training step against Elo among the checkpoints.
+3. **Exploitability.** For each final checkpoint, a fresh PPO trained ``--exploit-minutes`` against it
+   alone (frozen), then scored over ``--games`` deterministic games against it: the exploiter's win
+   rate (lower means a more robust policy).
+
+Wall-clock figures depend on what else the machine runs; ``--parallel`` runs two trainings at once,
+each with ``--threads`` torch threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
+
+
+def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None, self_slots: int = 4
+          ) -> dict[str, Any]:
+    """One PPO run for ``minutes`` of wall clock; returns its size and speed."""
+    import torch
+
+    from arena_ppo.config import TrainConfig
+    from arena_ppo.runners import OnPolicyRunner
+    from arena_ppo.trainer import opponent_factory, resolve_reward
+
+    cfg = TrainConfig()
+    cfg.run.vs = list(vs)
+    cfg.run.seed = seed
+    cfg.run.device = "cpu"
+    cfg.run.max_steps = 10**12  # the budget is time
+    cfg.run.eval_games = 0  # scored afterwards, outside the timed training
+    cfg.run.threads = threads
+    cfg.run.self_slots = self_slots
+    cfg.run.out = str(out)
+    runner = OnPolicyRunner(cfg, out, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
+                            reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
+    start = time.perf_counter()
+    runner.learn(max_time=minutes * 60.0)
+    runner.save_if_new()
+    elapsed = time.perf_counter() - start
+    return {"out": str(out), "vs": " ".join(vs), "env_steps": runner.counters.env_steps, "minutes": elapsed / 60,
+            "steps_per_s": runner.counters.env_steps / elapsed}
+
+
+def final_checkpoint(out: str | Path) -> Path:
+    from arena.training import list_checkpoints
+
+    return list_checkpoints(Path(out))[-1]
+
+
+def score(checkpoint: Path, rivals: list[str], games: int, seed: int) -> dict[str, dict[str, Any]]:
+    """Deterministic games of ``checkpoint`` against each rival (agent names or checkpoint files)."""
+    import torch
+
+    from arena.agents import build_agent
+    from arena.env import EnvConfig
+    from arena.match import play_match
+
+    cfg = EnvConfig()
+    out = {}
+    for rival in rivals:
+        with torch.random.fork_rng(devices=[]):
+            a = build_agent(str(checkpoint), "cpu", cfg)
+            b = build_agent(rival if not rival.endswith(".pt") else rival, "cpu", cfg)
+            r = play_match(a, b, games, env_config=cfg, seed=seed + 777)
+        out[rival] = {"wins": r.wins, "draws": r.draws, "losses": r.losses, "win_rate": r.wins / r.games}
+    return out
+
+
+def rating_over_training(run: Path, ladder: list[str], games_per_pairing: int, seed: int) -> dict[str, Any]:
+    """A league of the run's checkpoints and the ladder; Spearman of step against Elo among checkpoints."""
+    import yaml
+
+    from arena.tournament import load_config, run_tournament
+    from arena.training import checkpoint_step, list_checkpoints
+
+    league = run / "league.yaml"
+    league.write_text(yaml.safe_dump({
+        "name": "rating-over-training", "output": "rating", "seed": seed, "device": "cpu", "max_envs": 16384,
+        "games_per_pairing": games_per_pairing, "rating": {"bootstrap_rounds": 200},
+        "participants": [*ladder, {"agent": "ppo", "checkpoints": "ckpt_*.pt"}]}))
+    report = run_tournament(load_config(league), progress=False, notify=False)
+    board = report.leaderboard
+    steps, elos = [], []
+    for ckpt in list_checkpoints(run):
+        row = board[board["name"] == f"ppo:{ckpt.stem}"]
+        if len(row):
+            steps.append(checkpoint_step(ckpt))
+            elos.append(float(row["elo"].iloc[0]))
+    return {"checkpoints": len(steps), "spearman": spearman(steps, elos), "steps": steps, "elo": elos,
+            "report": str(report.output_dir / "report.md")}
+
+
+def spearman(a: list[float], b: list[float]) -> float:
+    """Spearman rank correlation (average ranks for ties)."""
+    import pandas as pd
+
+    if len(a) < 2:
+        return float("nan")
+    return float(pd.Series(a).rank().corr(pd.Series(b).rank()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=20.0, help="training budget of each main run")
+    parser.add_argument("--exploit-minutes", type=float, default=10.0, help="budget of each exploiter")
+    parser.add_argument("--games", type=int, default=1000, help="deterministic games per opponent")
+    parser.add_argument("--games-per-pairing", type=int, default=200, help="rating-over-training league")
+    parser.add_argument("--parallel", type=int, default=2, help="trainings at once (each in its own process)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per training")
+    parser.add_argument("--self-slots", type=int, default=8, help="opponents drawn at once by --vs league")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-league-<time>)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    args = parser.parse_args(argv)
+    from arena.training import default_run_dir, league_agents
+
+    ladder = league_agents()
+    root = Path(args.out or default_run_dir("bench-league"))
+    print(f"ladder: {', '.join(ladder)}; {args.minutes:g} min per run, exploiters {args.exploit_minutes:g} min, "
+          f"{args.parallel} at a time with {args.threads} thread(s) each; output {root}", flush=True)
+    runs = {"league": ["league"], "crank": ["crank"]}
+    with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+        trained = dict(zip(runs, pool.map(train, [root / n for n in runs], runs.values(),
+                                          [args.minutes] * 2, [args.seed] * 2, [args.threads] * 2,
+                                          [args.self_slots] * 2)))
+        finals = {n: final_checkpoint(trained[n]["out"]) for n in runs}
+        exploit = dict(zip(runs, pool.map(train, [root / f"exploit-{n}" for n in runs],
+                                          [[f"ckpt:{finals[n]}"] for n in runs], [args.exploit_minutes] * 2,
+                                          [args.seed + 1] * 2, [args.threads] * 2)))
+    result: dict[str, Any] = {"minutes": args.minutes, "exploit_minutes": args.exploit_minutes, "games": args.games,
+                              "runs": {}}
+    for n in runs:
+        row = {**trained[n], "final": str(finals[n]), "scores": score(finals[n], ladder, args.games, args.seed)}
+        exploiter = final_checkpoint(exploit[n]["out"])
+        row["exploiter"] = {**exploit[n], **score(exploiter, [str(finals[n])], args.games, args.seed)[str(finals[n])]}
+        result["runs"][n] = row
+    result["rating"] = rating_over_training(root / "league", ladder, args.games_per_pairing, args.seed)
+
+    print(f"\n{'run':<8} {'env steps':>12} {'steps/s':>8}  " + "  ".join(f"{r:>16}" for r in ladder)
+          + f"  {'exploiter wins':>15}")
+    for n, row in result["runs"].items():
+        cells = [f"{row['scores'][r]['wins']:>4}-{row['scores'][r]['draws']}-{row['scores'][r]['losses']} "
+                 f"{row['scores'][r]['win_rate']:.0%}" for r in ladder]
+        ex = row["exploiter"]
+        print(f"{n:<8} {row['env_steps']:>12,} {row['steps_per_s']:>8,.0f}  " + "  ".join(f"{c:>16}" for c in cells)
+              + f"  {ex['wins']:>5} ({ex['win_rate']:.1%})")
+    rating = result["rating"]
+    print(f"\nrating over training: {rating['checkpoints']} checkpoints of the league run, Spearman(step, Elo) "
+          f"= {rating['spearman']:.3f}; report {rating['report']}")
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
