@@ -33,8 +33,8 @@ from typing import Any
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 
 
-def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None, self_slots: int = 4
-          ) -> dict[str, Any]:
+def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None, self_slots: int = 4,
+          obs_mode: str = "extended") -> dict[str, Any]:
     """One PPO run for ``minutes`` of wall clock; returns its size and speed."""
     import torch
 
@@ -50,6 +50,7 @@ def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | No
     cfg.run.eval_games = 0  # scored afterwards, outside the timed training
     cfg.run.threads = threads
     cfg.run.self_slots = self_slots
+    cfg.run.obs_mode = obs_mode
     cfg.run.out = str(out)
     runner = OnPolicyRunner(cfg, out, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
                             reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
@@ -67,7 +68,7 @@ def final_checkpoint(out: str | Path) -> Path:
     return list_checkpoints(Path(out))[-1]
 
 
-def score(checkpoint: Path, rivals: list[str], games: int, seed: int) -> dict[str, dict[str, Any]]:
+def score(checkpoint: Path, rivals: list[str], games: int, seed: int, obs_mode: str) -> dict[str, dict[str, Any]]:
     """Deterministic games of ``checkpoint`` against each rival (agent names or checkpoint files)."""
     import torch
 
@@ -75,7 +76,7 @@ def score(checkpoint: Path, rivals: list[str], games: int, seed: int) -> dict[st
     from arena.env import EnvConfig
     from arena.match import play_match
 
-    cfg = EnvConfig()
+    cfg = EnvConfig(obs_mode=obs_mode)  # type: ignore[arg-type]
     out = {}
     for rival in rivals:
         with torch.random.fork_rng(devices=[]):
@@ -86,7 +87,8 @@ def score(checkpoint: Path, rivals: list[str], games: int, seed: int) -> dict[st
     return out
 
 
-def rating_over_training(run: Path, ladder: list[str], games_per_pairing: int, seed: int) -> dict[str, Any]:
+def rating_over_training(run: Path, ladder: list[str], games_per_pairing: int, seed: int, obs_mode: str
+                         ) -> dict[str, Any]:
     """A league of the run's checkpoints and the ladder; Spearman of step against Elo among checkpoints."""
     import yaml
 
@@ -96,7 +98,7 @@ def rating_over_training(run: Path, ladder: list[str], games_per_pairing: int, s
     league = run / "league.yaml"
     league.write_text(yaml.safe_dump({
         "name": "rating-over-training", "output": "rating", "seed": seed, "device": "cpu", "max_envs": 16384,
-        "games_per_pairing": games_per_pairing, "rating": {"bootstrap_rounds": 200},
+        "games_per_pairing": games_per_pairing, "rating": {"bootstrap_rounds": 200}, "env": {"obs_mode": obs_mode},
         "participants": [*ladder, {"agent": "ppo", "checkpoints": "ckpt_*.pt"}]}))
     report = run_tournament(load_config(league), progress=False, notify=False)
     board = report.leaderboard
@@ -128,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel", type=int, default=2, help="trainings at once (each in its own process)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per training")
     parser.add_argument("--self-slots", type=int, default=8, help="opponents drawn at once by --vs league")
+    parser.add_argument("--obs-mode", choices=["default", "extended"], default="extended",
+                        help="the learners' observation (extended: with the missile warning, as the ladder's best)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-league-<time>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
@@ -142,19 +146,20 @@ def main(argv: list[str] | None = None) -> int:
     with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
         trained = dict(zip(runs, pool.map(train, [root / n for n in runs], runs.values(),
                                           [args.minutes] * 2, [args.seed] * 2, [args.threads] * 2,
-                                          [args.self_slots] * 2)))
+                                          [args.self_slots] * 2, [args.obs_mode] * 2)))
         finals = {n: final_checkpoint(trained[n]["out"]) for n in runs}
         exploit = dict(zip(runs, pool.map(train, [root / f"exploit-{n}" for n in runs],
                                           [[f"ckpt:{finals[n]}"] for n in runs], [args.exploit_minutes] * 2,
-                                          [args.seed + 1] * 2, [args.threads] * 2)))
+                                          [args.seed + 1] * 2, [args.threads] * 2, [4] * 2, [args.obs_mode] * 2)))
     result: dict[str, Any] = {"minutes": args.minutes, "exploit_minutes": args.exploit_minutes, "games": args.games,
                               "runs": {}}
     for n in runs:
-        row = {**trained[n], "final": str(finals[n]), "scores": score(finals[n], ladder, args.games, args.seed)}
+        row = {**trained[n], "final": str(finals[n]), "scores": score(finals[n], ladder, args.games, args.seed, args.obs_mode)}
         exploiter = final_checkpoint(exploit[n]["out"])
-        row["exploiter"] = {**exploit[n], **score(exploiter, [str(finals[n])], args.games, args.seed)[str(finals[n])]}
+        row["exploiter"] = {**exploit[n], **score(exploiter, [str(finals[n])], args.games, args.seed,
+                                                          args.obs_mode)[str(finals[n])]}
         result["runs"][n] = row
-    result["rating"] = rating_over_training(root / "league", ladder, args.games_per_pairing, args.seed)
+    result["rating"] = rating_over_training(root / "league", ladder, args.games_per_pairing, args.seed, args.obs_mode)
 
     print(f"\n{'run':<8} {'env steps':>12} {'steps/s':>8}  " + "  ".join(f"{r:>16}" for r in ladder)
           + f"  {'exploiter wins':>15}")
