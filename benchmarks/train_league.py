@@ -93,6 +93,7 @@ def rating_over_training(run: Path, ladder: list[str], games_per_pairing: int, s
     import yaml
 
     from arena.tournament import load_config, run_tournament
+    from arena.tournament.report import rank_correlation
     from arena.training import checkpoint_step, list_checkpoints
 
     league = run / "league.yaml"
@@ -108,17 +109,8 @@ def rating_over_training(run: Path, ladder: list[str], games_per_pairing: int, s
         if len(row):
             steps.append(checkpoint_step(ckpt))
             elos.append(float(row["elo"].iloc[0]))
-    return {"checkpoints": len(steps), "spearman": spearman(steps, elos), "steps": steps, "elo": elos,
+    return {"checkpoints": len(steps), "spearman": rank_correlation(steps, elos), "steps": steps, "elo": elos,
             "report": str(report.output_dir / "report.md")}
-
-
-def spearman(a: list[float], b: list[float]) -> float:
-    """Spearman rank correlation (average ranks for ties)."""
-    import pandas as pd
-
-    if len(a) < 2:
-        return float("nan")
-    return float(pd.Series(a).rank().corr(pd.Series(b).rank()))
 
 
 def main(argv: list[str] | None = None) -> int:

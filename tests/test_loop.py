@@ -152,3 +152,40 @@ def test_an_agent_with_a_seed_draws_from_its_own_stream() -> None:
     expected = torch.rand(3, generator=torch.Generator().manual_seed(11)) * 2 - 1
     assert torch.equal(first[0], expected)
     assert torch.equal(torch.get_rng_state(), before)  # the global stream is left as it was
+
+
+# -- the extended observation, for the agents that ask for it ---------------------------------------------
+
+
+class KeyRecorder:
+    """Flies straight and remembers which observation keys it was given."""
+
+    name = "keys"
+    plays_team = False
+
+    def __init__(self, obs_mode: str = "default") -> None:
+        self.obs_mode = obs_mode
+        self.seen: set[str] = set()
+
+    def act(self, observation):
+        self.seen = set(observation)
+        n = observation["x"].shape[0]
+        return {"rudder": torch.zeros(n), "throttle": torch.ones(n), "fire": torch.zeros(n, dtype=torch.bool)}
+
+
+def test_each_agent_gets_the_observation_it_asked_for():
+    from arena.env import EXTENDED_OBS_KEYS, OBS_KEYS, EnvConfig, TensorEnv
+    from arena.loop import EXTENDED_ONLY, observation_config
+
+    assert EXTENDED_ONLY == tuple(k for k in EXTENDED_OBS_KEYS if k not in OBS_KEYS)
+    plain, curious = KeyRecorder(), KeyRecorder("extended")
+    assert observation_config(EnvConfig(), [plain]).obs_mode == "default"
+    cfg = observation_config(EnvConfig(), [plain, curious])
+    assert cfg.obs_mode == "extended"
+    env = TensorEnv(4, config=cfg)
+    owner = torch.tensor([[0, 0, 1, 1], [1, 1, 0, 0]])
+    loop = GameLoop(env, Seating([Controller(plain, "plain", "A"), Controller(curious, "curious", "B")], owner, 1,
+                                 env.device))
+    loop.step(env.reset())
+    assert plain.seen == set(OBS_KEYS)
+    assert curious.seen == set(EXTENDED_OBS_KEYS)

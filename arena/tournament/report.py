@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -292,6 +293,13 @@ def markdown_report(report: TournamentReport) -> str:
         parts.append("A forfeit counts as a loss for the participant that misbehaved.")
         parts.append("")
         parts.append(markdown_table(report.forfeits))
+    runs = training_runs(report.leaderboard)
+    if runs:
+        parts += ["", "## Rating over training", "",
+                  "Checkpoints of one training run, by step: ![rating over training](rating_over_training.png)", "",
+                  "| run | checkpoints | Spearman(step, Elo) |", "|---|---:|---:|"]
+        for run, frame in runs.items():
+            parts.append(f"| {_cell(run)} | {len(frame)} | {rank_correlation(frame['step'], frame['elo']):.3f} |")
     if report.replays:
         parts += ["", "## Replays", "",
                   "Notable games of each pairing, recorded: open the .html in a browser (offline), the .acmi in "
@@ -315,8 +323,73 @@ def write_report(report: TournamentReport, directory: str | os.PathLike[str] | N
     report.head_to_head.to_csv(paths["head_to_head"])
     paths["markdown"].write_text(markdown_report(report), encoding="utf-8")
     plot_head_to_head(report.head_to_head, paths["picture"], title=f"{report.name}: head to head")
+    runs = training_runs(report.leaderboard)
+    picture = out / "rating_over_training.png"
+    if runs:
+        paths["rating_over_training"] = picture
+        plot_rating_over_training(runs, picture, title=f"{report.name}: rating over training")
+    elif picture.exists():
+        picture.unlink()  # from an earlier league in this folder: not about these participants
     report.files = paths
     return paths
+
+
+CHECKPOINT_STEP = re.compile(r"ckpt_(\d+)\.pt$")
+
+
+def training_runs(board: "pd.DataFrame") -> dict[str, "pd.DataFrame"]:
+    """Participants that are checkpoints of one training run (``ckpt_<step>.pt`` files of one folder, two
+    or more): per run folder, their step, Elo and interval, by step."""
+    import pandas as pd
+
+    rows = []
+    for r in board.itertuples():
+        path = r.checkpoint if isinstance(r.checkpoint, str) else ""
+        match = CHECKPOINT_STEP.search(path.replace("\\", "/"))
+        if match:
+            rows.append({"run": str(Path(path).parent), "step": int(match.group(1)), "name": r.name,
+                         "elo": r.elo, "elo_low": r.elo_low, "elo_high": r.elo_high})
+    if not rows:
+        return {}
+    frame = pd.DataFrame(rows)
+    return {run: group.sort_values("step").reset_index(drop=True) for run, group in frame.groupby("run")
+            if len(group) >= 2}
+
+
+def rank_correlation(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman's rank correlation (average ranks for ties); NaN for fewer than two points."""
+    import pandas as pd
+
+    if len(a) < 2:
+        return float("nan")
+    return float(pd.Series(list(a)).rank().corr(pd.Series(list(b)).rank()))
+
+
+def plot_rating_over_training(runs: dict[str, "pd.DataFrame"], path: str | os.PathLike[str], title: str = "") -> None:
+    """Elo (with its 95 % interval) against training step, one line per run folder."""
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.0, 4.2))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    for run, frame in runs.items():
+        elo = frame["elo"].to_numpy(dtype=float)
+        low = np.nan_to_num(frame["elo_low"].to_numpy(dtype=float), nan=np.nan, neginf=np.nan)
+        high = np.nan_to_num(frame["elo_high"].to_numpy(dtype=float), nan=np.nan, posinf=np.nan)
+        steps = frame["step"].to_numpy()
+        rho = rank_correlation(steps, elo)
+        ax.plot(steps, elo, marker="o", ms=3, label=f"{_label(run, 50)} (Spearman {rho:.2f})")
+        ax.fill_between(steps, np.where(np.isnan(low), elo, low), np.where(np.isnan(high), elo, high), alpha=0.2)
+    ax.set_xlabel("training step (env steps)")
+    ax.set_ylabel("Elo")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(_label(title, 80))
+    fig.tight_layout()
+    fig.savefig(str(path), dpi=110)
 
 
 def plot_head_to_head(h2h: "pd.DataFrame", path: str | os.PathLike[str], title: str = "") -> None:

@@ -36,3 +36,25 @@ def test_report_files_columns_and_forfeits(write_league, registry) -> None:
     assert "## Forfeits" in md and "returned NaN" in md and "shaky" in md
     assert report.forfeits["games"].sum() == 12
     assert report.to_json()["leaderboard"][0]["rank"] == 1
+
+
+def test_checkpoints_of_one_run_get_a_rating_over_training_plot(write_league, registry, tmp_path):
+    from arena.tournament import load_config, run_tournament
+    from arena.tournament.report import training_runs
+
+    run_dir = tmp_path / "runs" / "a"
+    run_dir.mkdir(parents=True)
+    for step, fire_km in ((100, 2.0), (200, 8.0), (300, 20.0)):  # later checkpoints shoot from farther: stronger
+        (run_dir / f"ckpt_{step:09d}.pt").write_text(str(fire_km))
+    config = load_config(write_league([{"agent": "fromfile", "checkpoints": "runs/a/ckpt_*.pt"}, "idle"],
+                                      games_per_pairing=16))
+    report = run_tournament(config, registry=registry, progress=False, notify=False)
+    runs = training_runs(report.leaderboard)
+    assert list(runs) == [str(run_dir)] and list(runs[str(run_dir)]["step"]) == [100, 200, 300]
+    assert report.files["rating_over_training"].stat().st_size > 1000
+    md = (config.output / "report.md").read_text()
+    assert "## Rating over training" in md and "rating_over_training.png" in md
+    single = write_league(["idle", {"name": "p", "agent": "pursuer"}], name="plain.yaml")
+    plain = run_tournament(load_config(single), registry=registry, progress=False, notify=False, fresh=True)
+    assert "rating_over_training" not in plain.files, "no run, no plot"
+    assert not (config.output / "rating_over_training.png").exists(), "nor a stale one"

@@ -249,3 +249,32 @@ def test_a_floor_share_of_one_is_refused() -> None:
 
     with pytest.raises(OpponentSpecError, match=r"--floor: expected a share in \[0, 1\)"):
         with_floor(parse_opponent_specs(["crank"]), 1.0, 64)
+
+
+def test_league_spec_and_its_refusals():
+    assert parse_opponent_spec("league=2") == OpponentSpec("league", "league", 2.0)
+    with pytest.raises(OpponentSpecError, match="already plays the run's own"):
+        parse_opponent_specs(["league", "self"])
+
+
+def test_league_draws_ladder_agents_and_checkpoints_by_pfsp(tmp_path):
+    hard, easy = Constant(1.0), Constant(-1.0)
+    pfsp = SelfPlayPool(tmp_path, lambda p: Constant(0.25), fixed={"hard": hard, "easy": easy})
+    pool = OpponentPool(parse_opponent_specs(["league"]), 8, lambda s: Constant(0.0), self_play=pfsp,
+                        snapshot=lambda: Constant(0.5), self_slots=4)
+    gen = torch.Generator().manual_seed(1)
+    pool.begin_rollout(gen)
+    assert set(pfsp.records) == {"hard", "easy"}, "the ladder is drawn before any checkpoint exists"
+    rudder = set(pool.act({"x": torch.zeros(8)})["rudder"].tolist())
+    assert rudder <= {1.0, -1.0}
+    # the learner beats "easy" every time and loses to "hard": hard gets the envs
+    pfsp.record("easy", wins=100, draws=0, losses=0)
+    pfsp.record("hard", wins=0, draws=0, losses=100)
+    save_checkpoint({"agent": "stub", "format_version": 1}, tmp_path / "ckpt_000000010.pt")
+    pfsp.refresh()  # an unplayed checkpoint reads as an even match
+    picks = pfsp.sample(1000, torch.Generator().manual_seed(0))
+    assert picks.count("hard") > picks.count("ckpt_000000010.pt") > picks.count("easy") > 0
+    pool.begin_rollout(gen)
+    for slot in pool.slots:  # results are credited to whichever ladder agent or checkpoint played
+        assert slot.checkpoint in {"hard", "easy", "ckpt_000000010.pt"}
+    assert pool.who(pool.slots[0])[1] == "--vs league"

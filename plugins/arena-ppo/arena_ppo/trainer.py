@@ -57,8 +57,10 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
     mappo = algorithm == "mappo"
     opts = [
         click.option("--vs", "vs", multiple=True, metavar="NAME[=WEIGHT]",
-                     help="Opponent, repeatable: an agent name (crank, placeholder), ckpt:PATH, or self "
-                          "(this run's past checkpoints, prioritized fictitious self-play). Envs are split by weight. "
+                     help="Opponent, repeatable: an agent name (crank, placeholder), ckpt:PATH, self "
+                          "(this run's past checkpoints, prioritized fictitious self-play) or league (the ladder of "
+                          "scripted opponents and the run's checkpoints, by the same priority). Envs are split by "
+                          "weight. "
                           f"[default: {' '.join(R.vs)}]"),
         click.option("--floor", type=FiniteFloat(0.0, 0.9), default=R.floor, show_default=True,
                      help="Share of the envs that play the random placeholder (the league's floor) besides "
