@@ -66,6 +66,16 @@ class ScriptedPilot(BaseAgent):
             return
         self.memory = {k: torch.where(env_mask, torch.zeros_like(v), v) for k, v in self.memory.items()}
 
+    def get_state(self) -> dict[str, "torch.Tensor"]:
+        """The per-env memory, for a training run's checkpoint (exact resume)."""
+        return {k: v.clone() for k, v in self.memory.items()}
+
+    def set_state(self, state: dict[str, "torch.Tensor"]) -> None:
+        unknown = set(state) - set(self.timers)
+        if unknown:
+            raise ValueError(f"{self.name}: unknown memory {sorted(unknown)}; expected some of {list(self.timers)}")
+        self.memory = {k: v.to(self.device) for k, v in state.items()}
+
     def to(self, device: "str | torch.device") -> "ScriptedPilot":
         super().to(device)
         self.memory = {k: v.to(self.device) for k, v in self.memory.items()}

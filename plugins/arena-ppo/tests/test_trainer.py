@@ -183,3 +183,18 @@ def test_league_training_plays_the_ladder_and_evaluates_against_every_rung(tmp_p
     assert set(league_agents()) <= set(drawn), "every rung is in the PFSP pool"
     assert any(name.startswith("ckpt_") for name in drawn), "and so are the run's own checkpoints"
     assert data["config"]["run"]["obs_mode"] == "default"
+
+
+def test_league_training_resumes_exactly(tmp_path):
+    common = ["--vs", "league", "--num-envs", "12", "--self-slots", "6", "--seed", "3", "--save-interval", "192",
+              *TINY]
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    assert run(common + ["--max-steps", "576"], straight).exit_code == 0
+    assert run(common + ["--max-steps", "384"], split).exit_code == 0
+    resumed = run(["--resume", str(split / "ckpt_000000384.pt"), "--max-steps", "576", "--no-progress"])
+    assert resumed.exit_code == 0, resumed.output
+    a = torch.load(straight / "ckpt_000000576.pt", weights_only=True)
+    b = torch.load(split / "ckpt_000000576.pt", weights_only=True)
+    for key, value in a["model"].items():
+        assert torch.equal(value, b["model"][key]), key
+    assert a["opponents"]["self_play"] == b["opponents"]["self_play"]
