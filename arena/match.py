@@ -109,7 +109,7 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
 
     from arena.env import EnvConfig, TensorEnv
     from arena.env.teams import side_total
-    from arena.loop import Controller, GameLoop, Seating
+    from arena.loop import Controller, GameLoop, Seating, observation_config
     from arena.progress import Progress
 
     if not isinstance(games, int) or isinstance(games, bool) or not 1 <= games <= MAX_GAMES:
@@ -118,8 +118,6 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
     name_a = name_a or str(getattr(agent_a, "name", "") or type(agent_a).__name__)
     name_b = name_b or str(getattr(agent_b, "name", "") or type(agent_b).__name__)
     roles = ((agent_a, name_a, "A"), (agent_b, name_b, "B"))
-
-    from arena.loop import observation_config
 
     env_config = observation_config(env_config if env_config is not None else EnvConfig(), (agent_a, agent_b))
     env = TensorEnv(games, device=device, seed=seed, config=env_config)

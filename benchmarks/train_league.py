@@ -14,7 +14,7 @@ Three parts:
    ladder), then the Spearman correlation of training step against Elo among the checkpoints.
 3. **Exploitability.** For each final checkpoint, a fresh PPO trained ``--exploit-minutes`` against it
    alone (frozen), then scored over ``--games`` deterministic games against it: the exploiter's win
-   rate (lower means a more robust policy).
+   rate (lower means a more robust policy). ``--exploit-minutes 0`` skips it.
 
 Wall-clock figures depend on what else the machine runs; ``--parallel`` runs two trainings at once,
 each with ``--threads`` torch threads.
@@ -34,7 +34,7 @@ import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 
 
 def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None, self_slots: int = 4,
-          obs_mode: str = "extended") -> dict[str, Any]:
+          obs_mode: str = "extended", floor: float | None = None) -> dict[str, Any]:
     """One PPO run for ``minutes`` of wall clock; returns its size and speed."""
     import torch
 
@@ -51,6 +51,8 @@ def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | No
     cfg.run.threads = threads
     cfg.run.self_slots = self_slots
     cfg.run.obs_mode = obs_mode
+    if floor is not None:
+        cfg.run.floor = floor
     cfg.run.out = str(out)
     runner = OnPolicyRunner(cfg, out, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
                             reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
@@ -124,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--self-slots", type=int, default=8, help="opponents drawn at once by --vs league")
     parser.add_argument("--obs-mode", choices=["default", "extended"], default="extended",
                         help="the learners' observation (extended: with the missile warning, as the ladder's best)")
+    parser.add_argument("--floor", type=float, default=None, help="--floor of the main runs (default: the trainer's)")
+    parser.add_argument("--runs", default="league,crank", help="main runs: league, crank or both")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-league-<time>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
@@ -134,36 +138,44 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.out or default_run_dir("bench-league"))
     print(f"ladder: {', '.join(ladder)}; {args.minutes:g} min per run, exploiters {args.exploit_minutes:g} min, "
           f"{args.parallel} at a time with {args.threads} thread(s) each; output {root}", flush=True)
-    runs = {"league": ["league"], "crank": ["crank"]}
+    runs = {n: [n] for n in args.runs.split(",") if n}
+    k = len(runs)
     with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
-        trained = dict(zip(runs, pool.map(train, [root / n for n in runs], runs.values(),
-                                          [args.minutes] * 2, [args.seed] * 2, [args.threads] * 2,
-                                          [args.self_slots] * 2, [args.obs_mode] * 2)))
+        trained = dict(zip(runs, pool.map(train, [root / n for n in runs], runs.values(), [args.minutes] * k,
+                                          [args.seed] * k, [args.threads] * k, [args.self_slots] * k,
+                                          [args.obs_mode] * k, [args.floor] * k)))
         finals = {n: final_checkpoint(trained[n]["out"]) for n in runs}
-        exploit = dict(zip(runs, pool.map(train, [root / f"exploit-{n}" for n in runs],
-                                          [[f"ckpt:{finals[n]}"] for n in runs], [args.exploit_minutes] * 2,
-                                          [args.seed + 1] * 2, [args.threads] * 2, [4] * 2, [args.obs_mode] * 2)))
+        exploit = {}
+        if args.exploit_minutes > 0:
+            exploit = dict(zip(runs, pool.map(train, [root / f"exploit-{n}" for n in runs],
+                                              [[f"ckpt:{finals[n]}"] for n in runs], [args.exploit_minutes] * k,
+                                              [args.seed + 1] * k, [args.threads] * k, [4] * k, [args.obs_mode] * k)))
     result: dict[str, Any] = {"minutes": args.minutes, "exploit_minutes": args.exploit_minutes, "games": args.games,
-                              "runs": {}}
+                              "floor": args.floor, "runs": {}}
     for n in runs:
-        row = {**trained[n], "final": str(finals[n]), "scores": score(finals[n], ladder, args.games, args.seed, args.obs_mode)}
-        exploiter = final_checkpoint(exploit[n]["out"])
-        row["exploiter"] = {**exploit[n], **score(exploiter, [str(finals[n])], args.games, args.seed,
-                                                          args.obs_mode)[str(finals[n])]}
+        row = {**trained[n], "final": str(finals[n]),
+               "scores": score(finals[n], ladder, args.games, args.seed, args.obs_mode)}
+        if n in exploit:
+            exploiter = final_checkpoint(exploit[n]["out"])
+            row["exploiter"] = {**exploit[n], **score(exploiter, [str(finals[n])], args.games, args.seed,
+                                                      args.obs_mode)[str(finals[n])]}
         result["runs"][n] = row
-    result["rating"] = rating_over_training(root / "league", ladder, args.games_per_pairing, args.seed, args.obs_mode)
+    if "league" in runs:
+        result["rating"] = rating_over_training(root / "league", ladder, args.games_per_pairing, args.seed,
+                                                args.obs_mode)
 
     print(f"\n{'run':<8} {'env steps':>12} {'steps/s':>8}  " + "  ".join(f"{r:>16}" for r in ladder)
           + f"  {'exploiter wins':>15}")
     for n, row in result["runs"].items():
         cells = [f"{row['scores'][r]['wins']:>4}-{row['scores'][r]['draws']}-{row['scores'][r]['losses']} "
                  f"{row['scores'][r]['win_rate']:.0%}" for r in ladder]
-        ex = row["exploiter"]
+        ex = row.get("exploiter")
         print(f"{n:<8} {row['env_steps']:>12,} {row['steps_per_s']:>8,.0f}  " + "  ".join(f"{c:>16}" for c in cells)
-              + f"  {ex['wins']:>5} ({ex['win_rate']:.1%})")
-    rating = result["rating"]
-    print(f"\nrating over training: {rating['checkpoints']} checkpoints of the league run, Spearman(step, Elo) "
-          f"= {rating['spearman']:.3f}; report {rating['report']}")
+              + (f"  {ex['wins']:>5} ({ex['win_rate']:.1%})" if ex else ""))
+    rating = result.get("rating")
+    if rating:
+        print(f"\nrating over training: {rating['checkpoints']} checkpoints of the league run, Spearman(step, Elo) "
+              f"= {rating['spearman']:.3f}; report {rating['report']}")
     if args.json:
         print(json.dumps(result))
     return 0

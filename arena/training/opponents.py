@@ -3,9 +3,10 @@
 ``--vs`` specs read ``NAME[=WEIGHT]``: an agent name (``crank``), a frozen checkpoint
 (``ckpt:runs/a/ckpt_000500000.pt``), ``self`` — this run's own past checkpoints, drawn by
 prioritized fictitious self-play (PFSP) — or ``league``: PFSP over the ladder of scripted opponents
-(every agent that declares a ``ladder_rung``, the placeholder floor included) and the run's own past
-checkpoints together, so the opponents the learner beats least get the most games. The batch of envs is cut into contiguous slices, one per
-opponent, sized by weight, so every opponent acts once per step on its whole slice.
+(every agent that declares a ``ladder_rung``, the placeholder included) and the run's own past
+checkpoints together, so the opponents the learner beats least get the most games. The batch of envs
+is cut into contiguous slices, one per opponent, sized by weight, so every opponent acts once per step
+on its whole slice.
 
 The learner is always p1 here: each player sees the world from its own side, so a policy trained as
 p1 plays p2 just as well.
