@@ -363,6 +363,49 @@ def replay(agent_a: str, agent_b: str, games: int, out_dir: str, gif: bool, devi
                f"files in a browser, or the .acmi files in Tacview")
 
 
+@main.command("export")
+@click.argument("checkpoint", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["onnx", "torchscript"]), default="onnx", show_default=True)
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), required=True, help="The file to write.")
+@click.option("--no-check", is_flag=True, help="Skip running the file against the agent on 10,000 observations.")
+def export(checkpoint: str, fmt: str, out_file: str, no_check: bool) -> None:
+    """Export a checkpoint's deterministic policy (normalizer included) as ONNX or TorchScript.
+
+    The file takes ``obs`` [n, K] (the observation keys in the order printed) and returns ``action``
+    [n, 3] (rudder, throttle, fire as 0/1: fire when p > 0.5) and ``fire_logit`` [n]. It is then run
+    on 10,000 random observations (onnxruntime for ONNX) and compared with the agent itself.
+
+    \b
+      arena export runs/demo/ckpt_004325376.pt --out policy.onnx
+      arena export runs/demo/ckpt_004325376.pt --format torchscript --out policy.pt
+    """
+    from arena.agents import AgentSpecError, build_agent
+    from arena.export import CHECK_SAMPLES, ExportError, check, exportable, write
+    from arena.plugins import PluginError
+
+    try:
+        agent = build_agent(checkpoint, "cpu")
+    except (AgentSpecError, PluginError) as exc:
+        raise ArenaError(str(exc)) from None
+    keys = tuple(getattr(agent, "obs_keys", ()))
+    try:
+        module = exportable(agent)
+        path = write(module, len(keys), fmt, out_file)
+        result = None if no_check else check(agent, keys, fmt, path)
+    except ExportError as exc:
+        raise ArenaError(f"{checkpoint}: {exc}") from None
+    except OSError as exc:
+        raise ArenaError(f"{exc.filename or out_file}: cannot write ({exc.strerror or exc})") from None
+    click.echo(f"wrote {path} ({fmt}): input obs [n, {len(keys)}] = {', '.join(keys)}; outputs action [n, 3] "
+               f"(rudder, throttle, fire) and fire_logit [n]")
+    if result is not None:
+        click.echo(f"checked on {CHECK_SAMPLES:,} random observations with {result.runtime}: max |rudder "
+                   f"difference| {result.max_rudder_diff:.2e}, fire decisions that differ {result.fire_mismatches}")
+        if not result.ok:
+            raise ArenaError(f"{path}: the exported policy does not act like the agent (max rudder difference "
+                             f"{result.max_rudder_diff:.2e}, {result.fire_mismatches} fire decisions differ)")
+
+
 def device_option(device: str) -> "torch.device":
     """``--device`` checked in one place (arena.match.check_device) and blamed on the option."""
     from arena.match import check_device

@@ -191,6 +191,42 @@ class PPOAgent(BaseAgent):
                 module.to(self.device)
         return self
 
+    # -- export -----------------------------------------------------------------------------------
+
+    def export_module(self) -> "torch.nn.Module":
+        """The deterministic actor as one stateless module for ``arena export``: observation vector
+        ([n, len(obs_keys)], canonical order) in; ``action`` [n, 3] (rudder, throttle, fire as 0/1) and
+        ``fire_logit`` [n] out. The trigger is "fire when p > 0.5" (``fire_rule = "threshold"``); the
+        default median rule keeps a per-battle hazard, which a caller can keep from ``fire_logit``."""
+        import copy
+
+        from torch import nn
+
+        if self.recurrent:
+            raise ValueError("a recurrent policy carries a hidden state between steps; arena export takes "
+                             "feed-forward policies only")
+        if self.seat_columns:
+            raise ValueError(f"{self.name} reads a seat one-hot beside the observation; arena export takes "
+                             f"feed-forward PPO policies only")
+        actor = copy.deepcopy(self.model.actor).cpu().eval()
+        normalizer = copy.deepcopy(self.obs_normalizer).cpu().eval() if self.obs_normalizer is not None else None
+
+        class ExportedPolicy(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.normalizer = normalizer if normalizer is not None else nn.Identity()
+                self.actor = actor
+
+            def forward(self, obs: "torch.Tensor") -> "tuple[torch.Tensor, torch.Tensor]":
+                import torch
+
+                mean, _, logit = self.actor(self.normalizer(obs))
+                rudder = torch.tanh(mean)
+                fire = (logit > 0).to(rudder.dtype)
+                return torch.stack((rudder, torch.ones_like(rudder), fire), -1), logit
+
+        return ExportedPolicy().eval()
+
     # -- checkpoints ------------------------------------------------------------------------------
 
     def options(self) -> dict[str, Any]:

@@ -57,6 +57,18 @@ def test_several_env_counts_and_pools(tmp_path, num_envs, vs):
     assert len(list_checkpoints(tmp_path)) == 2
 
 
+def straight_and_resumed(common, tmp_path):
+    """The last checkpoint of a run of three updates of 12 x 16 steps, and of the same run stopped after two
+    and resumed."""
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    assert run(common + ["--max-steps", "576"], straight).exit_code == 0
+    assert run(common + ["--max-steps", "384"], split).exit_code == 0
+    resumed = run(["--resume", str(split / "ckpt_000000384.pt"), "--max-steps", "576", "--no-progress"])
+    assert resumed.exit_code == 0, resumed.output
+    return (torch.load(straight / "ckpt_000000576.pt", weights_only=True),
+            torch.load(split / "ckpt_000000576.pt", weights_only=True))
+
+
 @pytest.mark.parametrize("options", [[], ["--privileged-critic", "--value-norm", "--layer-norm", "--obs-mode",
                                           "extended",
                                           "--lr-schedule", "adaptive", "--clip-value-loss", "--no-obs-norm"],
@@ -64,13 +76,8 @@ def test_several_env_counts_and_pools(tmp_path, num_envs, vs):
 def test_resume_continues_exactly(tmp_path, options):
     common = ["--vs", "crank", "--vs", "placeholder=0.5", "--vs", "self=0.5", "--num-envs", "12", "--seed", "5",
               "--save-interval", "192", "--reward", "pursuit", *TINY, *options]
+    a, b = straight_and_resumed(common, tmp_path)
     straight, split = tmp_path / "straight", tmp_path / "split"
-    assert run(common + ["--max-steps", "576"], straight).exit_code == 0  # three updates of 12 x 16 steps
-    assert run(common + ["--max-steps", "384"], split).exit_code == 0  # stop after two
-    resumed = run(["--resume", str(split / "ckpt_000000384.pt"), "--max-steps", "576", "--no-progress"])
-    assert resumed.exit_code == 0, resumed.output
-    a = torch.load(straight / "ckpt_000000576.pt", weights_only=True)
-    b = torch.load(split / "ckpt_000000576.pt", weights_only=True)
     for key, value in a["model"].items():
         assert torch.equal(value, b["model"][key]), key
     assert a["algorithm"]["learning_rate"] == b["algorithm"]["learning_rate"]
@@ -188,13 +195,7 @@ def test_league_training_plays_the_ladder_and_evaluates_against_every_rung(tmp_p
 def test_league_training_resumes_exactly(tmp_path):
     common = ["--vs", "league", "--num-envs", "12", "--self-slots", "6", "--seed", "3", "--save-interval", "192",
               *TINY]
-    straight, split = tmp_path / "straight", tmp_path / "split"
-    assert run(common + ["--max-steps", "576"], straight).exit_code == 0
-    assert run(common + ["--max-steps", "384"], split).exit_code == 0
-    resumed = run(["--resume", str(split / "ckpt_000000384.pt"), "--max-steps", "576", "--no-progress"])
-    assert resumed.exit_code == 0, resumed.output
-    a = torch.load(straight / "ckpt_000000576.pt", weights_only=True)
-    b = torch.load(split / "ckpt_000000576.pt", weights_only=True)
+    a, b = straight_and_resumed(common, tmp_path)
     for key, value in a["model"].items():
         assert torch.equal(value, b["model"][key]), key
     assert a["opponents"]["self_play"] == b["opponents"]["self_play"]
