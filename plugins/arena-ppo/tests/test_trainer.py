@@ -199,3 +199,21 @@ def test_league_training_resumes_exactly(tmp_path):
     for key, value in a["model"].items():
         assert torch.equal(value, b["model"][key]), key
     assert a["opponents"]["self_play"] == b["opponents"]["self_play"]
+
+
+@pytest.mark.parametrize("trainer", ["ppo", "mappo"])
+def test_every_trainer_logs_to_tensorboard_when_it_is_installed(tmp_path, trainer):
+    pytest.importorskip("tensorboard", reason="the optional tensorboard extra")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = tmp_path / trainer
+    args = ["--vs", "crank", "--num-envs", "8", "--max-steps", "256", "--n-epochs", "1", "--eval-games", "4",
+            "--no-progress", "--threads", "1"]
+    result = CliRunner().invoke(main, ["train", trainer, *args, "--n-steps", "16", "--batch-size", "64",
+                                       "--out", str(out)] + (["--team-size", "2"] if trainer == "mappo" else []))
+    assert result.exit_code == 0, result.output
+    events = EventAccumulator(str(out / "tensorboard"))
+    events.Reload()
+    tags = events.Tags()["scalars"]
+    assert {"policy_loss", "value_loss", "episode_return"} <= set(tags), tags
+    assert any(t.startswith("eval/") for t in tags), tags
