@@ -105,13 +105,13 @@ class ScriptedPilot(BaseAgent):
         x, y = observation["x"] * size, observation["y"] * size
         heading = observation["angle"] * (2 * math.pi)
 
+        def to_wall(pos: torch.Tensor, v: torch.Tensor) -> torch.Tensor:  # along one axis, v = cos or sin
+            ahead = torch.where(v > 0, size - pos, pos) / v.abs().clamp_min(1e-6)
+            return torch.where(v.abs() > 1e-6, ahead, torch.full_like(pos, 1e9))
+
         def room(t: torch.Tensor) -> torch.Tensor:  # metres to the wall flying with the enemy at bearing t
             h = heading + bearing - t
-            c, s = torch.cos(h), torch.sin(h)
-            big = torch.full_like(x, 1e9)
-            tx = torch.where(c > 1e-6, (size - x) / c.clamp_min(1e-6), torch.where(c < -1e-6, x / (-c).clamp_min(1e-6), big))
-            ty = torch.where(s > 1e-6, (size - y) / s.clamp_min(1e-6), torch.where(s < -1e-6, y / (-s).clamp_min(1e-6), big))
-            return torch.minimum(tx, ty)
+            return torch.minimum(to_wall(x, torch.cos(h)), to_wall(y, torch.sin(h)))
 
         left, right = torch.full_like(bearing, math.pi / 2), torch.full_like(bearing, -math.pi / 2)
         beam = torch.where(room(left) >= room(right), left, right)
