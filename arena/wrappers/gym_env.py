@@ -107,10 +107,9 @@ class ArenaEnv(gymnasium.Env):
             cx, cy = int(np.clip(x * scale, 0, size - 1)), int(np.clip((size - 1) - y * scale, 0, size - 1))
             image[max(cy - r, 0):cy + r + 1, max(cx - r, 0):cx + r + 1] = colour
 
-        for s, m in zip(state.mx.reshape(-1).tolist(), zip(state.my.reshape(-1).tolist(),
-                                                           state.m_active.reshape(-1).tolist())):
-            if m[1]:
-                dot(s, m[0], (255, 255, 255), 1)
+        flying = state.m_active.reshape(-1)
+        for mx, my in zip(state.mx.reshape(-1)[flying].tolist(), state.my.reshape(-1)[flying].tolist()):
+            dot(mx, my, (255, 255, 255), 1)
         for a, colour in ((0, (47, 111, 223)), (1, (216, 58, 58))):
             dot(float(state.x[0, a]), float(state.y[0, a]), colour, 3)
         return image
