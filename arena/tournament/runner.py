@@ -298,8 +298,13 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
                   "rating_s": round(rating_s, 3), "device": str(device), "batches": stats.batches}
     if config.replays and status == "finished":
         t0 = time.perf_counter()
-        report.replays = notable_replays(config, store, report, ids, names, agents, device, env_config, participants,
-                                         progress, stream)
+        try:
+            report.replays = notable_replays(config, store, report, ids, names, agents, device, env_config,
+                                             participants, progress, stream)
+        except Exception as exc:  # noqa: BLE001 - the games and ratings are safe; the report still gets written
+            from arena.agents import first_line
+
+            report.warnings.append(f"replays not recorded: {first_line(exc)}")
         report.run["replays_s"] = round(time.perf_counter() - t0, 3)
     write_report(report)
     return report

@@ -140,3 +140,16 @@ def test_cli_replays_option_and_bad_value(write_league, tmp_path):
     bad = write_league(["crank", "placeholder"], name="bad.yaml", replays=99)
     result = CliRunner().invoke(main, ["tournament", str(bad), "-q"])
     assert result.exit_code == 2 and "replays" in result.output and "[0, 16]" in result.output
+
+
+def test_a_failure_while_recording_keeps_the_report(write_league, registry, monkeypatch):
+    import arena.tournament.replays as replays
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(replays, "record_replays", broken)
+    config = load_config(write_league(LEAGUE, games_per_pairing=4, replays=1))
+    report = run_tournament(config, registry=registry, progress=False, notify=False)
+    assert report.games == 12 and (config.output / "report.md").exists()
+    assert any("replays not recorded: OSError: disk full" in w for w in report.warnings), report.warnings
