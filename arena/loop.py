@@ -34,9 +34,6 @@ if TYPE_CHECKING:
     from arena.env.actions import CleanAction
 
 SIDES: tuple[str, str] = ("p1", "p2")
-# Keys of the extended observation beyond the standard ones (arena.env.EXTENDED_OBS_KEYS minus OBS_KEYS).
-EXTENDED_ONLY: tuple[str, ...] = ("enemy_aspect", "enemy_missiles", "threat_distance", "threat_relative_angle",
-                                  "threat_present")
 ACTION_KEYS: tuple[str, ...] = ("rudder", "throttle", "fire")
 
 
@@ -118,11 +115,14 @@ def needs_extended(agent: Any) -> bool:
     return getattr(agent, "obs_mode", "default") == "extended" or getattr(config, "obs_mode", None) == "extended"
 
 
-def observation_config(env_config: "EnvConfig", agents: Sequence[Any]) -> "EnvConfig":
-    """``env_config`` with the extended observation when one of ``agents`` reads it. The others still
-    get the standard keys: the seating hands each agent only what it asked for."""
+def observation_config(env_config: "EnvConfig | None", agents: Sequence[Any]) -> "EnvConfig":
+    """``env_config`` (the defaults when None) with the extended observation when one of ``agents`` reads
+    it. The others still get the standard keys: the seating hands each agent only what it asked for."""
     from dataclasses import replace
 
+    from arena.env import EnvConfig
+
+    env_config = env_config if env_config is not None else EnvConfig()
     if env_config.obs_mode == "extended" or not any(needs_extended(a) for a in agents):
         return env_config
     return replace(env_config, obs_mode="extended")
@@ -198,6 +198,8 @@ class Seating:
                  device: "torch.device", move_limit: float | None = None) -> None:
         import torch
 
+        from arena.env.observations import EXTENDED_ONLY_KEYS
+
         if owner.dim() != 2 or owner.shape[0] != 2:
             raise ValueError(f"owner: expected a [2, num_envs] tensor, got shape {list(owner.shape)}")
         self.controllers = list(controllers)
@@ -212,6 +214,7 @@ class Seating:
             self.rows.append(Rows((block_or_index(envs[0], device), block_or_index(envs[1], device)),
                                   (envs[0].numel(), envs[1].numel()), team_size > 1 and not plays_team(c.agent),
                                   not needs_extended(c.agent)))
+        self.extended_only = EXTENDED_ONLY_KEYS  # left out for agents that did not ask for them
         self.covered = bool((self.owner >= 0).all())
         self.nans = torch.zeros(len(self.controllers), dtype=torch.int64, device=device)
         self.moves = 0  # act() rounds so far: the first may pay one-time costs and is never timed
@@ -332,8 +335,8 @@ class Seating:
         if rows.flat:
             local = local.reshape(local.shape[0], -1)
         out = dict(zip(names, local.unbind(0)))
-        if rows.standard and EXTENDED_ONLY[0] in out:
-            for key in EXTENDED_ONLY:
+        if rows.standard and self.extended_only[0] in out:
+            for key in self.extended_only:
                 out.pop(key, None)
         return out
 

@@ -107,7 +107,7 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
     """
     import torch
 
-    from arena.env import EnvConfig, TensorEnv
+    from arena.env import TensorEnv
     from arena.env.teams import side_total
     from arena.loop import Controller, GameLoop, Seating, observation_config
     from arena.progress import Progress
@@ -119,7 +119,7 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
     name_b = name_b or str(getattr(agent_b, "name", "") or type(agent_b).__name__)
     roles = ((agent_a, name_a, "A"), (agent_b, name_b, "B"))
 
-    env_config = observation_config(env_config if env_config is not None else EnvConfig(), (agent_a, agent_b))
+    env_config = observation_config(env_config, (agent_a, agent_b))
     env = TensorEnv(games, device=device, seed=seed, config=env_config)
     dev = env.device
     a_is_p1 = torch.arange(games, device=dev) < (games + 1) // 2

@@ -24,10 +24,10 @@ def check_agent(agent: "type | Agent", *, num_envs: int = 8, steps: int = 20, de
     """
     import torch
 
-    from arena.env import EnvConfig, TensorEnv, check_action
+    from arena.env import TensorEnv, check_action
     from arena.loop import observation_config
 
-    env = TensorEnv(num_envs, device=device, seed=seed, config=observation_config(EnvConfig(), [agent]))
+    env = TensorEnv(num_envs, device=device, seed=seed, config=observation_config(None, [agent]))
     if isinstance(agent, type):
         agent = agent.create(device=env.device, env_config=env.config, **params)
     name = getattr(agent, "name", "")

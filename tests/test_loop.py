@@ -175,9 +175,10 @@ class KeyRecorder:
 
 def test_each_agent_gets_the_observation_it_asked_for():
     from arena.env import EXTENDED_OBS_KEYS, OBS_KEYS, EnvConfig, TensorEnv
-    from arena.loop import EXTENDED_ONLY, observation_config
+    from arena.env.observations import EXTENDED_ONLY_KEYS
+    from arena.loop import observation_config
 
-    assert EXTENDED_ONLY == tuple(k for k in EXTENDED_OBS_KEYS if k not in OBS_KEYS)
+    assert EXTENDED_ONLY_KEYS == tuple(k for k in EXTENDED_OBS_KEYS if k not in OBS_KEYS)
     plain, curious = KeyRecorder(), KeyRecorder("extended")
     assert observation_config(EnvConfig(), [plain]).obs_mode == "default"
     cfg = observation_config(EnvConfig(), [plain, curious])

@@ -25,6 +25,7 @@ OBS_KEYS: tuple[str, ...] = (
 EXTENDED_OBS_KEYS: tuple[str, ...] = OBS_KEYS + (
     "enemy_aspect", "enemy_missiles", "threat_distance", "threat_relative_angle", "threat_present",
 )
+EXTENDED_ONLY_KEYS: tuple[str, ...] = EXTENDED_OBS_KEYS[len(OBS_KEYS):]  # what the extended mode adds
 PLAYERS: tuple[str, str] = ("p1", "p2")
 
 Observation = dict[str, torch.Tensor]

@@ -7,6 +7,7 @@ from a CI artefact, and keeps working after the arena is gone.
 
 from __future__ import annotations
 
+import html
 import json
 from importlib import resources
 from pathlib import Path
@@ -79,11 +80,7 @@ def html_text(battle: Battle) -> str:
     page = viewer_template()
     if DATA_MARK not in page:
         raise RuntimeError("arena/replay/viewer.html has lost its data marker; reinstall arena")
-    return page.replace("__TITLE__", _html_escape(battle.meta.title)).replace(DATA_MARK, data)
-
-
-def _html_escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return page.replace("__TITLE__", html.escape(battle.meta.title)).replace(DATA_MARK, data)
 
 
 def write_html(battle: Battle, path: str | Path) -> Path:

@@ -158,9 +158,6 @@ class BattleRecorder:
             return []
         return [k for k, n in enumerate(self.ended.tolist()) if n > 0]
 
-    def all_finished(self) -> bool:
-        return self.env is not None and bool((self.ended > 0).all())
-
     def take(self, k: int, meta: BattleMeta) -> Battle:
         """The last finished battle of the ``k``-th watched env, on the host (its first, with ``first_only``)."""
         if self.env is None or int(self.ended[k]) == 0:

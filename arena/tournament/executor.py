@@ -184,10 +184,14 @@ def allocate(games: Sequence[int], slots: int) -> list[int]:
     return [o + f for o, f in zip(out, floors)]
 
 
+def text_seed(text: str) -> int:
+    """A 63-bit seed from ``text``: the same text gives the same seed on every machine and run."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") & (2**63 - 1)
+
+
 def batch_seed(seed: int, number: int) -> int:
     """The env seed of batch ``number``: distinct per batch, stable for the same (seed, number)."""
-    digest = hashlib.sha256(f"arena-tournament:{seed}:{number}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+    return text_seed(f"arena-tournament:{seed}:{number}")
 
 
 def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, device: "str | torch.device" = "cpu",
@@ -298,11 +302,10 @@ class _BatchRun:
     def run(self) -> None:
         import torch
 
-        from arena.env import EnvConfig, TensorEnv
+        from arena.env import TensorEnv
         from arena.loop import Controller, GameLoop, Seating, observation_config
 
-        config = observation_config(self.env_config if self.env_config is not None else EnvConfig(),
-                                    [self.agents[k] for k in self.members])
+        config = observation_config(self.env_config, [self.agents[k] for k in self.members])
         env = TensorEnv(self.num_envs, device=self.device, seed=self.seed, config=config)
         controllers = [Controller(self.agents[k], self.names[k], "participant", rng_seed=self._agent_seed(k))
                        for k in self.members]
@@ -360,8 +363,7 @@ class _BatchRun:
 
     def _agent_seed(self, k: int) -> int:
         """Participant ``k``'s own random stream in this batch: stochastic agents do not share one."""
-        digest = hashlib.sha256(f"arena-agent:{self.seed}:{self.names[k]}".encode()).digest()
-        return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+        return text_seed(f"arena-agent:{self.seed}:{self.names[k]}")
 
     def _seed_of(self, s: int, game: int) -> int:
         """The start seed of ``game`` in slot ``s`` (0 for no game: the slot then idles)."""
@@ -426,13 +428,12 @@ class _BatchRun:
 
     def _keep_battle(self, s: int, game: int) -> None:
         """The recording of ``game``, which just ended in slot ``s``."""
-        from arena.env import EnvConfig
         from arena.replay import battle_meta
 
-        cfg = self.env_config if self.env_config is not None else EnvConfig()
-        meta = battle_meta(cfg, self.names[self.p1[s]], self.names[self.p2[s]], seed=self._stored_seed(s, game),
-                           title=f"{self.names[self.p1[s]]} v {self.names[self.p2[s]]} · game {game}")
-        self.recorded[s, game] = self.recorder.take(sorted(self.record).index(s), meta)
+        p1, p2 = self.names[self.p1[s]], self.names[self.p2[s]]
+        meta = battle_meta(self.recorder.env.config, p1, p2, seed=self._stored_seed(s, game),
+                           title=f"{p1} v {p2} · game {game}")
+        self.recorded[s, game] = self.recorder.take(self.recorder.envs.index(s), meta)
 
     def _aim(self, u: int) -> None:
         """Point the slots of pairing ``u`` at the start of its next game (where one restarts next)."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -334,20 +333,18 @@ def write_report(report: TournamentReport, directory: str | os.PathLike[str] | N
     return paths
 
 
-CHECKPOINT_STEP = re.compile(r"ckpt_(\d+)\.pt$")
-
-
 def training_runs(board: "pd.DataFrame") -> dict[str, "pd.DataFrame"]:
     """Participants that are checkpoints of one training run (``ckpt_<step>.pt`` files of one folder, two
     or more): per run folder, their step, Elo and interval, by step."""
     import pandas as pd
 
+    from arena.training.checkpoint import checkpoint_step
+
     rows = []
     for r in board.itertuples():
-        path = r.checkpoint if isinstance(r.checkpoint, str) else ""
-        match = CHECKPOINT_STEP.search(path.replace("\\", "/"))
-        if match:
-            rows.append({"run": str(Path(path).parent), "step": int(match.group(1)), "name": r.name,
+        step = checkpoint_step(r.checkpoint) if isinstance(r.checkpoint, str) else None
+        if step is not None:
+            rows.append({"run": str(Path(r.checkpoint).parent), "step": step, "name": r.name,
                          "elo": r.elo, "elo_low": r.elo_low, "elo_high": r.elo_high})
     if not rows:
         return {}
@@ -376,12 +373,12 @@ def plot_rating_over_training(runs: dict[str, "pd.DataFrame"], path: str | os.Pa
     ax = fig.add_subplot(1, 1, 1)
     for run, frame in runs.items():
         elo = frame["elo"].to_numpy(dtype=float)
-        low = np.nan_to_num(frame["elo_low"].to_numpy(dtype=float), nan=np.nan, neginf=np.nan)
-        high = np.nan_to_num(frame["elo_high"].to_numpy(dtype=float), nan=np.nan, posinf=np.nan)
+        low, high = (frame[k].to_numpy(dtype=float) for k in ("elo_low", "elo_high"))
         steps = frame["step"].to_numpy()
         rho = rank_correlation(steps, elo)
         ax.plot(steps, elo, marker="o", ms=3, label=f"{_label(run, 50)} (Spearman {rho:.2f})")
-        ax.fill_between(steps, np.where(np.isnan(low), elo, low), np.where(np.isnan(high), elo, high), alpha=0.2)
+        # an unknown or unbounded side of the interval is drawn as no band
+        ax.fill_between(steps, np.where(np.isfinite(low), low, elo), np.where(np.isfinite(high), high, elo), alpha=0.2)
     ax.set_xlabel("training step (env steps)")
     ax.set_ylabel("Elo")
     ax.grid(alpha=0.3)

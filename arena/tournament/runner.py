@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from arena.tournament.config import MAX_GAMES_PER_PAIRING, MAX_SEED, ConfigError, RatingConfig, TournamentConfig
-from arena.tournament.executor import ExecutionStats, play
+from arena.tournament.executor import ExecutionStats, play, text_seed
 from arena.tournament.report import Entrant, TournamentReport, build_report, write_report
 from arena.tournament.results import GameResult
 from arena.tournament.schedule import Unit, missing, pairings, total_games, units
@@ -100,11 +100,8 @@ class GameSeeds:
         self.league_seed, self.keys = league_seed, list(keys)
 
     def __call__(self, p1: int, p2: int, game: int) -> int:
-        import hashlib
-
         lo, hi = sorted((self.keys[p1], self.keys[p2]))
-        digest = hashlib.sha256(f"arena-game:{self.league_seed}:{lo}:{hi}:{game}".encode()).digest()
-        return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+        return text_seed(f"arena-game:{self.league_seed}:{lo}:{hi}:{game}")
 
 
 class _StoreSink:
@@ -299,7 +296,7 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
     if config.replays and status == "finished":
         t0 = time.perf_counter()
         try:
-            report.replays = notable_replays(config, store, report, ids, names, agents, device, env_config,
+            report.replays = notable_replays(config, store, report, planned, ids, names, agents, device, env_config,
                                              participants, progress, stream)
         except Exception as exc:  # noqa: BLE001 - the games and ratings are safe; the report still gets written
             from arena.agents import first_line
@@ -310,20 +307,19 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
     return report
 
 
-def notable_replays(config: TournamentConfig, store: ResultStore, report: TournamentReport, ids: Sequence[int],
-                    names: Sequence[str], agents: Sequence["Agent"], device: Any, env_config: Any,
+def notable_replays(config: TournamentConfig, store: ResultStore, report: TournamentReport, planned: Sequence[Unit],
+                    ids: Sequence[int], names: Sequence[str], agents: Sequence["Agent"], device: Any, env_config: Any,
                     participants: Sequence[Participant], progress: bool, stream: TextIO | None = None) -> list[Any]:
-    """Record ``config.replays`` notable games per pairing of the rated league (see replays.py)."""
+    """Record ``config.replays`` notable games per pairing of the rated league (see replays.py); ``planned``
+    is the league's schedule."""
     from arena.tournament.replays import notable_games, record_replays
 
     board = report.leaderboard.set_index("name")
     elo = [float(board.loc[n, "elo"]) for n in names]
     position = {pid: i for i, pid in enumerate(ids)}
     games = store.games(ids, max_index=config.games_per_pairing // 2, outcomes_only=True, relabel=position)
-    planned = {(u.p1, u.p2) for u in schedule_units(len(ids), config.format,
-                                                    [names.index(c) for c in config.candidates],
-                                                    config.games_per_pairing)}
-    picks = notable_games([g for g in games if (g.p1, g.p2) in planned], elo, names, config.replays)
+    ordered = {(u.p1, u.p2) for u in planned}
+    picks = notable_games([g for g in games if (g.p1, g.p2) in ordered], elo, names, config.replays)
     return record_replays(store, picks, ids, names, agents, config.output, device=device, env_config=env_config,
                           time_per_move=config.time_per_move,
                           game_seed=GameSeeds(config.seed, [p.key for p in participants]), progress=progress,
