@@ -476,11 +476,17 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 @click.option("--replays", type=click.IntRange(0, 16), default=None,
               help="Override the file's `replays`: notable games to record per pairing (upsets, the longest, the "
                    "shortest), linked from report.md.")
+@click.option("--ray", "ray_address", is_flag=False, flag_value="", default=None, metavar="[ADDRESS]",
+              help="Play the batches as Ray tasks (extra agent-arena[ray]): on the cluster at ADDRESS (auto, "
+                   "HOST:PORT, ray://HOST:PORT), else at $RAY_ADDRESS, else on a local Ray using this machine's "
+                   "cores. Same games, same leaderboard. See docs/scaling.md.")
+@click.option("--ray-retries", type=click.IntRange(0, 100), default=3, show_default=True,
+              help="With --ray: times a batch whose worker or node died is run again.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @threads_option
 def tournament(file: str, fresh: bool, retry_forfeits: bool, device: str | None, replays: int | None,
-               as_json: bool, quiet: bool, threads: int | None) -> None:
+               ray_address: str | None, ray_retries: int, as_json: bool, quiet: bool, threads: int | None) -> None:
     """Play the league in FILE (YAML), rate it and write reports.
 
     Results go to results.sqlite in the file's output directory; running the same command again plays
@@ -489,6 +495,7 @@ def tournament(file: str, fresh: bool, retry_forfeits: bool, device: str | None,
     import signal
 
     from arena.tournament import ConfigError, StoreError, load_config, run_tournament
+    from arena.tournament.ray_backend import RayError, RaySettings
     from arena.tournament.report import render
 
     try:
@@ -501,14 +508,16 @@ def tournament(file: str, fresh: bool, retry_forfeits: bool, device: str | None,
         try:
             resolve_device(device)
         except ValueError as exc:
-            raise ArenaError(f"--device: {exc}") from None
+            if ray_address is None or "not available" not in str(exc):  # Ray workers may have the GPUs
+                raise ArenaError(f"--device: {exc}") from None
     for warning in config.warnings:
         click.echo(f"warning: {warning}", err=True)
     set_threads(threads, batch=config.max_envs)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # a kill flushes stored games like Ctrl-C
     try:
-        report = run_tournament(config, fresh=fresh, retry_forfeits=retry_forfeits, progress=not quiet)
-    except (ConfigError, StoreError) as exc:
+        ray = RaySettings(ray_address or None, ray_retries) if ray_address is not None else None
+        report = run_tournament(config, fresh=fresh, retry_forfeits=retry_forfeits, progress=not quiet, ray=ray)
+    except (ConfigError, StoreError, RayError) as exc:
         raise ArenaError(str(exc)) from None
     except OSError as exc:  # a checkpoint that cannot be read, a report that cannot be written
         raise ArenaError(f"{exc.filename or config.output}: {exc.strerror or exc}") from None

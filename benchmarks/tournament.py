@@ -46,11 +46,15 @@ CRANK_VARIANTS = [
 ]
 
 
-def league(size: int, checkpoints: str, max_ckpts: int) -> tuple[list[dict], str]:
+def league(size: int, checkpoints: str, max_ckpts: int, ppo: int | None = None) -> tuple[list[dict], str]:
+    """``size`` participants: PPO checkpoints first (``ppo`` of them, cycling through the newest
+    ``max_ckpts`` files; default one per file), then CrankAgent variants, then seeded placeholders."""
     files = sorted(glob.glob(checkpoints), key=os.path.getmtime)[-max_ckpts:] if max_ckpts else []
-    participants: list[dict] = [{"name": f"ppo-{i}", "agent": "ppo", "checkpoint": os.path.abspath(f)}
-                                for i, f in enumerate(files)]
-    note = (f"{len(files)} PPO checkpoint(s) from {checkpoints}" if files
+    count = min(size, len(files) if ppo is None else ppo) if files else 0
+    participants: list[dict] = [
+        {"name": f"ppo-{i}", "agent": "ppo", "checkpoint": os.path.abspath(files[i % len(files)])}
+        for i in range(count)]
+    note = (f"{count} PPO participant(s) from {len(files)} checkpoint(s) of {checkpoints}" if files
             else f"no PPO checkpoint matches {checkpoints}: league is CrankAgent variants and placeholders only")
     n_placeholder = 3
     for i, params in enumerate(CRANK_VARIANTS):
@@ -72,11 +76,13 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--checkpoints", default="runs/*/ckpt_*.pt", help="glob of PPO checkpoints to include")
     ap.add_argument("--max-checkpoints", type=int, default=4)
+    ap.add_argument("--ppo", type=int, default=None,
+                    help="PPO participants, cycling through the checkpoints [default: one per checkpoint]")
     ap.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     args = ap.parse_args()
     apply_threads(args.threads, batch=args.max_envs)
 
-    participants, note = league(args.participants, args.checkpoints, args.max_checkpoints)
+    participants, note = league(args.participants, args.checkpoints, args.max_checkpoints, args.ppo)
     with tempfile.TemporaryDirectory() as tmp:
         data = {"name": "bench", "output": tmp, "seed": 0, "device": args.device, "max_envs": args.max_envs,
                 "games_per_pairing": args.games_per_pairing, "participants": participants}

@@ -194,6 +194,23 @@ def batch_seed(seed: int, number: int) -> int:
     return text_seed(f"arena-tournament:{seed}:{number}")
 
 
+class GameSeeds:
+    """The start of game g of a pairing, from (league seed, the pairing's two keys, g) alone.
+
+    Both orders of a pairing share it: game g of (a, b) and game g of (b, a) start from the same
+    positions with the sides swapped (paired openings, as chess engine testers play them), so the
+    side a participant is dealt cancels out of its score. A game can be replayed alone, and a league
+    played in another batch layout or on other machines starts every game the same way.
+    """
+
+    def __init__(self, league_seed: int, keys: Sequence[str]) -> None:
+        self.league_seed, self.keys = league_seed, list(keys)
+
+    def __call__(self, p1: int, p2: int, game: int) -> int:
+        lo, hi = sorted((self.keys[p1], self.keys[p2]))
+        return text_seed(f"arena-game:{self.league_seed}:{lo}:{hi}:{game}")
+
+
 def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, device: "str | torch.device" = "cpu",
          env_config: "EnvConfig | None" = None, max_envs: int = 16384, seed: int = 0, first_batch: int = 0,
          names: Sequence[str] | None = None, progress: "Progress | None" = None,
@@ -231,6 +248,20 @@ def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, 
     finally:
         stats.wall_s = time.perf_counter() - start
     return stats
+
+
+def play_batch(batch: Batch, number: int, seed: int, agents: Sequence["Agent"], names: Sequence[str], *,
+               device: "torch.device", env_config: "EnvConfig | None" = None, time_per_move: float | None = None,
+               game_seed: "Callable[[int, int, int], int] | None" = None) -> tuple[list[GameResult], ExecutionStats]:
+    """Batch ``number`` of a league seeded ``seed``, alone, exactly as :func:`play` plays it in turn (a
+    worker of a distributed league runs this). ``agents`` need only hold the batch's participants. The
+    results carry ``number`` as their batch id; the caller stamps the stored id."""
+    sink, stats = ListSink(), ExecutionStats()
+    start = time.perf_counter()
+    _BatchRun(batch, number, batch_seed(seed, number), agents, names, device, env_config, sink, stats, None, start,
+              time_per_move, game_seed).run()
+    stats.batches, stats.wall_s = 1, time.perf_counter() - start
+    return sink.results, stats
 
 
 def replay_batch(batch: Batch, seed: int, agents: Sequence["Agent"], names: Sequence[str],

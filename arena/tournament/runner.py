@@ -7,17 +7,19 @@ the run at once instead of forfeiting an hour later.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from arena.tournament.config import MAX_GAMES_PER_PAIRING, MAX_SEED, ConfigError, RatingConfig, TournamentConfig
-from arena.tournament.executor import ExecutionStats, play, text_seed
+from arena.tournament.executor import ExecutionStats, GameSeeds, play
+from arena.tournament.participants import Participant, build_agents, resolve_participants
+from arena.tournament.ray_backend import LeagueSpec, RaySettings, play_on_ray, ray_cluster
 from arena.tournament.report import Entrant, TournamentReport, build_report, write_report
 from arena.tournament.results import GameResult
 from arena.tournament.schedule import Unit, missing, pairings, total_games, units
@@ -26,82 +28,6 @@ from arena.tournament.store import SCHEMA_VERSION, FolderLock, ResultStore, RunR
 
 if TYPE_CHECKING:
     from arena.agents import Agent, Registry
-
-
-@dataclass(frozen=True)
-class Participant:
-    """A participant with its identity settled: canonical agent name, checkpoint hash, database key."""
-
-    name: str
-    agent: str
-    params: dict[str, Any]
-    checkpoint: str | None
-    checkpoint_sha256: str | None
-    key: str
-    spec_key: str  # where it came from in the file
-
-
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def resolve_participants(config: TournamentConfig, registry: "Registry[type]") -> list[Participant]:
-    """Look every agent up and hash every checkpoint; unknown agents are a :class:`ConfigError`."""
-    from arena.agents import UnknownNameError
-
-    out = []
-    for spec in config.participants:
-        try:
-            agent = registry.entry(spec.agent).name
-        except UnknownNameError as exc:
-            raise ConfigError(config.file, f"{spec.key}.agent", f"{exc}; see `arena agents`") from None
-        sha = file_sha256(spec.checkpoint) if spec.checkpoint is not None else None
-        params = dict(spec.params)
-        identity = json.dumps({"name": spec.name, "agent": agent, "params": params, "checkpoint_sha256": sha},
-                              sort_keys=True, default=str)
-        key = hashlib.sha256(identity.encode()).hexdigest()[:32]
-        out.append(Participant(spec.name, agent, params, str(spec.checkpoint) if spec.checkpoint else None, sha, key,
-                               spec.key))
-    return out
-
-
-def build_agents(config: TournamentConfig, participants: Sequence[Participant], device: Any, env_config: Any,
-                 registry: "Registry[type]") -> list["Agent"]:
-    """One agent per participant, in eval mode; a bad checkpoint or parameter is a :class:`ConfigError`."""
-    from arena.agents import build_agent
-
-    agents = []
-    for p in participants:
-        spec = p.agent if p.checkpoint is None else f"{p.agent}:{p.checkpoint}"
-        try:
-            agent = build_agent(spec, device=device, env_config=env_config, registry=registry, **p.params)
-        except (ValueError, TypeError, LookupError) as exc:
-            where = f"{p.spec_key}.checkpoint" if p.checkpoint else f"{p.spec_key}.params" if p.params else p.spec_key
-            raise ConfigError(config.file, where, str(exc)) from None
-        agent.eval()
-        agents.append(agent)
-    return agents
-
-
-class GameSeeds:
-    """The start of game g of a pairing, from (league seed, the pairing's two keys, g) alone.
-
-    Both orders of a pairing share it: game g of (a, b) and game g of (b, a) start from the same
-    positions with the sides swapped (paired openings, as chess engine testers play them), so the
-    side a participant is dealt cancels out of its score. A game can be replayed alone, and a league
-    played in another batch layout or on other machines starts every game the same way.
-    """
-
-    def __init__(self, league_seed: int, keys: Sequence[str]) -> None:
-        self.league_seed, self.keys = league_seed, list(keys)
-
-    def __call__(self, p1: int, p2: int, game: int) -> int:
-        lo, hi = sorted((self.keys[p1], self.keys[p2]))
-        return text_seed(f"arena-game:{self.league_seed}:{lo}:{hi}:{game}")
 
 
 class _StoreSink:
@@ -172,10 +98,11 @@ def schedule_units(num: int, fmt: str, candidates: Sequence[int], games_per_pair
 
 def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "Registry[type] | None" = None,
                    progress: bool = True, stream: TextIO | None = None, max_batches: int | None = None,
-                   notify: bool = True, retry_forfeits: bool = False) -> TournamentReport:
+                   notify: bool = True, retry_forfeits: bool = False,
+                   ray: RaySettings | None = None) -> TournamentReport:
     """Play what the database is missing and return the report (also written to ``config.output``).
     ``retry_forfeits`` first deletes the stored forfeits among this league's participants, so they are
-    played again.
+    played again. ``ray`` plays the batches as Ray tasks (``--ray``); the games are the same.
 
     Raises :class:`ConfigError` / :class:`StoreError` before anything is played when the league cannot
     be run; ``KeyboardInterrupt`` after flushing every finished game (the next run resumes).
@@ -186,24 +113,46 @@ def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "
     try:
         device = resolve_device(config.device)
     except ValueError as exc:
-        raise ConfigError(config.file, "device", str(exc)) from None
+        if ray is None or "not available" not in str(exc):
+            raise ConfigError(config.file, "device", str(exc)) from None
+        device = resolve_device("cpu")  # the GPUs are the workers': here the agents are only checked
     env_config = EnvConfig.from_dict(config.env)
     registry = registry if registry is not None else agent_registry()
     participants = resolve_participants(config, registry)
     agents = build_agents(config, participants, device, env_config, registry)
 
-    with FolderLock(config.output):  # one tournament per output folder at a time
+    cluster = ray_cluster(ray.address) if ray is not None else nullcontext(0.0)
+    with cluster as cpus, FolderLock(config.output):  # one tournament per output folder at a time
+        remote = None
+        if ray is not None:
+            spec = LeagueSpec(tuple(participants), registry, config.device, env_config.to_dict(), config.seed,
+                              config.time_per_move, GameSeeds(config.seed, [p.key for p in participants]))
+            remote = RemotePlay(spec, cpus, ray)
         store = ResultStore(db_path(config.output), fresh=fresh)
         note_migration(store)
         try:
             store.tidy_stale_runs()  # runs left 'running' by a process that was killed
             report = _play_and_report(config, store, participants, agents, device, env_config, progress, stream,
-                                      max_batches, retry_forfeits)
+                                      max_batches, retry_forfeits, remote)
         finally:
             store.close()
     if notify:
         notify_finished(report)
     return report
+
+
+@dataclass(frozen=True)
+class RemotePlay:
+    """How this run plays on Ray: the league as workers see it, the cluster's CPUs, the settings."""
+
+    spec: LeagueSpec
+    cpus: float
+    settings: RaySettings
+
+    @property
+    def in_flight(self) -> int:
+        """Tasks submitted at a time: two per CPU, so a worker has its next batch ready."""
+        return max(2, int(2 * self.cpus))
 
 
 def note_migration(store: ResultStore) -> None:
@@ -227,7 +176,8 @@ def same_env(stored: str, env_config: Any) -> bool:
 
 def _play_and_report(config: TournamentConfig, store: ResultStore, participants: Sequence[Participant],
                      agents: Sequence["Agent"], device: Any, env_config: Any, progress: bool, stream: TextIO | None,
-                     max_batches: int | None, retry_forfeits: bool = False) -> TournamentReport:
+                     max_batches: int | None, retry_forfeits: bool = False,
+                     remote: RemotePlay | None = None) -> TournamentReport:
     import torch
 
     from arena import __version__
@@ -260,17 +210,23 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
         ordered = {(u.p1, u.p2) for u in planned}
         known = [g for g in store.games(ids, outcomes_only=True, relabel=position) if (g.p1, g.p2) in ordered]
     sink = _StoreSink(store, run_id, ids, str(device), names, known, sprt)
+    lost: list[str] = []  # Ray batches given up on after their retries
     status = "interrupted"  # whatever ends the run early and is not an error: Ctrl-C, SIGTERM, sys.exit
     try:
         bar = Progress(todo_games, unit="games", label=config.name, stream=stream,
                        enabled=progress and todo_games > 0)
         sink.bar = bar if bar.enabled else None
+        stop = sink.decided if sprt is not None else None
         try:
-            stats = play(agents, todo, sink, device=device, env_config=env_config, max_envs=config.max_envs,
-                         seed=config.seed, first_batch=store.batch_count(), names=names, progress=bar,
-                         max_batches=max_batches, time_per_move=config.time_per_move,
-                         stop=sink.decided if sprt is not None else None,
-                         game_seed=GameSeeds(config.seed, [p.key for p in participants]))
+            if remote is not None:
+                stats = play_on_ray(remote.spec, todo, sink, max_envs=config.max_envs, in_flight=remote.in_flight,
+                                    first_batch=store.batch_count(), progress=bar, max_batches=max_batches,
+                                    stop=stop, retries=remote.settings.retries, warnings=lost)
+            else:
+                stats = play(agents, todo, sink, device=device, env_config=env_config, max_envs=config.max_envs,
+                             seed=config.seed, first_batch=store.batch_count(), names=names, progress=bar,
+                             max_batches=max_batches, time_per_move=config.time_per_move, stop=stop,
+                             game_seed=GameSeeds(config.seed, [p.key for p in participants]))
         finally:
             bar.close()
         status = "finished" if max_batches is None else "stopped"
@@ -293,6 +249,9 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
                   "already_stored": total_games(planned) - todo_games,
                   "wall_s": round(stats.wall_s, 3), "games_per_second": round(stats.games_per_second, 1),
                   "rating_s": round(rating_s, 3), "device": str(device), "batches": stats.batches}
+    if remote is not None:
+        report.run["ray"] = {"cpus": remote.cpus, "retries": remote.settings.retries, "lost_batches": len(lost)}
+        report.warnings.extend(lost)
     if config.replays and status == "finished":
         t0 = time.perf_counter()
         try:

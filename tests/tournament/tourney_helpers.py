@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -106,7 +107,26 @@ class FromFile(Pursuer):
         return cls(device, env_config, fire_km=fire_km)
 
 
-TEST_AGENTS = (Pursuer, Idle, Faulty, FromFile, Slow)
+class Crashy(Pursuer):
+    """A pursuer whose process dies (``os._exit``) on its first act() while ``marker`` does not exist,
+    or on every act() in any process but ``spare_pid``: a Ray worker lost for a while, or for good."""
+
+    name: ClassVar[str] = "crashy"
+
+    def __init__(self, device: Any = "cpu", env_config: Any = None, marker: str = "", spare_pid: int = -1) -> None:
+        super().__init__(device, env_config)
+        self.marker, self.spare_pid = marker, spare_pid
+
+    def act(self, observation: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        if self.marker and not Path(self.marker).exists():
+            Path(self.marker).touch()
+            os._exit(1)
+        if self.spare_pid >= 0 and os.getpid() != self.spare_pid:
+            os._exit(1)
+        return super().act(observation)
+
+
+TEST_AGENTS = (Pursuer, Idle, Faulty, FromFile, Slow, Crashy)
 
 
 def make_registry() -> Registry[type]:

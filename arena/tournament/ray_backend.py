@@ -1,0 +1,291 @@
+"""A league's batches as Ray tasks, on one machine's cores or a cluster (``arena tournament --ray``).
+
+The driver cuts the missing games into the batches the one-process executor would play and submits
+each as a task (a league spreads over at most as many workers as it has batches: lower ``max_envs``
+for more). A worker builds the batch's participants from their specs — a checkpoint
+travels as bytes through Ray's object store and is checked against the hash the driver took of the
+file — plays the batch with :func:`~arena.tournament.executor.play_batch` and returns its game
+records. The driver stores each batch in one go when it arrives, so a task that dies half way
+stores nothing: Ray runs it again (``retries``), and a task lost for good leaves its games for the
+next run, which plays only what is missing. A task plays its batch exactly as one process would
+(same slots, same seeds), so the league gets the same games and the same leaderboard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import socket
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from arena.agents import first_line
+from arena.tournament.executor import Batch, ExecutionStats, ResultSink, batch_seed, plan_batches
+from arena.tournament.participants import Participant, build_participant
+from arena.tournament.results import GameResult
+from arena.tournament.schedule import Unit
+
+if TYPE_CHECKING:
+    from arena.agents import Agent, Registry
+    from arena.progress import Progress
+
+DEFAULT_RETRIES = 3  # times Ray runs a task again after its worker or node died
+INSTALL_HINT = "pip install 'agent-arena[ray]'"
+
+
+class RayError(RuntimeError):
+    """Ray is missing or unreachable, or a task failed in a way running it again cannot mend."""
+
+
+@dataclass(frozen=True)
+class LeagueSpec:
+    """What every worker needs to play any batch of the league; put in the object store once."""
+
+    participants: tuple[Participant, ...]
+    registry: "Registry[type]"
+    device: str
+    env_config: dict[str, Any]
+    seed: int
+    time_per_move: float | None
+    game_seed: Callable[[int, int, int], int] | None
+
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.participants]
+
+
+@dataclass(frozen=True)
+class RaySettings:
+    """``--ray [ADDRESS]``: where Ray is (None: ``RAY_ADDRESS``, else a local instance) and how often a
+    task whose worker died is run again."""
+
+    address: str | None = None
+    retries: int = DEFAULT_RETRIES
+
+
+@dataclass
+class BatchOutcome:
+    """What a task hands back: the batch's games (batch id = its number) and how it went."""
+
+    number: int
+    seed: int
+    num_envs: int
+    planned: int
+    results: list[GameResult]
+    stats: ExecutionStats
+    worker: str
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise RayError(f"--ray needs Ray, which is not installed: {INSTALL_HINT}") from None
+    return ray
+
+
+@contextmanager
+def ray_cluster(address: str | None) -> Iterator[float]:
+    """Connect to Ray (``address``: ``auto``, ``HOST:PORT``, ``ray://HOST:PORT``; None: ``RAY_ADDRESS``,
+    else a local instance on this machine's cores) and yield the CPUs it has. A Ray this process had
+    already started is used as it is, and left running."""
+    ray = import_ray()
+    started = False
+    if not ray.is_initialized():
+        check_reachable(address or os.environ.get("RAY_ADDRESS"))
+        try:
+            ray.init(address=address, logging_level=logging.WARNING, include_dashboard=False)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            where = address or os.environ.get("RAY_ADDRESS") or "a local instance"
+            raise RayError(f"--ray: cannot connect to Ray at {where}: {first_line(exc)}") from None
+        started = True
+    try:
+        yield float(ray.cluster_resources().get("CPU", 1.0))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def check_reachable(address: str | None, timeout_s: float = 5.0) -> None:
+    """Fail in seconds on a ``HOST:PORT`` or ``ray://HOST:PORT`` nobody answers at: Ray itself keeps
+    trying to reach it for minutes."""
+    if not address or address in ("auto", "local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise RayError(f"--ray: expected auto, HOST:PORT or ray://HOST:PORT, got {address!r}")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise RayError(f"--ray: nothing answers at {address} ({exc.strerror or exc}); is the Ray head running "
+                       f"(`ray start --head`)?") from None
+
+
+def play_on_ray(spec: LeagueSpec, units: Sequence[Unit], sink: ResultSink, *, max_envs: int, in_flight: int = 2,
+                first_batch: int = 0, progress: "Progress | None" = None, max_batches: int | None = None,
+                stop: Callable[[], bool] | None = None, retries: int = DEFAULT_RETRIES,
+                warnings: list[str] | None = None) -> ExecutionStats:
+    """Play ``units`` as Ray tasks, storing each batch through ``sink`` as it arrives.
+
+    The batches are the ones :func:`play` would play, one task each: same layout (``max_envs``), and
+    batch ``first_batch + i`` has the same seed, so every game is played exactly as in one process.
+    At most ``in_flight`` tasks are out at a time (two per CPU of the cluster suits). ``stop()`` is
+    asked after each arrival (a decided SPRT cancels what is out). A task still failing after
+    ``retries`` runs again is noted in ``warnings`` and its games are left for the next run; a task
+    whose code raised stops the league with :class:`RayError` once the batches already back are stored.
+    """
+    ray = import_ray()
+    stats = ExecutionStats()
+    start = time.perf_counter()
+    spec = replace(spec, device=worker_device(spec.device, float(ray.cluster_resources().get("GPU", 0.0))))
+    on_gpu = spec.device == "cuda"
+    batches = plan_batches(units, max_envs)
+    if max_batches is not None:
+        batches = batches[:max_batches]
+    league = ray.put(spec)
+    checkpoints = {p.key: ray.put(Path(p.checkpoint).read_bytes()) for p in spec.participants if p.checkpoint}
+    remote = ray.remote(_play_task).options(num_cpus=1, num_gpus=1 if on_gpu else 0, max_retries=retries,
+                                            retry_exceptions=False)
+    pending: dict[Any, tuple[int, Batch]] = {}
+    queue = list(enumerate(batches, start=first_batch))[::-1]
+
+    def submit() -> None:  # keep the workers busy, and no more: a decided SPRT cancels little
+        while queue and len(pending) < in_flight:
+            number, batch = queue.pop()
+            members = {u.p1 for u in batch.units} | {u.p2 for u in batch.units}
+            refs = {spec.participants[k].key: checkpoints[spec.participants[k].key]
+                    for k in members if spec.participants[k].key in checkpoints}
+            pending[remote.remote(league, batch, number, refs)] = (number, batch)
+
+    submit()
+    done = 0
+    try:
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                number, batch = pending.pop(ref)
+                try:
+                    outcome: BatchOutcome = ray.get(ref)
+                except ray.exceptions.RayTaskError as exc:  # the task's own code raised: not worth a retry
+                    raise RayError(f"batch {number} failed on a Ray worker: {task_error(exc)}") from None
+                except ray.exceptions.RayError as exc:  # worker or node lost, retries spent
+                    stats.left += batch.games
+                    if warnings is not None:
+                        warnings.append(f"batch {number} ({batch.games} games) was lost after {retries} retries "
+                                        f"({first_line(exc)}); run the league again to play them")
+                    continue
+                done += 1
+                if progress is not None:
+                    progress.update(stats.games, tasks=f"{done}/{len(batches)}")
+                store_outcome(outcome, sink, stats)
+            if (pending or queue) and stop is not None and stop():
+                stats.stopped_early = True
+                break
+            submit()
+    finally:
+        for ref in pending:  # interrupted, stopped or failed: nothing more will be stored
+            ray.cancel(ref, force=True)
+        stats.wall_s = time.perf_counter() - start
+    return stats
+
+
+def worker_device(device: str, gpus: float) -> str:
+    """The device a task plays on: ``cuda`` (its own GPU, which Ray makes its device 0) for ``cuda`` or
+    ``cuda:N``, and for ``auto`` when the cluster has GPUs; else ``cpu``."""
+    if device.startswith("cuda") or (device == "auto" and gpus > 0):
+        return "cuda"
+    return "cpu"
+
+
+def store_outcome(outcome: BatchOutcome, sink: ResultSink, stats: ExecutionStats) -> None:
+    """One batch into the sink: its record, its games under the stored batch id, its end."""
+    batch_id = sink.batch_started(outcome.number, outcome.seed, outcome.num_envs, outcome.planned)
+    sink.games_finished([replace(r, batch=batch_id) for r in outcome.results])
+    sink.batch_finished(batch_id)
+    s = outcome.stats
+    stats.games += s.games
+    stats.forfeits += s.forfeits
+    stats.batches += 1
+    stats.steps += s.steps
+    stats.env_steps += s.env_steps
+    stats.left += s.left
+
+
+# -- on the worker -------------------------------------------------------------------------------------
+
+_AGENTS: dict[tuple[str, str, str], "Agent"] = {}  # (participant key, device, env settings) -> agent, per worker
+
+
+def _play_task(spec: LeagueSpec, batch: Batch, number: int, checkpoints: dict[str, Any]) -> BatchOutcome:
+    """A Ray task: build the batch's participants (once per worker process) and play the batch."""
+    import torch
+
+    from arena.env import EnvConfig, resolve_device
+    from arena.tournament.executor import play_batch
+
+    torch.set_num_threads(1)
+    device = resolve_device(spec.device)
+    env_config = EnvConfig.from_dict(spec.env_config)
+    members = sorted({u.p1 for u in batch.units} | {u.p2 for u in batch.units})
+    agents: list[Any] = [None] * len(spec.participants)
+    for k in members:
+        agents[k] = worker_agent(spec, spec.participants[k], device, env_config, checkpoints)
+    seed = batch_seed(spec.seed, number)
+    results, stats = play_batch(batch, number, spec.seed, agents, spec.names, device=device, env_config=env_config,
+                                time_per_move=spec.time_per_move, game_seed=spec.game_seed)
+    return BatchOutcome(number, seed, batch.num_envs, batch.games, results, stats,
+                        f"{socket.gethostname()}:{os.getpid()}")
+
+
+def worker_agent(spec: LeagueSpec, p: Participant, device: Any, env_config: Any,
+                 checkpoints: dict[str, Any]) -> "Agent":
+    """Participant ``p`` on this worker, built on first use: its checkpoint is fetched from the object
+    store, checked against the driver's hash and written to a local file named by that hash."""
+    cache_key = (p.key, str(device), json.dumps(spec.env_config, sort_keys=True))
+    if cache_key in _AGENTS:
+        return _AGENTS[cache_key]
+    local = None
+    if p.checkpoint is not None:
+        import ray
+
+        local = local_checkpoint(p, ray.get(checkpoints[p.key]))
+    try:
+        agent = build_participant(p, device, env_config, spec.registry, checkpoint=local)
+    except (ValueError, TypeError, LookupError) as exc:
+        text = str(exc).replace(local, p.checkpoint) if local and p.checkpoint else str(exc)
+        raise RayError(f"{p.error_key}: {text}") from None
+    _AGENTS[cache_key] = agent
+    return agent
+
+
+def local_checkpoint(p: Participant, data: bytes) -> str:
+    """``data`` (the bytes of ``p``'s checkpoint) as a file on this machine, once its hash is checked."""
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != p.checkpoint_sha256:
+        raise RayError(f"{p.error_key}: {p.checkpoint} reached the worker with sha256 {digest[:16]}…, expected "
+                       f"{(p.checkpoint_sha256 or '')[:16]}… (was the file changed while the league ran?)")
+    folder = Path(tempfile.gettempdir()) / f"arena-ray-checkpoints-{os.getuid()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{digest}{Path(p.checkpoint or '').suffix}"
+    if not path.exists():
+        part = path.with_name(f"{path.name}.{os.getpid()}.part")
+        part.write_bytes(data)
+        os.replace(part, path)  # whole or absent, even with two workers writing it at once
+    return str(path)
+
+
+def task_error(exc: Exception) -> str:
+    """The message of what a task raised, without Ray's wrapping and the worker's traceback."""
+    from arena.agents import head
+
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, RayError):  # ours: already one line that names the participant
+        return str(cause)
+    return first_line(cause) if isinstance(cause, BaseException) else head(str(exc))

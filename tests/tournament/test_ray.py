@@ -1,0 +1,161 @@
+"""Leagues on Ray (``--ray``): the same games as in one process, workers that die, resume, bad set-ups.
+
+A local Ray with two CPUs stands in for a cluster; its workers import these tests' agents through
+PYTHONPATH, as a cluster's workers import the installed plugins.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from arena.cli import main
+from arena.tournament import ListSink, load_config, run_tournament
+from arena.tournament.participants import Participant, resolve_participants
+from arena.tournament.ray_backend import (LeagueSpec, RayError, RaySettings, check_reachable, local_checkpoint,
+                                          play_on_ray, worker_device)
+from arena.tournament.schedule import pairings, units
+from tourney_helpers import LEAGUE
+
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Any:
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING,
+             runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}})
+    yield
+    ray.shutdown()
+
+
+def games_of(output: Path) -> list[tuple[Any, ...]]:
+    """Every stored game by participant name, with its outcome, start seed and slot."""
+    with sqlite3.connect(output / "results.sqlite") as conn:
+        return conn.execute(
+            "SELECT a.name, b.name, g.game_index, g.winner, g.length, g.seed, g.slot, g.forfeit_by FROM games g "
+            "JOIN participants a ON a.id = g.p1 JOIN participants b ON b.id = g.p2 "
+            "ORDER BY a.name, b.name, g.game_index").fetchall()
+
+
+@pytest.fixture()
+def checkpoint(tmp_path: Path) -> Path:
+    path = tmp_path / "far.ckpt"
+    path.write_text("30.0")
+    return path
+
+
+def test_a_league_on_ray_plays_the_same_games_and_leaderboard_as_one_process(write_league, registry, checkpoint,
+                                                                            local_ray) -> None:
+    league = [*LEAGUE, {"name": "learned", "agent": "fromfile", "checkpoint": str(checkpoint)}]
+    on_ray = load_config(write_league(league, name="ray.yaml", output="out-ray", max_envs=4, games_per_pairing=8))
+    alone = load_config(write_league(league, name="one.yaml", output="out-one", max_envs=4, games_per_pairing=8))
+    remote = run_tournament(on_ray, registry=registry, progress=False, ray=RaySettings())
+    local = run_tournament(alone, registry=registry, progress=False)
+    assert remote.run["batches"] == local.run["batches"] >= 3  # several tasks, two workers
+    assert remote.run["ray"] == {"cpus": 2.0, "retries": 3, "lost_batches": 0}
+    assert remote.run["played"] == len(games_of(on_ray.output)) == 6 * 8
+    assert games_of(on_ray.output) == games_of(alone.output)
+    columns = ["name", "elo", "elo_low", "elo_high", "wins", "draws", "losses", "mu", "sigma"]
+    assert remote.leaderboard[columns].equals(local.leaderboard[columns])
+
+
+def test_a_worker_that_dies_is_run_again_and_no_game_is_stored_twice(write_league, registry, tmp_path,
+                                                                     local_ray) -> None:
+    marker = tmp_path / "crashed-once"
+    league = [*LEAGUE, {"name": "crashy", "agent": "crashy", "params": {"marker": str(marker)}}]
+    config = load_config(write_league(league, name="ray.yaml", output="out-ray", max_envs=4))
+    report = run_tournament(config, registry=registry, progress=False, ray=RaySettings(retries=2))
+    assert marker.exists()  # a worker did die in the middle of a batch
+    assert report.run["ray"]["lost_batches"] == 0 and report.complete
+    stored = games_of(config.output)
+    assert len(stored) == len({g[:3] for g in stored}) == 6 * 4
+    again = load_config(write_league(league, name="one.yaml", output="out-one", max_envs=4))
+    run_tournament(again, registry=registry, progress=False)  # marker present: nobody dies here
+    assert stored == games_of(again.output)
+
+
+def test_a_batch_lost_for_good_is_left_for_the_next_run(write_league, registry, local_ray) -> None:
+    league = ["idle", {"name": "near", "agent": "pursuer", "params": {"fire_km": 8.0}},
+              {"name": "crashy", "agent": "crashy", "params": {"spare_pid": os.getpid()}}]
+    config = load_config(write_league(league, max_envs=2, games_per_pairing=2))
+    report = run_tournament(config, registry=registry, progress=False, ray=RaySettings(retries=0))
+    lost = report.run["ray"]["lost_batches"]
+    assert lost >= 1 and not report.complete
+    assert any("lost after 0 retries" in w and "run the league again" in w for w in report.warnings)
+    stored = games_of(config.output)
+    assert stored and all("crashy" not in g[:2] for g in stored)  # what the other batches played is kept
+    resumed = run_tournament(config, registry=registry, progress=False)  # here crashy survives: it plays
+    assert resumed.run["already_stored"] == len(stored)
+    assert resumed.complete and len(games_of(config.output)) == 3 * 2
+
+
+def test_a_resumed_league_on_ray_plays_only_what_is_missing(write_league, registry, local_ray) -> None:
+    config = load_config(write_league(LEAGUE, max_envs=2, games_per_pairing=8))
+    first = run_tournament(config, registry=registry, progress=False, ray=RaySettings(), max_batches=2)
+    assert first.run["batches"] == 2 and 0 < first.run["played"] < 3 * 8
+    before = games_of(config.output)
+    second = run_tournament(config, registry=registry, progress=False, ray=RaySettings())
+    assert second.run["already_stored"] == len(before) and second.run["played"] == 3 * 8 - len(before)
+    after = games_of(config.output)
+    assert len(after) == 3 * 8 and set(before) <= set(after)
+
+
+def test_a_decided_gauntlet_on_ray_stops_early(write_league, registry, local_ray) -> None:
+    config = load_config(write_league(LEAGUE, format="gauntlet", candidates=["far"], games_per_pairing=64,
+                                      max_envs=4, sprt={"elo0": 0, "elo1": 100, "alpha": 0.1, "beta": 0.1}))
+    report = run_tournament(config, registry=registry, progress=False, ray=RaySettings())
+    assert report.run["stopped_by_sprt"] and report.games < report.expected_games
+    assert report.run["sprt"][0]["verdict"] == "H1"
+
+
+def test_a_checkpoint_whose_bytes_differ_from_its_hash_stops_the_league_naming_it(write_league, registry,
+                                                                                  checkpoint, local_ray) -> None:
+    config = load_config(write_league([{"name": "learned", "agent": "fromfile", "checkpoint": str(checkpoint)},
+                                       "idle"]))
+    participants = resolve_participants(config, registry)
+    checkpoint.write_text("12.0")  # changed after the driver hashed it
+    spec = LeagueSpec(tuple(participants), registry, "cpu", config.env, config.seed, None, None)
+    sink = ListSink()
+    with pytest.raises(RayError, match=r"participants\[0\]\.checkpoint: .*far\.ckpt reached the worker with sha256"):
+        play_on_ray(spec, units(pairings(2, "round-robin", []), 2), sink, max_envs=4)
+    assert sink.results == []
+
+
+def test_a_checkpoint_arrives_as_a_file_named_by_its_hash() -> None:
+    data = b"25.0"
+    digest = hashlib.sha256(data).hexdigest()
+    p = Participant("learned", "fromfile", {}, "/elsewhere/far.ckpt", digest, "key", "participants[0]")
+    path = Path(local_checkpoint(p, data))
+    assert path.name == f"{digest}.ckpt" and path.read_bytes() == data
+    assert local_checkpoint(p, data) == str(path)  # a second batch on the same worker reuses it
+    with pytest.raises(RayError, match=r"participants\[0\]\.checkpoint: /elsewhere/far\.ckpt reached"):
+        local_checkpoint(p, b"26.0")
+
+
+def test_tasks_ask_for_a_gpu_only_where_one_is_wanted() -> None:
+    assert worker_device("cuda:3", 0) == worker_device("cuda", 8) == "cuda"  # each task's own GPU is its cuda:0
+    assert worker_device("auto", 4) == "cuda" and worker_device("auto", 0) == worker_device("cpu", 4) == "cpu"
+
+
+def test_an_address_nobody_answers_at_fails_in_seconds() -> None:
+    with pytest.raises(RayError, match="nothing answers at 127.0.0.1:1"):
+        check_reachable("127.0.0.1:1", timeout_s=2)
+    with pytest.raises(RayError, match="expected auto, HOST:PORT or ray://HOST:PORT, got 'nonsense'"):
+        check_reachable("nonsense")
+    check_reachable("auto")  # Ray finds it itself
+
+
+def test_cli_ray_without_ray_installed_says_how_to_get_it(write_league, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    result = CliRunner().invoke(main, ["tournament", str(write_league(["crank", "placeholder"])), "--ray", "-q"])
+    assert result.exit_code == 2, result.output
+    assert "--ray needs Ray, which is not installed: pip install 'agent-arena[ray]'" in result.output
+    assert "Traceback" not in result.output
