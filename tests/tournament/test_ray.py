@@ -129,6 +129,19 @@ def test_a_checkpoint_whose_bytes_differ_from_its_hash_stops_the_league_naming_i
     assert sink.results == []
 
 
+def test_an_agent_a_worker_cannot_import_stops_the_league_naming_its_module(write_league, registry, tmp_path,
+                                                                           monkeypatch, local_ray) -> None:
+    (tmp_path / "only_on_the_driver.py").write_text(
+        "from tourney_helpers import Pursuer\n\nclass Local(Pursuer):\n    name = 'local'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the driver sees the module; the workers' path does not
+    from only_on_the_driver import Local
+
+    registry.add("local", Local, registry.entry("pursuer").source)
+    config = load_config(write_league(["local", "idle"], games_per_pairing=2))
+    with pytest.raises(RayError, match="batch 0 failed on a Ray worker: .*No module named 'only_on_the_driver'"):
+        run_tournament(config, registry=registry, progress=False, ray=RaySettings())
+
+
 def test_a_checkpoint_arrives_as_a_file_named_by_its_hash() -> None:
     data = b"25.0"
     digest = hashlib.sha256(data).hexdigest()
