@@ -17,6 +17,8 @@ Obs = dict[str, "torch.Tensor"]
 
 AIM_COEF = 0.002  # per step with the enemy dead ahead; ≤ 0.6 over a 300-step episode, below a win's 1.0
 CLOSE_COEF = 0.5  # per diagonal-fraction of range closed; 60 km of closing pays ≈ 0.21
+AIM_TURN_COEF = 0.05  # per unit of cos(bearing) gained: turning from tail-on to nose-on pays 0.1
+TIME_COEF = 0.002  # per step while both fly: a 300-step draw costs 0.6, a loss 1.0
 
 
 def zero(obs: Obs, next_obs: Obs, rewards: "torch.Tensor", dones: "torch.Tensor",
@@ -43,4 +45,22 @@ def pursuit(obs: Obs, next_obs: Obs, rewards: "torch.Tensor", dones: "torch.Tens
     return (AIM_COEF * aim + CLOSE_COEF * closing) * flying
 
 
-REWARDS = {"zero": zero, "pursuit": pursuit}
+def decisive(obs: Obs, next_obs: Obs, rewards: "torch.Tensor", dones: "torch.Tensor",
+             infos: dict[str, Any]) -> "torch.Tensor":
+    """Pursuit's closing term, a potential-based aim term, and a cost per step while both fly.
+
+    ``pursuit`` pays for every step spent pointing at the enemy, so a long chase that ends in a draw
+    earns about as much as a quick win, and an opponent that fires from afar and runs (the sniper) is
+    never pressed. Here the aim term pays only for turning toward the enemy (a potential difference:
+    it sums to nothing over a battle), and each step both fly costs ``TIME_COEF``: a draw is worth
+    less than a win, still more than a loss.
+    """
+    import torch
+
+    aim = torch.cos(math.pi * next_obs["enemy_relative_angle"]) - torch.cos(math.pi * obs["enemy_relative_angle"])
+    closing = obs["enemy_distance"] - next_obs["enemy_distance"]
+    flying = next_obs["alive"] * next_obs["enemy_alive"]
+    return (AIM_TURN_COEF * aim + CLOSE_COEF * closing - TIME_COEF) * flying
+
+
+REWARDS = {"zero": zero, "pursuit": pursuit, "decisive": decisive}
