@@ -91,14 +91,18 @@ def auto_threads() -> int:
     return max(1, min(usable_cores(), int(idle + 0.25)))
 
 
-def default_threads(batch: int | None = None) -> int:
+def default_threads(batch: int | None = None, processes: int = 1) -> int:
     """``ARENA_THREADS`` when set (a count, or ``auto``); else one thread per idle core for a batch of
-    at least ``LARGE_BATCH`` envs, and one thread otherwise (or when the batch is unknown)."""
+    at least ``LARGE_BATCH`` envs, and one thread otherwise (or when the batch is unknown).
+
+    ``processes`` training processes started together on this machine all see the same idle cores:
+    each takes its share of them, not all of them.
+    """
     text = os.environ.get(ENV_VAR, "").strip()
     if not text:
-        return auto_threads() if batch is not None and batch >= LARGE_BATCH else 1
+        return max(1, auto_threads() // processes) if batch is not None and batch >= LARGE_BATCH else 1
     if text.lower() == "auto":
-        return auto_threads()
+        return max(1, auto_threads() // processes)
     try:
         value = int(text)
     except ValueError:
@@ -107,15 +111,15 @@ def default_threads(batch: int | None = None) -> int:
     return check_threads(value, ENV_VAR)
 
 
-def apply_threads(threads: int | None = None, batch: int | None = None) -> int:
+def apply_threads(threads: int | None = None, batch: int | None = None, processes: int = 1) -> int:
     """Set torch's intra-op thread count and return the count in force.
 
-    ``None`` takes the default for a batch of ``batch`` envs (see :func:`default_threads`); 0 keeps
-    torch's own choice (one per core).
+    ``None`` takes the default for a batch of ``batch`` envs in each of ``processes`` processes on
+    this machine (see :func:`default_threads`); 0 keeps torch's own choice (one per core).
     """
     import torch
 
-    count = default_threads(batch) if threads is None else check_threads(threads)
+    count = default_threads(batch, processes) if threads is None else check_threads(threads)
     if count > 0:
         torch.set_num_threads(count)
     return torch.get_num_threads()

@@ -51,6 +51,15 @@ def test_large_batches_get_the_idle_cores_small_ones_one_thread(monkeypatch: pyt
     assert default_threads(batch=10**6) == 1
 
 
+def test_processes_on_one_machine_share_its_idle_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads, "auto_threads", lambda: 4)
+    assert default_threads(batch=LARGE_BATCH, processes=2) == 2
+    assert default_threads(batch=LARGE_BATCH, processes=8) == 1
+    assert default_threads(batch=8, processes=2) == 1
+    monkeypatch.setenv(ENV_VAR, "3")
+    assert default_threads(batch=LARGE_BATCH, processes=2) == 3  # a count the user set is kept
+
+
 def test_idle_cores_reads_this_machine() -> None:
     idle = threads.idle_cores(sample_s=0.01)
     assert idle is not None and 0.0 <= idle <= (threads.os.cpu_count() or 1) + 0.01

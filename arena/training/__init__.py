@@ -7,6 +7,9 @@ from arena.training.checkpoint import (
     CheckpointError, checkpoint_name, checkpoint_step, clean_stale_temp_files, list_checkpoints, load_checkpoint,
     save_checkpoint,
 )
+from arena.training.distributed import (
+    DistributedError, DivergenceError, Group, PeerFailure, Rank, process_device, rank_from_env, rank_seed,
+)
 from arena.training.evaluation import EvalResult, evaluate
 from arena.training.interrupt import StopRequest
 from arena.training.metrics import MetricLogger, default_run_dir, tensorboard_writer, to_plain, write_config
@@ -17,10 +20,11 @@ from arena.training.opponents import (
 )
 
 __all__ = [
-    "CheckpointError", "EvalResult", "MetricLogger", "OpponentPool", "OpponentSpec", "OpponentSpecError",
-    "SelfPlayPool", "SnapshotError", "StopRequest", "Tally", "capture_agent_memory", "checkpoint_name", "checkpoint_step",
-    "clean_stale_temp_files", "default_run_dir",
-    "describe_split", "evaluate", "league_agents", "list_checkpoints", "load_checkpoint", "parse_opponent_spec",
-    "parse_opponent_specs", "restore_agent_memory", "save_checkpoint", "split_envs", "tensorboard_writer", "to_plain", "with_floor",
-    "write_config",
+    "CheckpointError", "DistributedError", "DivergenceError", "EvalResult", "Group", "MetricLogger",
+    "OpponentPool", "OpponentSpec", "OpponentSpecError", "PeerFailure", "Rank", "SelfPlayPool", "SnapshotError",
+    "StopRequest", "Tally", "capture_agent_memory", "checkpoint_name", "checkpoint_step",
+    "clean_stale_temp_files", "default_run_dir", "describe_split", "evaluate", "league_agents",
+    "list_checkpoints", "load_checkpoint", "parse_opponent_spec", "parse_opponent_specs", "process_device",
+    "rank_from_env", "rank_seed", "restore_agent_memory", "save_checkpoint", "split_envs", "tensorboard_writer",
+    "to_plain", "with_floor", "write_config",
 ]

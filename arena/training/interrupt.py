@@ -4,7 +4,9 @@ The first SIGINT only raises a flag that the training loop checks after each upd
 checkpoint it writes is a consistent one (no half-collected rollout) and ``--resume`` continues
 exactly. A second Ctrl-C interrupts at once (``KeyboardInterrupt``), for when waiting is not an option.
 Every SIGINT is also counted by :mod:`arena.guard`, so an opponent that raises ``KeyboardInterrupt``
-itself is blamed instead of being taken for the user's Ctrl-C.
+itself is blamed instead of being taken for the user's Ctrl-C. A run on several processes also
+treats SIGTERM this way (``signals``): a cluster or launcher that ends one process then gives every
+process the chance to stop together after the update, instead of leaving the others waiting.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ from typing import Any
 
 
 class StopRequest:
-    """Context manager installing the two-stage SIGINT handler (main thread only; a no-op elsewhere)."""
+    """Context manager installing the two-stage handler of ``signals`` (main thread only; a no-op
+    elsewhere). An empty ``message`` stops quietly (the processes of a run other than the main one)."""
 
     def __init__(self,
-                 message: str = "stopping after this update and saving a checkpoint (Ctrl-C again to abort)") -> None:
+                 message: str = "stopping after this update and saving a checkpoint (Ctrl-C again to abort)",
+                 signals: tuple[signal.Signals, ...] = (signal.SIGINT,)) -> None:
         self.requested = False
         self.message = message
-        self._previous: Any = None
+        self.signals = signals
+        self._previous: dict[signal.Signals, Any] = {}
         self._installed = False
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
@@ -33,7 +38,8 @@ class StopRequest:
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
-        print(f"\n{self.message}", file=sys.stderr, flush=True)
+        if self.message:
+            print(f"\n{self.message}", file=sys.stderr, flush=True)
 
     def request(self) -> None:
         """Ask the loop to stop at its next check (tests, budgets)."""
@@ -43,7 +49,7 @@ class StopRequest:
         if threading.current_thread() is threading.main_thread():
             from arena.guard import watch
 
-            self._previous = signal.signal(signal.SIGINT, self._handle)
+            self._previous = {sig: signal.signal(sig, self._handle) for sig in self.signals}
             self._installed = True
             watch()
         return self
@@ -52,6 +58,7 @@ class StopRequest:
         if self._installed:
             from arena.guard import unwatch
 
-            signal.signal(signal.SIGINT, self._previous)
+            for sig, handler in self._previous.items():
+                signal.signal(sig, handler)
             self._installed = False
             unwatch()

@@ -36,6 +36,7 @@ SAVED_BEFORE = {"run": {"floor": 0.0}}
 MAX_ENVS = 1 << 24  # battles stepped at once: ~16.7 M, already tens of GB of env state and rollout
 MAX_STEPS = 1 << 60  # environment steps (and intervals): far beyond any run, still exact in int64 counters
 MAX_SEED = (1 << 62) - 1  # seeds feed 64-bit torch generators with small offsets added
+MAX_NPROC = 1024  # processes started on this machine by --nproc
 
 
 class FiniteFloat(click.FloatRange):
@@ -68,9 +69,9 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
         click.option("--reward", default=R.reward, show_default=True,
                      help="Reward shaping added to the env reward (a name from arena_rewards)."),
         click.option("--num-envs", type=click.IntRange(1, MAX_ENVS), default=R.num_envs, show_default=True,
-                     help="Battles stepped at once."),
+                     help="Battles stepped at once, over all processes: each of N processes steps num_envs/N."),
         click.option("--max-steps", type=click.IntRange(1, MAX_STEPS), default=R.max_steps, show_default=True,
-                     help="Environment steps over all envs; a rollout once started is finished."),
+                     help="Environment steps over all envs (of all processes); a rollout once started is finished."),
         click.option("--max-time", type=FiniteFloat(0, min_open=True), default=None,
                      help="Also stop after this many seconds of training (checked between updates)."),
         click.option("--learning-rate", type=FiniteFloat(0, min_open=True), default=P.learning_rate,
@@ -78,7 +79,7 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
         click.option("--n-steps", type=click.IntRange(1, 1 << 20), default=P.n_steps, show_default=True,
                      help="Steps per env per update."),
         click.option("--batch-size", type=click.IntRange(1, 1 << 40), default=P.batch_size, show_default=True,
-                     help="Minibatch size."),
+                     help="Minibatch size, over all processes: each of N takes batch_size/N samples of it."),
         click.option("--n-epochs", type=click.IntRange(1, 10_000), default=P.n_epochs, show_default=True),
         click.option("--gamma", type=FiniteFloat(0, 1), default=P.gamma, show_default=True),
         click.option("--gae-lambda", type=FiniteFloat(0, 1), default=P.gae_lambda, show_default=True),
@@ -124,7 +125,13 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
         click.option("--self-slots", type=click.IntRange(1, 1024), default=R.self_slots, show_default=True,
                      help="Past checkpoints playing at once for --vs self."),
         click.option("--threads", type=click.IntRange(0, MAX_THREADS), default=R.threads, help=THREADS_HELP),
-        click.option("--device", default=R.device, show_default=True, help="cpu, cuda, cuda:N or auto."),
+        click.option("--device", default=R.device, show_default=True,
+                     help="cpu, cuda, cuda:N or auto. With several processes, cuda gives each the GPU of its local "
+                          "rank."),
+        click.option("--nproc", type=click.IntRange(1, MAX_NPROC), default=None,
+                     help="Train on N processes of this machine, as torchrun --nproc-per-node N -m arena train would: "
+                          "each steps its share of --num-envs with its own seed; gradients and normalizers are "
+                          "merged so all hold the same weights; process 0 writes. See docs/scaling.md."),
         click.option("--seed", type=click.IntRange(0, MAX_SEED), default=R.seed, show_default=True),
         click.option("--resume", type=click.Path(dir_okay=False, path_type=Path), default=None,
                      help="Continue from a checkpoint of this trainer (flags given now override its settings)."),
@@ -264,6 +271,7 @@ MAPPO_HELP = """Train a MAPPO team against an opponent pool (team battles, --tea
   arena train mappo --team-size 4 --vs crank --policy separated
   arena train mappo --vs crank --vs self=0.5
   arena train mappo --resume runs/mappo-20250101-120000/ckpt_004194304.pt
+  arena train mappo --vs crank --nproc 2
 
 Each aircraft's actor reads its own observation and its seat; the critic reads the side's global
 state; returns are normalized by ValueNorm, and dead aircraft add no loss. Writes what `arena train
@@ -278,9 +286,13 @@ HELP = """Train a PPO agent against an opponent pool.
   arena train ppo --vs crank=3 --vs self --reward pursuit
   arena train ppo --vs rule_based --reward zero --num-envs 8 --n-steps 256 --max-steps 1000
   arena train ppo --resume runs/ppo-20250101-120000/ckpt_004194304.pt --max-steps 40000000
+  arena train ppo --vs crank --nproc 2
+  torchrun --nproc-per-node 4 -m arena train ppo --vs crank --device cuda
 
 Writes checkpoints, metrics.csv, eval.csv and config.yaml to --out. Ctrl-C finishes the current
-update, saves a checkpoint and stops; --resume continues exactly where a checkpoint left off.
+update, saves a checkpoint and stops; --resume continues exactly where a checkpoint left off. On
+several processes (--nproc, torchrun) --num-envs, --batch-size and --max-steps count all of them,
+process 0 writes everything, and a run resumes on as many processes as saved it.
 """
 
 
@@ -301,14 +313,67 @@ def explicit(ctx: click.Context) -> set[str]:
 
 
 def run_training(ctx: click.Context, params: dict[str, Any], algorithm: str = "ppo") -> dict[str, float]:
-    """Validate everything that can be wrong before any compute starts, then run (``algorithm``: ppo or mappo)."""
-    from arena.training import (
-        CheckpointError, OpponentSpecError, default_run_dir, load_checkpoint,
-    )
+    """Validate everything that can be wrong before any compute starts, then run (``algorithm``: ppo or mappo).
+
+    Three ways in: a plain process; ``--nproc N``, which checks the run here and starts N processes
+    (:mod:`arena_ppo.launch`); and a process started by torchrun (or by ``--nproc``), which joins
+    the others and trains as one of them.
+    """
+    from arena.training.distributed import DistributedError, Group, PeerFailure, rank_from_env
+
+    try:
+        rank = rank_from_env()
+    except DistributedError as exc:
+        raise fail(str(exc)) from None
+    nproc = params.get("nproc")
+    if nproc is not None:
+        if rank is not None:
+            raise fail(f"--nproc {nproc}: this process already runs as {rank} under torchrun, which started the "
+                       f"processes; leave out --nproc (or start it without torchrun)")
+        from arena_ppo.launch import launch_training
+
+        return launch_training(ctx, params, algorithm, nproc)
+    if rank is None:
+        return train(ctx, params, algorithm)
+    try:
+        group = Group.join(rank)
+    except (DistributedError, PeerFailure) as exc:
+        raise fail(str(exc)) from None
+    try:
+        return train(ctx, params, algorithm, group)
+    except PeerFailure as exc:  # a process ended while the others were setting up
+        from arena_ppo.launch import everyone
+
+        raise everyone(group, f"training did not start: {exc}") from None
+    finally:  # on every way out: a process that exits inside the group can abort at shutdown
+        group.close()
+
+
+@dataclass
+class Setup:
+    """A checked run, before anything is written or allocated: what :func:`prepare` returns."""
+
+    cfg: TrainConfig
+    out: Path
+    device: Any
+    make_opponent: Any
+    reward_fn: Any
+    resume_data: dict[str, Any] | None = None
+    plan: ResumePlan | None = None
+
+
+def prepare(ctx: click.Context, params: dict[str, Any], algorithm: str, rank: Any = None) -> Setup:
+    """Every check of a run that needs no compute and writes nothing; raises a one-line error.
+
+    ``rank`` (an :class:`arena.training.distributed.Rank`) checks the run as one of several
+    processes: sizes that must split over them, one GPU each, a checkpoint saved by as many.
+    """
+    from arena.training import CheckpointError, OpponentSpecError, default_run_dir, load_checkpoint
 
     resume_data = None
     plan: ResumePlan | None = None
     given = explicit(ctx)
+    world = rank.world_size if rank is not None else 1
     if params.get("resume") is not None:
         from arena_ppo.agent import FORMAT_VERSION
 
@@ -338,6 +403,7 @@ def run_training(ctx: click.Context, params: dict[str, Any], algorithm: str = "p
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             raise fail(f"checkpoint {resume}: damaged trainer state: counters.env_steps: expected an int >= 0, "
                        f"got {step!r}"[:300])
+        check_saved_processes(resume, resume_data, world, algorithm)
         try:
             plan = plan_resume(resume, step, params["out"])
         except ValueError as exc:
@@ -356,75 +422,172 @@ def run_training(ctx: click.Context, params: dict[str, Any], algorithm: str = "p
                    f"rollout is cut into whole sequences")
     if algorithm == "mappo":
         cfg.run.privileged_critic = True  # the central critic is what makes it MAPPO
+    if rank is not None:
+        check_split(cfg, world)
 
-    from arena_ppo.runners import MAPPORunner, OnPolicyRunner, opponent_specs
-
-    runner_class = MAPPORunner if algorithm == "mappo" else OnPolicyRunner
+    from arena_ppo.runners import opponent_specs
 
     try:
-        specs = opponent_specs(cfg.run)
+        specs = opponent_specs(cfg.run, cfg.run.num_envs // world)
     except OpponentSpecError as exc:
         raise fail(str(exc)) from None
+    if world > 1 and cfg.run.num_envs // world < len(specs):
+        raise fail(f"--num-envs {cfg.run.num_envs}: {len(specs)} opponents need {len(specs)} envs in each of the "
+                   f"{world} processes; give at least {len(specs) * world}")
     reward_fn = resolve_reward(cfg.run.reward)
     try:
-        from arena.match import check_device
+        if rank is not None:
+            from arena.training.distributed import process_device
 
-        device = check_device(cfg.run.device)
+            device = process_device(cfg.run.device, rank)
+        else:
+            from arena.match import check_device
+
+            device = check_device(cfg.run.device)
     except ValueError as exc:
-        raise fail(f"--device: {exc}") from None
+        text = str(exc)
+        raise fail(text if text.startswith("--device") else f"--device: {text}") from None
     make_opponent = opponent_factory(device, cfg.run.env_config())
     for spec in specs:  # fail now, not after the first rollout
         if spec.kind in ("agent", "checkpoint"):
             make_opponent(spec)
-    check_writable(Path(out))
+    return Setup(cfg, Path(out), device, make_opponent, reward_fn, resume_data, plan)
 
-    try:
-        runner = runner_class(cfg, Path(out), make_opponent, reward_fn=reward_fn, on_checkpoint=announce_checkpoint,
-                              console=click.echo, progress=params.get("progress", True))
-    except ValueError as exc:
-        raise fail(str(exc)) from None
-    except (MemoryError, RuntimeError) as exc:
-        if not out_of_memory(exc):
-            raise
-        raise fail(f"--num-envs {cfg.run.num_envs:,} x --n-steps {cfg.ppo.n_steps:,}: not enough memory on "
-                   f"{device}; use fewer envs or steps per update") from None
-    if resume_data is not None:
-        assert plan is not None
-        created = plan.materialize()  # before restore: the branch's self-play pool needs its checkpoints
-        try:
-            runner.restore(resume_data)
-        except Exception as exc:  # noqa: BLE001 - a damaged part of the trainer state: one line naming it
-            plan.undo(created)
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise fail(f"checkpoint {params['resume']}: cannot resume: {text}") from None
-        if plan.note:
-            click.echo(f"note: {plan.note}", err=True)
+
+def check_split(cfg: TrainConfig, world: int) -> None:
+    """``--num-envs`` and ``--batch-size`` count all processes: each must get an equal, non-empty share."""
+    envs, batch = cfg.run.num_envs, cfg.ppo.batch_size
+    if envs < world:
+        raise fail(f"--num-envs {envs}: fewer battles than the {world} processes; it counts the envs of all "
+                   f"processes, each needs at least one")
+    if envs % world:
+        low, high = envs - envs % world, envs - envs % world + world
+        raise fail(f"--num-envs {envs} does not split evenly over {world} processes (it counts the envs of all of "
+                   f"them); give a multiple of {world}, e.g. {low if low else high} or {high}")
+    if batch < world:
+        raise fail(f"--batch-size {batch}: smaller than the {world} processes; it counts the samples of all "
+                   f"processes, each needs at least one")
+
+
+def check_saved_processes(resume: Path, data: dict[str, Any], world: int, algorithm: str) -> None:
+    """A run resumes on as many processes as saved it: each one continues its own envs and streams."""
+    saved = data.get("world_size", 1)
+    if isinstance(saved, bool) or not isinstance(saved, int) or saved < 1:
+        raise fail(f"checkpoint {resume}: damaged trainer state: world_size: expected an int >= 1, got {saved!r}"[:300])
+    if saved == world:
+        return
+    if saved == 1:
+        how = "in one process (without --nproc or torchrun)"
+    else:
+        how = (f"on {saved}: arena train {algorithm} --resume {resume} --nproc {saved}, or torchrun "
+               f"--nproc-per-node {saved} -m arena train {algorithm} --resume {resume}")
+    saved_by = "one process" if saved == 1 else f"{saved} processes"
+    now = "one" if world == 1 else str(world)
+    raise fail(f"--resume {resume}: the run was saved by {saved_by} and continues exactly only {how}, not on {now}")
+
+
+def train(ctx: click.Context, params: dict[str, Any], algorithm: str, group: Any = None) -> dict[str, float]:
+    """Check, build, resume and run the training loop in this process (one of ``group`` when given).
+
+    With several processes every step that can fail is agreed on (:func:`arena_ppo.launch.agreed`):
+    all processes go on, or all stop with one line from the main process. Only the main process
+    creates the output directory and prints.
+    """
+    import signal
+
     from arena.match import AgentFailure
     from arena.training import StopRequest, describe_split
+    from arena.training.distributed import DivergenceError, PeerFailure
+
+    from arena_ppo.launch import agreed, everyone
+    from arena_ppo.runners import MAPPORunner, OnPolicyRunner
+
+    main = group is None or group.rank.main
+    setup = agreed(group, lambda: prepare(ctx, params, algorithm, group.rank if group is not None else None))
+    if group is not None:  # the main process named the output (its clock, its branch); all write there
+        setup.out, setup.plan = group.broadcast_object((setup.out, setup.plan))
+        setup.cfg.run.out = str(setup.out)
+    cfg, out, plan, device = setup.cfg, setup.out, setup.plan, setup.device
+    runner_class = MAPPORunner if algorithm == "mappo" else OnPolicyRunner
+
+    def create_outputs() -> bool:
+        check_writable(out)
+        return plan.materialize() if plan is not None else False  # the branch's self-play pool needs its checkpoints
+
+    def build() -> Any:
+        try:
+            return runner_class(cfg, out, setup.make_opponent, reward_fn=setup.reward_fn,
+                                on_checkpoint=announce_checkpoint, console=click.echo,
+                                progress=params.get("progress", True), group=group)
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+        except (MemoryError, RuntimeError) as exc:
+            if not out_of_memory(exc):
+                raise
+            raise fail(f"--num-envs {cfg.run.num_envs:,} x --n-steps {cfg.ppo.n_steps:,}: not enough memory on "
+                       f"{device}; use fewer envs or steps per update") from None
+
+    def restore() -> None:
+        try:
+            runner.restore(setup.resume_data)
+        except Exception as exc:  # noqa: BLE001 - a damaged part of the trainer state: one line naming it
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise fail(f"checkpoint {params['resume']}: cannot resume: {text}") from None
+
+    created = agreed(group, create_outputs if main else (lambda: False))
+    try:
+        runner = agreed(group, build)
+        if setup.resume_data is not None:
+            agreed(group, restore)
+    except (click.ClickException, click.exceptions.Exit):
+        if main and plan is not None:
+            plan.undo(created)
+        raise
+    if plan is not None and plan.note and main:
+        click.echo(f"note: {plan.note}", err=True)
 
     size = cfg.run.team_size
     if algorithm == "mappo":
         teams = f"{size}-v-{size}, {cfg.run.policy} policy, central critic, "
     else:
         teams = f"{size}-v-{size} (one policy flies every seat), " if size > 1 else ""
-    click.echo(f"training {algorithm} on {runner.device}, {teams}vs {describe_split(runner.pool)}; "
-               f"reward {cfg.run.reward}; "
-               f"{cfg.run.num_envs} envs x {cfg.ppo.n_steps} steps per update; output {out}")
-    with StopRequest() as stop:
+    world = runner.rank.world_size
+    if group is None:
+        where, envs = f"{runner.device}", f"{cfg.run.num_envs} envs"
+    else:
+        gpus = ", one GPU each" if runner.device.type == "cuda" and world > 1 else ""
+        where = f"{world} process{'es' if world > 1 else ''} ({runner.device.type}{gpus})"
+        envs = f"{cfg.run.num_envs} envs ({runner.local_envs} per process)"
+    split = describe_split(runner.pool) + (" per process" if group is not None and world > 1 else "")
+    if main:
+        click.echo(f"training {algorithm} on {where}, {teams}vs {split}; reward {cfg.run.reward}; "
+                   f"{envs} x {cfg.ppo.n_steps} steps per update; output {out}")
+    suffix = "" if main else f" ({group.rank})"
+    stopping = {} if group is None else {"signals": (signal.SIGINT, signal.SIGTERM),
+                                         **({} if main else {"message": ""})}
+    with StopRequest(**stopping) as stop:
         try:
             metrics = runner.learn(stop, max_time=params.get("max_time"))
         except KeyboardInterrupt:
             raise click.exceptions.Exit(130) from None
-        except FloatingPointError as exc:
-            raise fail(f"training diverged: {exc}") from None
+        except FloatingPointError as exc:  # every process reads the same losses: they all stop here
+            raise everyone(group, f"training diverged: {exc}") from None
+        except DivergenceError as exc:
+            raise everyone(group, f"{exc}; nothing was saved at this step, the last checkpoint in {out} is intact "
+                                  f"(a bug: please report it)") from None
+        except PeerFailure as exc:
+            raise everyone(group, f"training stopped: {exc}; the last checkpoint in {out} is intact") from None
         except AgentFailure as exc:
             saved = getattr(exc, "checkpoint", None)
-            kept = f"; what was learned is saved in {saved}" if saved else ""
-            raise fail(f"training stopped: opponent {exc}{kept}") from None
+            kept = f"; what was learned is saved in {saved}" if saved else (
+                f"; the last checkpoint in {out} is intact" if group is not None else "")
+            raise fail(f"training stopped: opponent {exc}{kept}{suffix}") from None
         except OSError as exc:
             raise fail(f"cannot write to {exc.filename or out}: {exc.strerror or exc}; the last checkpoint in {out} "
-                       f"is intact") from None
-    click.echo(f"done: {runner.counters.env_steps:,} steps, {runner.counters.updates} updates; checkpoints in {out}")
+                       f"is intact{suffix}") from None
+    if main:
+        counters = runner.counters
+        click.echo(f"done: {counters.env_steps:,} steps, {counters.updates} updates; checkpoints in {out}")
     return metrics
 
 

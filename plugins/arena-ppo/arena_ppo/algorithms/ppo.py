@@ -7,7 +7,7 @@ rollout.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -15,6 +15,9 @@ from torch import nn
 from arena_ppo.config import PPOConfig
 from arena_ppo.modules import ActorCritic, ValueNormalizer
 from arena_ppo.storage import RolloutStorage
+
+if TYPE_CHECKING:
+    from arena_ppo.distributed import UpdateSync
 
 # The adaptive rate brakes, it does not accelerate: it stays in [LR_MIN, --learning-rate]. rsl_rl lets it
 # climb to 1e-2; here it then swung between 2.6e-4 and 4.4e-3 and a policy winning 99 % fell to 78 %.
@@ -36,12 +39,20 @@ def bernoulli_kl(logit_old: torch.Tensor, logit: torch.Tensor) -> torch.Tensor:
 
 
 class PPO:
-    """Clipped-surrogate PPO with its optional pieces (value clipping and normalization, KL-adaptive or linear learning rate) behind config flags."""
+    """Clipped-surrogate PPO with its optional pieces (value clipping and normalization, KL-adaptive or linear learning rate) behind config flags.
 
-    def __init__(self, model: ActorCritic, cfg: PPOConfig, value_normalizer: ValueNormalizer | None = None) -> None:
+    ``sync`` (training on several processes) makes every process take the same step: gradients and
+    the KL that steers the adaptive learning rate are averaged over the processes, advantages are
+    normalized with the statistics of all their rollouts, and the logged losses are the average.
+    Without it, nothing leaves this process.
+    """
+
+    def __init__(self, model: ActorCritic, cfg: PPOConfig, value_normalizer: ValueNormalizer | None = None,
+                 sync: "UpdateSync | None" = None) -> None:
         self.model = model
         self.cfg = cfg
         self.value_normalizer = value_normalizer
+        self.sync = sync
         self.learning_rate = cfg.learning_rate
         self.optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
 
@@ -104,11 +115,10 @@ class PPO:
         adv_all = storage.advantages
         if cfg.normalize_advantages:
             active = storage.active
-            if active is None:
-                storage.advantages = (adv_all - adv_all.mean()) / (adv_all.std() + 1e-8)
-            else:  # the statistics of the rows that count (MAPPO normalizes over active rows only)
-                live = adv_all[active]
-                storage.advantages = (adv_all - live.mean()) / (live.std() + 1e-8)
+            # the statistics of the rows that count (MAPPO normalizes over active rows only)
+            rows = adv_all if active is None else adv_all[active]
+            mean, std = (rows.mean(), rows.std()) if self.sync is None else self.sync.mean_std(rows)
+            storage.advantages = (adv_all - mean) / (std + 1e-8)
         sums: dict[str, torch.Tensor] = {}
         batches = 0
         self.model.train()
@@ -116,6 +126,8 @@ class PPO:
             loss, parts = self.loss(batch, batch["advantages"])
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            if self.sync is not None:  # every process steps with the same gradient, and reads the same KL
+                parts["kl"] = self.sync.average_gradients(self.model.parameters(), parts["kl"])
             nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
             self.optimizer.step()
             if cfg.lr_schedule == "adaptive":  # rsl_rl: keep the KL near its target, per minibatch (capped)
@@ -128,6 +140,8 @@ class PPO:
                 sums[key] = sums.get(key, 0.0) + value
             batches += 1
         storage.advantages = adv_all
+        if self.sync is not None and sums:
+            sums = dict(zip(sums, self.sync.average(torch.stack(list(sums.values())))))
         out = {key: float(value) / max(batches, 1) for key, value in sums.items()}
         out.pop("kl", None)
         out["learning_rate"] = self.learning_rate

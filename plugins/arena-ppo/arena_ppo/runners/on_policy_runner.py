@@ -2,6 +2,11 @@
 
 The runner owns everything stateful about a run — env, opponents, counters, random generators,
 output files — so that a checkpoint holds all of it and ``--resume`` continues bit for bit.
+
+Given a process :class:`~arena.training.distributed.Group` (``--nproc N``, torchrun), the runner is
+one of N identical learners: it steps ``num_envs / N`` envs with its own seed, its update is kept
+equal to every other process's (:mod:`arena_ppo.distributed`), and only the main process writes
+checkpoints, metrics and console lines.
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +27,13 @@ from arena.match import AgentFailure, check_device
 from arena.progress import Progress
 from arena.threads import apply_threads
 from arena.training import (
-    MetricLogger, OpponentPool, OpponentSpec, SelfPlayPool, StopRequest, checkpoint_name, clean_stale_temp_files,
-    evaluate, league_agents, with_floor,
+    EvalResult, MetricLogger, OpponentPool, OpponentSpec, SelfPlayPool, StopRequest, checkpoint_name,
+    clean_stale_temp_files, evaluate, league_agents, list_checkpoints, with_floor,
     parse_opponent_specs, save_checkpoint, tensorboard_writer, to_plain, write_config,
 )
+from arena.training.distributed import Group, Rank, process_device, rank_seed, split_count
 
+from arena_ppo import distributed
 from arena_ppo.agent import PPOAgent
 from arena_ppo.algorithms import PPO
 from arena_ppo.config import RunConfig, TrainConfig
@@ -48,9 +55,10 @@ class Counters:
     elapsed: float = 0.0  # training wall time before this process (resumed runs)
 
 
-def opponent_specs(run: RunConfig) -> list[OpponentSpec]:
-    """The opponents a run trains against: its ``--vs`` entries plus the ``--floor`` share."""
-    return with_floor(parse_opponent_specs(run.vs), run.floor, run.num_envs)
+def opponent_specs(run: RunConfig, num_envs: int | None = None) -> list[OpponentSpec]:
+    """The opponents a run trains against: its ``--vs`` entries plus the ``--floor`` share of
+    ``num_envs`` envs (one process's share of ``run.num_envs``)."""
+    return with_floor(parse_opponent_specs(run.vs), run.floor, run.num_envs if num_envs is None else num_envs)
 
 
 class OnPolicyRunner:
@@ -61,7 +69,9 @@ class OnPolicyRunner:
 
     ``make_opponent(spec)`` builds a fixed opponent for a ``--vs`` entry; ``reward_fn`` is the
     shaping added to the env reward; ``on_checkpoint(path, step, metrics)`` observes every
-    checkpoint (the ``arena_checkpoint_saved`` hook).
+    checkpoint (the ``arena_checkpoint_saved`` hook). With ``group`` the runner is one process of a
+    run on several; every process must build its runner with the same config, and only the main
+    one prints, shows progress and calls ``on_checkpoint``.
     """
 
     agent_class: type[PPOAgent] = PPOAgent
@@ -70,47 +80,65 @@ class OnPolicyRunner:
     def __init__(self, cfg: TrainConfig, out_dir: Path, make_opponent: Callable[[OpponentSpec], Any],
                  reward_fn: RewardFn | None = None,
                  on_checkpoint: Callable[[str, int, dict[str, float]], None] | None = None,
-                 console: Callable[[str], None] | None = print, progress: bool = True) -> None:
+                 console: Callable[[str], None] | None = print, progress: bool = True,
+                 group: Group | None = None) -> None:
         run, ppo = cfg.run, cfg.ppo
         self.cfg = cfg
         self.out_dir = Path(out_dir)
-        self.device = check_device(run.device)
+        self.group = group
+        self.rank = group.rank if group is not None else Rank()
+        self.main = self.rank.main
+        world = self.rank.world_size
+        if run.num_envs % world:
+            raise ValueError(f"--num-envs {run.num_envs} does not split evenly over {world} processes")
+        self.local_envs = run.num_envs // world  # this process's envs; --num-envs counts all of them
+        self.device = process_device(run.device, self.rank) if group is not None else check_device(run.device)
+        if group is not None:
+            group.use_device(self.device)
         self.reward_fn = reward_fn
-        self.on_checkpoint = on_checkpoint
-        self.console = console
-        self.show_progress = progress
+        self.on_checkpoint = on_checkpoint if self.main else None
+        self.console = console if self.main else None
+        self.show_progress = progress and self.main
         self.make_opponent = make_opponent
         self.counters = Counters()
         self.last_metrics: dict[str, float] = {}
 
-        apply_threads(run.threads, batch=run.num_envs)
-        torch.manual_seed(run.seed)  # network initialization
+        apply_threads(run.threads, batch=self.local_envs, processes=self.rank.local_world_size)
+        torch.manual_seed(run.seed)  # network initialization: the same on every process
+        self.seed = rank_seed(run.seed, self.rank.rank)  # envs and random streams: each process its own
         self.env_config = run.env_config()
         self.seats = self.env_config.team_size  # the learner flies every seat of p1: one row per aircraft
         self.agent = self.build_agent()
         cfg.network = self.agent.network  # resolved input sizes, for config.yaml
-        self.algorithm = PPO(self.agent.model, ppo, self.agent.value_normalizer)
+        # --batch-size counts the samples of all processes: each takes its share of every minibatch.
+        local_ppo = replace(ppo, batch_size=max(1, ppo.batch_size // world)) if world > 1 else ppo
+        self.algorithm = PPO(self.agent.model, local_ppo, self.agent.value_normalizer)
+        if group is not None:
+            distributed.attach(group, self.agent, self.algorithm)
+        if self.rank.rank:
+            torch.manual_seed(self.seed)
         # Separate streams, so evaluation or a new opponent never shifts the training randomness.
         self.action_generator = torch.Generator(device=self.device)
-        self.action_generator.manual_seed(run.seed + 1)
+        self.action_generator.manual_seed(self.seed + 1)
         self.shuffle_generator = torch.Generator()
-        self.shuffle_generator.manual_seed(run.seed + 2)
+        self.shuffle_generator.manual_seed(self.seed + 2)
 
-        self.specs = opponent_specs(run)
+        self.specs = opponent_specs(run, self.local_envs)
         self_play = None
         if any(s.kind in ("self", "league") for s in self.specs):
             ladder = {}
             if any(s.kind == "league" for s in self.specs):  # the ladder, drawn by PFSP with the checkpoints
                 ladder = {name: make_opponent(OpponentSpec("agent", name)) for name in league_agents()}
-            self_play = SelfPlayPool(self.out_dir, self._load_snapshot, fixed=ladder)
-        self.pool = OpponentPool(self.specs, run.num_envs, make_opponent, self_play=self_play,
+            quiet = {} if self.main else {"warn": lambda text: None}  # one warning per run, not per process
+            self_play = SelfPlayPool(self.out_dir, self._load_snapshot, fixed=ladder, **quiet)
+        self.pool = OpponentPool(self.specs, self.local_envs, make_opponent, self_play=self_play,
                                  snapshot=self._snapshot, self_slots=run.self_slots, team_size=self.seats)
         # An opponent that reads the extended observation gets it; the learner keeps its own keys.
         opponents = [slot.agent for slot in self.pool.slots] + list(self_play.fixed.values() if self_play else [])
-        self.env = TensorEnv(run.num_envs, self.device, seed=run.seed,
+        self.env = TensorEnv(self.local_envs, self.device, seed=self.seed,
                              config=observation_config(self.env_config, opponents),
                              final_global_state=run.privileged_critic)
-        rows = run.num_envs * self.seats
+        rows = self.local_envs * self.seats
         model = self.agent.model
         hidden_sizes = (model.actor_hidden_size, model.critic_hidden_size) if self.agent.recurrent else None
         self.storage = RolloutStorage(ppo.n_steps, rows, self.agent.network.obs_dim,
@@ -164,6 +192,8 @@ class OnPolicyRunner:
         keys = agent.obs_keys
         recurrent = agent.recurrent
         storage.clear()
+        if self.group is not None:
+            distributed.track_rollout(self.group, agent)
         for _ in range(storage.n_steps):
             obs_p1 = flatten_seats(self.obs["p1"])  # [N·T] rows: every aircraft of p1
             raw = obs_vector(obs_p1, keys)
@@ -236,9 +266,18 @@ class OnPolicyRunner:
             last_values = agent.value(last_critic)
         storage.compute_returns(last_values, self.cfg.ppo.gamma, self.cfg.ppo.gae_lambda)
         self.pool.check_nans()  # before the rollout is used: NaN from an opponent stops the run, as in play
+        if self.group is not None:  # every process's normalizers: the same again, from all the rollouts
+            distributed.merge_rollout(self.group, agent)
+        self_play = self.pool.self_play if self.group is not None else None
+        before = distributed.record_snapshot(self_play) if self_play is not None else None
         self.pool.record(stats["win"], stats["draw"], stats["loss"])
-        totals = {k: float(v) for k, v in zip(stats, torch.stack(list(stats.values())).sum(-1).tolist())}
-        self.counters.env_steps += n * storage.n_steps
+        if self_play is not None and before is not None:  # every process draws by the same PFSP records
+            distributed.share_records(self.group, self_play, before)  # type: ignore[arg-type]
+        summed = torch.stack(list(stats.values())).sum(-1)
+        if self.group is not None:  # the statistics of every process's episodes
+            self.group.all_reduce_(summed)
+        totals = {k: float(v) for k, v in zip(stats, summed.tolist())}
+        self.counters.env_steps += n * storage.n_steps * self.rank.world_size
         self.counters.episodes += int(totals["done"])
         episodes = totals["done"]
         if episodes == 0:
@@ -268,14 +307,21 @@ class OnPolicyRunner:
         run = self.cfg.run
         stop = stop or StopRequest()
         self.prepare_outputs()
+        if self.group is not None:  # whatever each process initialized or loaded, they start equal
+            distributed.broadcast_weights(self.group, self.agent)
         start = time.perf_counter()
         start_steps = self.counters.env_steps
         # The meter counts this session's steps, so its rate and ETA stay right on a resumed run.
         meter = Progress(max(run.max_steps - start_steps, 1), unit="steps", label="ppo", enabled=self.show_progress,
                          time_limit=max_time)
         try:
-            while self.counters.env_steps < run.max_steps and not stop.requested:
-                if max_time is not None and time.perf_counter() - start >= max_time:
+            while self.counters.env_steps < run.max_steps:
+                halt = stop.requested or (max_time is not None and time.perf_counter() - start >= max_time)
+                if self.group is not None:  # one process asked (Ctrl-C, SIGTERM, its clock): all stop here
+                    asked, halt = halt, self.group.any(halt)
+                    if halt and not asked:
+                        self._echo("stopping: another process was asked to stop, or reached --max-time")
+                if halt:
                     break
                 self.schedule_learning_rate()
                 t0 = time.perf_counter()
@@ -284,7 +330,7 @@ class OnPolicyRunner:
                 losses = self.algorithm.update(self.storage, self.shuffle_generator)
                 t2 = time.perf_counter()
                 self.counters.updates += 1
-                steps = self.storage.n_steps * self.env.num_envs
+                steps = self.storage.n_steps * self.env.num_envs * self.rank.world_size
                 wall = time.perf_counter() - start
                 metrics = {"step": self.counters.env_steps, "update": self.counters.updates,
                            "time": round(self.counters.elapsed + wall, 3),
@@ -294,12 +340,13 @@ class OnPolicyRunner:
                            "missiles_fired": episode_stats["missiles_fired"], "episodes": episode_stats["episodes"],
                            "sps": steps / max(t2 - t0, 1e-9), "collect_sps": steps / max(t1 - t0, 1e-9)}
                 if len(self.specs) > 1:
-                    for spec, tally in zip(self.specs, self.pool.take_tallies()):
-                        metrics[f"win_rate_{spec.label}"] = tally.wins / tally.games if tally.games else float("nan")
+                    for spec, (wins, games) in zip(self.specs, self._tallies()):
+                        metrics[f"win_rate_{spec.label}"] = wins / games if games else float("nan")
                 else:
                     self.pool.take_tallies()
                 self.last_metrics = metrics
-                self.metrics_log.log(metrics, step=self.counters.env_steps)
+                if self.metrics_log is not None:
+                    self.metrics_log.log(metrics, step=self.counters.env_steps)
                 first = self.counters.env_steps - steps == start_steps
                 if first or self.counters.env_steps - self.counters.last_log >= run.log_interval:
                     self.counters.last_log = self.counters.env_steps
@@ -317,6 +364,14 @@ class OnPolicyRunner:
                 if run.eval_games > 0 and self.counters.env_steps - self.counters.last_eval >= eval_every:
                     self.evaluate()
         except KeyboardInterrupt:
+            if self.group is not None:
+                # The processes stopped at different points of the update: there is no state to save.
+                self.counters.elapsed += time.perf_counter() - start
+                meter.close()
+                saved = list_checkpoints(self.out_dir)
+                self._echo("interrupted: the update in progress is lost; " + (
+                    f"{saved[-1]} is the latest state" if saved else "no checkpoint was written"))
+                raise
             self._echo("interrupted: saving the learner's weights as they are (the rollout in progress is lost)")
             self.counters.elapsed += time.perf_counter() - start
             self.save_if_new()
@@ -324,9 +379,10 @@ class OnPolicyRunner:
             raise
         except AgentFailure as exc:
             # An opponent broke its contract: keep what was learned, then stop (the rollout in progress is lost).
+            # With several processes the others are mid-rollout: only the last checkpoint stands.
             self.counters.elapsed += time.perf_counter() - start
             meter.close()
-            exc.checkpoint = self.save_if_new()  # type: ignore[attr-defined]
+            exc.checkpoint = self.save_if_new() if self.group is None else None  # type: ignore[attr-defined]
             raise
         self.counters.elapsed += time.perf_counter() - start
         if run.eval_games > 0 and self.counters.updates > 0 and self.counters.last_eval != self.counters.env_steps:
@@ -334,26 +390,47 @@ class OnPolicyRunner:
         if self.counters.last_save != self.counters.env_steps or self.counters.updates == 0:
             self.save()
         meter.close()
-        self.metrics_log.close()
+        if self.metrics_log is not None:
+            self.metrics_log.close()
         return self.last_metrics
 
+    def _tallies(self) -> list[tuple[float, float]]:
+        """(wins, games) against each ``--vs`` entry in the last rollout, over every process."""
+        tallies = self.pool.take_tallies()
+        counts = torch.tensor([[t.wins, t.games] for t in tallies], dtype=torch.float64)
+        if self.group is not None:
+            self.group.all_reduce_(counts)
+        return [(wins, games) for wins, games in counts.tolist()]
+
     def evaluate(self) -> dict[str, float]:
-        """Deterministic games against each fixed opponent, logged to eval.csv as win/draw/loss fractions."""
+        """Deterministic games against each fixed opponent, logged to eval.csv as win/draw/loss fractions.
+
+        With several processes each plays its share of ``--eval-games`` (with its own seed) and the
+        results are summed: evaluation takes 1/N of the time and reads the same weights everywhere.
+        """
         run = self.cfg.run
         self.counters.last_eval = self.counters.env_steps
         row: dict[str, float] = {"step": self.counters.env_steps, "update": self.counters.updates}
+        specs = self.eval_specs()
+        games = split_count(run.eval_games, self.rank)
+        results = []
         with torch.random.fork_rng(devices=[]):
-            for spec in self.eval_specs():
+            for spec in specs:
                 opponent = self._eval_opponents.get(spec.label)
                 if opponent is None:
                     opponent = self._eval_opponents[spec.label] = self.make_opponent(spec)
-                result = evaluate(self.agent, opponent, run.eval_games, env_config=self.env_config, device=self.device,
-                                  seed=run.seed + 10_000)
-                row.update(result.as_row(spec.label))
-                self._echo(f"eval vs {spec.label} after {self.counters.env_steps:,} steps: "
-                           f"{result.wins}W {result.draws}D {result.losses}L of {result.games} (deterministic)")
+                results.append(evaluate(self.agent, opponent, games, env_config=self.env_config, device=self.device,
+                                        seed=self.seed + 10_000) if games else EvalResult(0, 0, 0, 0))
+        if self.group is not None and specs:
+            counts = torch.tensor([[r.games, r.wins, r.draws, r.losses] for r in results], dtype=torch.float64)
+            results = [EvalResult(*map(int, c)) for c in self.group.all_reduce_(counts).tolist()]
+        for spec, result in zip(specs, results):
+            row.update(result.as_row(spec.label))
+            self._echo(f"eval vs {spec.label} after {self.counters.env_steps:,} steps: "
+                       f"{result.wins}W {result.draws}D {result.losses}L of {result.games} (deterministic)")
         self.agent.train(True)
-        self.eval_log.log(row, step=self.counters.env_steps, prefix="eval/")
+        if self.eval_log is not None:
+            self.eval_log.log(row, step=self.counters.env_steps, prefix="eval/")
         self.last_metrics.update({k: v for k, v in row.items() if k.startswith("eval_")})
         return row
 
@@ -368,11 +445,17 @@ class OnPolicyRunner:
     # -- outputs ----------------------------------------------------------------------------------
 
     def prepare_outputs(self) -> None:
+        """Create the output directory, config.yaml and the metric logs (the main process only)."""
+        self.metrics_log: MetricLogger | None = None
+        self.eval_log: MetricLogger | None = None
+        if not self.main:
+            return
         self.out_dir.mkdir(parents=True, exist_ok=True)
         for path in clean_stale_temp_files(self.out_dir):  # left by a writer that was killed mid-write
             self._echo(f"removed {path.name}, an unfinished write of a process that no longer runs")
+        processes = {"processes": self.rank.world_size} if self.group is not None else {}
         write_config(self.out_dir / "config.yaml", {**to_plain(self.cfg), "env": self.env_config.to_dict(),
-                                                     "device": str(self.device)})
+                                                     "device": str(self.device), **processes})
         tb = tensorboard_writer(self.out_dir / "tensorboard")
         self.metrics_log = MetricLogger(self.out_dir / "metrics.csv", tensorboard=tb)
         self.eval_log = MetricLogger(self.out_dir / "eval.csv", tensorboard=tb)
@@ -406,11 +489,25 @@ class OnPolicyRunner:
         return self.save()
 
     def save(self) -> Path:
+        """Write a checkpoint. With several processes every one takes part: they first check that their
+        weights, normalizers and optimizers are still bit-identical, the main process gathers the
+        others' own state (envs, random streams, opponents) into the file, and all wait until it exists,
+        so a ``--vs self`` draw sees the same checkpoints on every process."""
         self.counters.last_save = self.counters.env_steps
         path = self.out_dir / checkpoint_name(self.counters.env_steps)
-        save_checkpoint(self.agent.checkpoint(**self.state()), path)
-        if self.on_checkpoint is not None:
-            self.on_checkpoint(str(path), self.counters.env_steps, dict(self.last_metrics))
+        state = self.state()
+        if self.group is not None:
+            self.group.check_identical(distributed.state_digests(self.agent, self.algorithm),
+                                       f"the learners diverged by step {self.counters.env_steps:,}")
+            others = distributed.gather_rank_states(self.group, state)
+            if others:
+                state.update(world_size=self.rank.world_size, ranks=others)
+        if self.main:
+            save_checkpoint(self.agent.checkpoint(**state), path)
+            if self.on_checkpoint is not None:
+                self.on_checkpoint(str(path), self.counters.env_steps, dict(self.last_metrics))
+        if self.group is not None:
+            self.group.barrier()
         return path
 
     def restore(self, data: dict[str, Any]) -> None:
@@ -425,6 +522,7 @@ class OnPolicyRunner:
 
         stage = ""  # the weights' own messages name their key (model.…, obs_normalizer)
         try:
+            data = distributed.rank_part(data, self.rank.rank, self.rank.world_size)  # this process's envs, streams
             self.agent.load_weights(data)
             stage = "algorithm"
             algorithm = expect_dict(data, "algorithm")

@@ -1,0 +1,114 @@
+"""The command line's side of training on several processes: ``--nproc N``, and agreeing on errors.
+
+``--nproc N`` checks the run in this process (every check a training process would make, so a bad
+flag is one line before anything starts), then starts N processes running the same command without
+``--nproc`` and with the output directory fixed (:func:`arena.training.launcher.launch`). From there
+on each process is exactly what ``torchrun --nproc-per-node N -m arena train …`` would have started.
+
+A process that fails while the run is set up must not leave the others waiting, and N copies of
+the same message help nobody: :func:`agreed` makes every step that can fail a collective one, after
+which the main process prints the first failure and the others exit quietly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+T = TypeVar("T")
+
+
+def agreed(group: Any, step: Callable[[], T]) -> T:
+    """Run ``step`` on every process; if it fails (one line) on any of them, all stop: the main
+    process with the failure of the lowest rank, the others with exit status 2 and no message.
+    Without a group the failure is raised as it is."""
+    error = None
+    result: Any = None
+    try:
+        result = step()
+    except click.ClickException as exc:
+        if group is None:
+            raise
+        error = exc.format_message()
+    if group is None:
+        return result
+    failed = group.first_error(error)
+    if failed is None:
+        return result
+    rank, message = failed
+    raise everyone(group, message if rank == 0 else f"{message} (process {rank} of {group.rank.world_size})")
+
+
+def everyone(group: Any, message: str) -> click.exceptions.ClickException | click.exceptions.Exit:
+    """The exception for a failure every process meets: the main process says it, the others leave quietly."""
+    from arena_ppo.trainer import fail
+
+    if group is None or group.rank.main:
+        return fail(message)
+    return click.exceptions.Exit(2)
+
+
+def replay_options(ctx: click.Context, skip: set[str], overrides: dict[str, Any]) -> list[str]:
+    """The options the user typed (plus ``overrides``), as command-line tokens for the same command.
+
+    Options left at their defaults are left out, so a process started with these tokens resolves
+    them exactly as this one did (a resumed run's saved settings included).
+    """
+    from click.core import ParameterSource
+
+    tokens: list[str] = []
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name is None or param.name in skip:
+            continue
+        name = param.name
+        if name in overrides:
+            value = overrides[name]
+        elif ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+            value = ctx.params[name]
+        else:
+            continue
+        if value is None:
+            continue
+        if param.is_flag and param.secondary_opts:
+            tokens.append(param.opts[0] if value else param.secondary_opts[0])
+        elif param.is_flag:
+            if value:
+                tokens.append(param.opts[0])
+        else:
+            for item in (value if param.multiple else (value,)):
+                tokens += [param.opts[0], token(item)]
+    return tokens
+
+
+def token(value: Any) -> str:
+    """A value as the option parser reads it back exactly (``repr`` keeps every bit of a float)."""
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, Path):
+        return str(value)
+    return str(value)
+
+
+def launch_training(ctx: click.Context, params: dict[str, Any], algorithm: str, nproc: int) -> dict[str, float]:
+    """``arena train ALGORITHM … --nproc N``: check the run as N processes would, then start them."""
+    from arena.training.distributed import Rank
+    from arena.training.launcher import launch
+
+    from arena_ppo.trainer import fail, prepare
+
+    setup = prepare(ctx, params, algorithm, Rank(0, nproc, 0, nproc))
+    if setup.plan is not None and setup.plan.note:
+        click.echo(f"note: {setup.plan.note}", err=True)
+    args = ["train", algorithm, *replay_options(ctx, {"nproc"}, {"out": setup.out})]
+    del setup  # the processes load the checkpoint and opponents themselves
+    result = launch(args, nproc)
+    if result.message:
+        error = fail(result.message)
+        error.exit_code = result.status
+        raise error
+    if result.status:
+        raise click.exceptions.Exit(result.status)
+    return {}

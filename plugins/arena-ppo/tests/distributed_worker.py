@@ -1,0 +1,85 @@
+"""One process of a small run on several processes, started by test_distributed.py under torchrun.
+
+    python -m torch.distributed.run --standalone --nproc-per-node 2 distributed_worker.py TMP_DIR
+
+Each process joins the group, trains a PPO run (self-play, privileged critic, value and observation
+normalization, adaptive learning rate) and a MAPPO run (ValueNorm) through the public Python API,
+then saves what must be equal on every process (weights, normalizers, optimizer, learning rate,
+PFSP records) and what must not (its envs) to ``TMP_DIR/<run>-rank<R>.pt``. Last it disturbs one
+weight on process 1 and saves again, which must fail on every process with a DivergenceError.
+What each process printed and raised goes to ``TMP_DIR/rank<R>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
+import torch
+
+from arena.training import DivergenceError, Group
+from arena_ppo.config import TrainConfig
+from arena_ppo.distributed import shared_tensors
+from arena_ppo.runners import MAPPORunner, OnPolicyRunner
+from arena_ppo.trainer import opponent_factory, resolve_reward
+
+STEPS, ENVS = 16, 8
+
+
+def config(name: str, out: Path) -> TrainConfig:
+    cfg = TrainConfig()
+    run, ppo = cfg.run, cfg.ppo
+    run.num_envs, run.max_steps, run.save_interval = ENVS, ENVS * STEPS * 3, ENVS * STEPS
+    run.eval_games, run.eval_interval = (2 if name == "ppo" else 0), ENVS * STEPS * 3  # 1 game per process
+    run.device, run.seed, run.threads, run.out = "cpu", 7, 1, str(out)
+    ppo.n_steps, ppo.batch_size, ppo.n_epochs = STEPS, 32, 2
+    if name == "ppo":
+        run.vs, run.self_slots, run.floor = ("crank", "self=0.5"), 2, 0.0
+        run.privileged_critic, ppo.value_norm = True, True
+        ppo.learning_rate, ppo.desired_kl = 3e-3, 1e-3  # the adaptive rate moves: by the KL of both processes
+    else:
+        run.vs, run.floor, run.team_size, run.privileged_critic = ("crank",), 0.0, 2, True
+        ppo.value_norm = True
+    return cfg
+
+
+def main(tmp: Path) -> None:
+    group = Group.join()
+    rank = group.rank.rank
+    report: dict[str, object] = {}
+    runner = None
+    for name, runner_class in (("ppo", OnPolicyRunner), ("mappo", MAPPORunner)):
+        out = tmp / name
+        cfg = config(name, out)
+        lines: list[str] = []
+        runner = runner_class(cfg, out, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
+                              reward_fn=resolve_reward(cfg.run.reward), console=lines.append, progress=False,
+                              group=group)
+        runner.learn()
+        self_play = runner.pool.self_play
+        torch.save({
+            "shared": {k: v.clone() for k, v in shared_tensors(runner.agent).items()},
+            "optimizer": runner.algorithm.optimizer.state_dict(),
+            "learning_rate": runner.algorithm.learning_rate,
+            "records": self_play.state_dict() if self_play is not None else None,
+            "counters": runner.counters.env_steps,
+            "env": runner.env.state_dict(),
+        }, tmp / f"{name}-rank{rank}.pt")
+        report[name] = lines
+    assert runner is not None
+    with torch.no_grad():
+        if rank == 1:
+            next(runner.agent.model.parameters()).view(-1)[0] += 1e-3
+    try:
+        runner.save()
+        report["divergence"] = None
+    except DivergenceError as exc:
+        report["divergence"] = str(exc)
+    (tmp / f"rank{rank}.json").write_text(json.dumps(report))
+    group.close()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
