@@ -224,12 +224,20 @@ class Group:
         if device.type == "cuda":
             torch.cuda.set_device(device)
 
-    def close(self) -> None:
-        """Leave the group (after a clean end; on failure the process just exits)."""
+    def close(self, wait: bool = True) -> None:
+        """Leave the group. With ``wait`` (a clean end) every process first waits for the others, so
+        none tears its connections down while another still talks on them: gloo can abort a process
+        whose peer left first ("terminate called without an active exception")."""
         import torch.distributed as dist
 
-        if dist.is_initialized():
-            dist.destroy_process_group()
+        if not dist.is_initialized():
+            return
+        if wait:
+            try:
+                self.barrier()
+            except PeerFailure:
+                pass  # a peer is already gone: nothing left to wait for
+        dist.destroy_process_group()
 
     # -- tensors ----------------------------------------------------------------------------------
 

@@ -340,13 +340,17 @@ def run_training(ctx: click.Context, params: dict[str, Any], algorithm: str = "p
     except (DistributedError, PeerFailure) as exc:
         raise fail(str(exc)) from None
     try:
-        return train(ctx, params, algorithm, group)
+        result = train(ctx, params, algorithm, group)
     except PeerFailure as exc:  # a process ended while the others were setting up
         from arena_ppo.launch import everyone
 
+        group.close(wait=False)
         raise everyone(group, f"training did not start: {exc}") from None
-    finally:  # on every way out: a process that exits inside the group can abort at shutdown
-        group.close()
+    except BaseException:  # a process that exits inside the group can abort at shutdown
+        group.close(wait=False)  # the others may be anywhere: waiting for them could hang
+        raise
+    group.close()
+    return result
 
 
 @dataclass
