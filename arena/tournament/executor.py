@@ -21,7 +21,6 @@ whole league hostage.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
 from collections import deque
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from arena.env.teams import side_total
+from arena.seeds import text_seed
 from arena.tournament.results import P1_WINS, P2_WINS, GameResult
 from arena.tournament.schedule import Unit
 
@@ -182,11 +182,6 @@ def allocate(games: Sequence[int], slots: int) -> list[int]:
     for i in order[:left]:
         floors[i] += 1
     return [o + f for o, f in zip(out, floors)]
-
-
-def text_seed(text: str) -> int:
-    """A 63-bit seed from ``text``: the same text gives the same seed on every machine and run."""
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") & (2**63 - 1)
 
 
 def batch_seed(seed: int, number: int) -> int:

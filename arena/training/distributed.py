@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from arena.seeds import text_seed
+
 if TYPE_CHECKING:
     import torch
 
@@ -112,8 +114,7 @@ def rank_seed(seed: int, rank: int) -> int:
     repeats a plain run exactly), a hash of both elsewhere, so no rank replays another's battles."""
     if rank == 0:
         return seed
-    digest = hashlib.sha256(f"arena-rank:{seed}:{rank}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") & MAX_SEED
+    return text_seed(f"arena-rank:{seed}:{rank}") & MAX_SEED
 
 
 def split_count(total: int, rank: Rank) -> int:
