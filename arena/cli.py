@@ -503,12 +503,12 @@ def tournament(file: str, fresh: bool, retry_forfeits: bool, device: str | None,
     except ConfigError as exc:
         raise ArenaError(str(exc)) from None
     if device is not None:  # checked here so that the message blames the option, not the file's key
-        from arena.env import resolve_device
+        from arena.env import DeviceUnavailableError, resolve_device
 
         try:
             resolve_device(device)
         except ValueError as exc:
-            if ray_address is None or "not available" not in str(exc):  # Ray workers may have the GPUs
+            if ray_address is None or not isinstance(exc, DeviceUnavailableError):  # Ray workers may have GPUs
                 raise ArenaError(f"--device: {exc}") from None
     for warning in config.warnings:
         click.echo(f"warning: {warning}", err=True)

@@ -4,9 +4,9 @@ from arena.env.actions import ACTION_KEYS, check_action
 from arena.env.config import EnvConfig, RewardConfig
 from arena.env.observations import EXTENDED_OBS_KEYS, OBS_KEYS, PLAYERS, obs_vector
 from arena.env.state import WorldState
-from arena.env.tensor_env import TensorEnv, resolve_device
+from arena.env.tensor_env import DeviceUnavailableError, TensorEnv, resolve_device
 
 __all__ = [
-    "ACTION_KEYS", "EXTENDED_OBS_KEYS", "EnvConfig", "OBS_KEYS", "PLAYERS", "RewardConfig", "TensorEnv",
-    "WorldState", "check_action", "obs_vector", "resolve_device",
+    "ACTION_KEYS", "DeviceUnavailableError", "EXTENDED_OBS_KEYS", "EnvConfig", "OBS_KEYS", "PLAYERS", "RewardConfig",
+    "TensorEnv", "WorldState", "check_action", "obs_vector", "resolve_device",
 ]

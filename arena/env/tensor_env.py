@@ -18,6 +18,10 @@ from arena.env.teams import side_view
 Obs = dict[str, Observation]
 
 
+class DeviceUnavailableError(ValueError):
+    """A well-formed CUDA device on a machine without CUDA (another machine may have it: Ray workers)."""
+
+
 def resolve_device(device: str | torch.device | None) -> torch.device:
     """``None``/"auto" → CUDA when present, else CPU; a bare "cuda" gets its index so devices compare equal."""
     if device is None or device == "auto":
@@ -28,7 +32,7 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
         raise ValueError(f"invalid device {device!r}: expected cpu, cuda, cuda:N or auto") from exc
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"device {device!r} requested but CUDA is not available on this machine")
+            raise DeviceUnavailableError(f"device {device!r} requested but CUDA is not available on this machine")
         index = dev.index if dev.index is not None else torch.cuda.current_device()
         if index >= torch.cuda.device_count():
             raise ValueError(f"device {device!r}: only {torch.cuda.device_count()} CUDA device(s) present")

@@ -108,12 +108,12 @@ def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "
     be run; ``KeyboardInterrupt`` after flushing every finished game (the next run resumes).
     """
     from arena.agents import agent_registry
-    from arena.env import EnvConfig, resolve_device
+    from arena.env import DeviceUnavailableError, EnvConfig, resolve_device
 
     try:
         device = resolve_device(config.device)
     except ValueError as exc:
-        if ray is None or "not available" not in str(exc):
+        if ray is None or not isinstance(exc, DeviceUnavailableError):
             raise ConfigError(config.file, "device", str(exc)) from None
         device = resolve_device("cpu")  # the GPUs are the workers': here the agents are only checked
     env_config = EnvConfig.from_dict(config.env)
