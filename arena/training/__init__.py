@@ -15,15 +15,15 @@ from arena.training.interrupt import StopRequest
 from arena.training.metrics import MetricLogger, default_run_dir, tensorboard_writer, to_plain, write_config
 from arena.training.opponents import (
     OpponentPool, OpponentSpec, OpponentSpecError, SelfPlayPool, SnapshotError, Tally, capture_agent_memory,
-    describe_split, league_agents, parse_opponent_spec, parse_opponent_specs, restore_agent_memory, split_envs,
-    with_floor,
+    describe_split, league_agents, league_partners, parse_opponent_spec, parse_opponent_specs, restore_agent_memory,
+    split_envs, with_floor,
 )
 
 __all__ = [
     "CheckpointError", "DistributedError", "DivergenceError", "EvalResult", "Group", "MetricLogger",
     "OpponentPool", "OpponentSpec", "OpponentSpecError", "PeerFailure", "Rank", "SelfPlayPool", "SnapshotError",
     "StopRequest", "Tally", "capture_agent_memory", "checkpoint_name", "checkpoint_step",
-    "clean_stale_temp_files", "default_run_dir", "describe_split", "evaluate", "league_agents",
+    "clean_stale_temp_files", "default_run_dir", "describe_split", "evaluate", "league_agents", "league_partners",
     "list_checkpoints", "load_checkpoint", "parse_opponent_spec", "parse_opponent_specs", "process_device",
     "rank_from_env", "rank_seed", "restore_agent_memory", "save_checkpoint", "split_envs", "tensorboard_writer",
     "to_plain", "with_floor", "write_config",

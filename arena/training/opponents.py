@@ -3,10 +3,10 @@
 ``--vs`` specs read ``NAME[=WEIGHT]``: an agent name (``crank``), a frozen checkpoint
 (``ckpt:runs/a/ckpt_000500000.pt``), ``self`` — this run's own past checkpoints, drawn by
 prioritized fictitious self-play (PFSP) — or ``league``: PFSP over the ladder of scripted opponents
-(every agent that declares a ``ladder_rung``, the placeholder included) and the run's own past
-checkpoints together, so the opponents the learner beats least get the most games. The batch of envs
-is cut into contiguous slices, one per opponent, sized by weight, so every opponent acts once per step
-on its whole slice.
+(every agent that declares a ``ladder_rung``, the placeholder included), the training partners
+(``league_partner``) and the run's own past checkpoints together, so the opponents the learner beats
+least get the most games. The batch of envs is cut into contiguous slices, one per opponent, sized by
+weight, so every opponent acts once per step on its whole slice.
 
 The learner is always p1 here: each player sees the world from its own side, so a policy trained as
 p1 plays p2 just as well.
@@ -121,6 +121,18 @@ def league_agents(registry: Any = None) -> list[str]:
         if isinstance(rung, int) and not isinstance(rung, bool):
             rungs.append((rung, name))
     return [name for _, name in sorted(rungs)]
+
+
+def league_partners(registry: Any = None) -> list[str]:
+    """Training partners: agents that declare ``league_partner = True`` without being a rung. ``--vs
+    league`` draws them with the ladder (so a learner meets, early and often, a situation a rung shows
+    only late), but they are not rated as rungs or scored at evaluation."""
+    from arena.agents import agent_registry
+
+    registry = registry if registry is not None else agent_registry()
+    ladder = set(league_agents(registry))
+    return sorted(name for name in registry.names()
+                  if getattr(registry.get(name), "league_partner", False) is True and name not in ladder)
 
 
 FLOOR_AGENT = "placeholder"  # the league's floor: what anything that learns must beat

@@ -13,6 +13,6 @@ import arena
 @arena.hookimpl
 def arena_agents() -> list[type]:
     from arena_crank.agent import CrankAgent
-    from arena_crank.ladder import Ace, Defender, Sniper
+    from arena_crank.ladder import Ace, Defender, Salvo, Sniper
 
-    return [CrankAgent, Sniper, Defender, Ace]
+    return [CrankAgent, Sniper, Salvo, Defender, Ace]

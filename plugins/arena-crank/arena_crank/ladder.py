@@ -170,6 +170,24 @@ class Sniper(ScriptedPilot):
         return {"rudder": rudder, "throttle": torch.ones_like(rudder), "fire": fire}
 
 
+class Salvo(Sniper):
+    """The sniper's doctrine with no extension: all missiles at once from full range, then, unarmed, it
+    comes on and turns away only inside 15 km. Not a rung: a training partner that shows a learner the
+    sniper's endgame (an unarmed enemy coming at it) from the first minute instead of the fourth."""
+
+    name: ClassVar[str] = "salvo"
+    description: ClassVar[str] = "training partner: the sniper firing all its missiles at once, then coming on unarmed"
+    ladder_rung: ClassVar[None] = None
+    league_partner: ClassVar[bool] = True  # --vs league draws it with the rungs
+
+    def __init__(self, device: "str | torch.device" = "cpu", env_config: "EnvConfig | None" = None, *,
+                 fire_range_frac: float = 1.0, fire_angle_deg: float = 20.0, extend_s: float = 0.0,
+                 cooldown_s: float = 1.0, defend_range_m: float = 15_000.0, turn_gain: float = 3.0) -> None:
+        super().__init__(device, env_config, fire_range_frac=fire_range_frac, fire_angle_deg=fire_angle_deg,
+                         extend_s=extend_s, cooldown_s=cooldown_s, defend_range_m=defend_range_m,
+                         turn_gain=turn_gain)
+
+
 class Defender(ScriptedPilot):
     """Drag incoming missiles, re-commit, shoot from inside the no-escape range: see the module docstring."""
 

@@ -19,6 +19,7 @@ AIM_COEF = 0.002  # per step with the enemy dead ahead; ≤ 0.6 over a 300-step 
 CLOSE_COEF = 0.5  # per diagonal-fraction of range closed; 60 km of closing pays ≈ 0.21
 AIM_TURN_COEF = 0.05  # per unit of cos(bearing) gained: turning from tail-on to nose-on pays 0.1
 TIME_COEF = 0.002  # per step while both fly: a 300-step draw costs 0.6, a loss 1.0
+MISSILE_COEF = 0.4  # per fraction of the load: with 4 carried, a launch costs 0.1 and an enemy launch pays 0.1
 
 
 def zero(obs: Obs, next_obs: Obs, rewards: "torch.Tensor", dones: "torch.Tensor",
@@ -63,4 +64,23 @@ def decisive(obs: Obs, next_obs: Obs, rewards: "torch.Tensor", dones: "torch.Ten
     return (AIM_TURN_COEF * aim + CLOSE_COEF * closing - TIME_COEF) * flying
 
 
-REWARDS = {"zero": zero, "pursuit": pursuit, "decisive": decisive}
+def economy(obs: Obs, next_obs: Obs, rewards: "torch.Tensor", dones: "torch.Tensor",
+            infos: dict[str, Any]) -> "torch.Tensor":
+    """``pursuit`` plus a price on missiles: each own launch costs, each enemy launch pays, the same.
+
+    Against an opponent that shoots from afar and runs (the sniper), a policy that empties its rails
+    at the first long shot has nothing left when the enemy, out of missiles, finally comes close; the
+    win that holding fire earns is 100+ steps away. This term makes the missile count itself worth
+    something now. A hit still ends the battle with the win's 1.0, far more than the launch cost.
+    The enemy's count is read from the extended observation; with the standard one only own launches
+    are priced.
+    """
+    import torch
+
+    spent = obs["missiles"] - next_obs["missiles"]
+    enemy_spent = (obs["enemy_missiles"] - next_obs["enemy_missiles"]) if "enemy_missiles" in next_obs \
+        else torch.zeros_like(spent)
+    return pursuit(obs, next_obs, rewards, dones, infos) + MISSILE_COEF * (enemy_spent - spent)
+
+
+REWARDS = {"zero": zero, "pursuit": pursuit, "decisive": decisive, "economy": economy}

@@ -1,4 +1,5 @@
-"""Reward shaping: what each term pays, and that the aim term of ``decisive`` sums to nothing."""
+"""Reward shaping: what each term pays, that the aim term of ``decisive`` sums to nothing, and the
+price ``economy`` puts on missiles."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 
 import torch
 
-from arena_ppo.rewards import AIM_TURN_COEF, CLOSE_COEF, TIME_COEF, decisive, pursuit
+from arena_ppo.rewards import AIM_TURN_COEF, CLOSE_COEF, MISSILE_COEF, TIME_COEF, decisive, economy, pursuit
 
 
 def obs(angle: list[float], distance: list[float], alive: list[float], enemy_alive: list[float]) -> dict:
@@ -39,3 +40,33 @@ def test_decisive_pays_for_turning_toward_the_enemy_not_for_pointing_at_it() -> 
     assert math.isclose(float(turned[0]) + TIME_COEF, 2 * AIM_TURN_COEF, rel_tol=1e-5)
     held = call(pursuit, obs([0.0], [0.5], [1], [1]), obs([0.0], [0.5], [1], [1]))
     assert float(held[0]) > 0  # pursuit pays for every step held nose-on; decisive does not
+
+
+def with_missiles(o: dict, own: list[float], enemy: list[float] | None) -> dict:
+    o = dict(o, missiles=torch.tensor(own))
+    if enemy is not None:
+        o["enemy_missiles"] = torch.tensor(enemy)
+    return o
+
+
+def test_economy_prices_own_launches_and_pays_for_the_enemy_s() -> None:
+    flying = obs([0.0, 0.0, 0.0], [0.5, 0.5, 0.5], [1, 1, 1], [1, 1, 1])
+    before = with_missiles(flying, [1.0, 1.0, 0.75], [1.0, 1.0, 0.5])
+    after = with_missiles(flying, [0.75, 1.0, 0.75], [1.0, 0.75, 0.5])  # we fire; they fire; nobody fires
+    base = call(pursuit, flying, flying)
+    extra = call(economy, before, after) - base
+    assert math.isclose(float(extra[0]), -MISSILE_COEF * 0.25, rel_tol=1e-5)
+    assert math.isclose(float(extra[1]), MISSILE_COEF * 0.25, rel_tol=1e-5)
+    assert float(extra[2]) == 0.0
+    # Over a battle the missile term is the change in (own - enemy) load, whatever the order of launches.
+    loads = [(1.0, 1.0), (0.75, 1.0), (0.75, 0.5), (0.25, 0.5), (0.25, 0.0)]
+    total = sum(float((call(economy, with_missiles(flying, [a[0]] * 3, [a[1]] * 3),
+                            with_missiles(flying, [b[0]] * 3, [b[1]] * 3)) - base)[0])
+                for a, b in zip(loads, loads[1:]))
+    assert math.isclose(total, MISSILE_COEF * ((1.0 - 0.0) - (1.0 - 0.25)), rel_tol=1e-5)
+
+
+def test_economy_without_the_enemy_count_prices_own_launches_only() -> None:
+    flying = obs([0.0], [0.5], [1], [1])
+    r = call(economy, with_missiles(flying, [1.0], None), with_missiles(flying, [0.5], None))
+    assert math.isclose(float(r[0] - call(pursuit, flying, flying)[0]), -MISSILE_COEF * 0.5, rel_tol=1e-5)

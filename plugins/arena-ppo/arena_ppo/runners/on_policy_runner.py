@@ -28,7 +28,7 @@ from arena.progress import Progress
 from arena.threads import apply_threads
 from arena.training import (
     EvalResult, MetricLogger, OpponentPool, OpponentSpec, SelfPlayPool, StopRequest, checkpoint_name,
-    clean_stale_temp_files, evaluate, league_agents, list_checkpoints, with_floor,
+    clean_stale_temp_files, evaluate, league_agents, league_partners, list_checkpoints, with_floor,
     parse_opponent_specs, save_checkpoint, tensorboard_writer, to_plain, write_config,
 )
 from arena.training.distributed import Group, Rank, process_device, rank_seed, split_count
@@ -127,8 +127,9 @@ class OnPolicyRunner:
         self_play = None
         if any(s.kind in ("self", "league") for s in self.specs):
             ladder = {}
-            if any(s.kind == "league" for s in self.specs):  # the ladder, drawn by PFSP with the checkpoints
-                ladder = {name: make_opponent(OpponentSpec("agent", name)) for name in league_agents()}
+            if any(s.kind == "league" for s in self.specs):  # ladder and partners, drawn by PFSP with the checkpoints
+                ladder = {name: make_opponent(OpponentSpec("agent", name))
+                          for name in [*league_agents(), *league_partners()]}
             quiet = {} if self.main else {"warn": lambda text: None}  # one warning per run, not per process
             self_play = SelfPlayPool(self.out_dir, self._load_snapshot, fixed=ladder, **quiet)
         self.pool = OpponentPool(self.specs, self.local_envs, make_opponent, self_play=self_play,
