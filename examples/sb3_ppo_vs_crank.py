@@ -21,6 +21,7 @@ import arena.wrappers  # noqa: F401  - registers Arena/Duel-v0
 def main(argv: list[str] | None = None) -> dict[str, float]:
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timesteps", type=int, default=200_000)
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     vec = make_vec_env("Arena/Duel-v0", n_envs=args.envs, seed=args.seed, env_kwargs={"opponent": args.opponent})
     model = PPO("MlpPolicy", vec, n_steps=256, batch_size=256, seed=args.seed, verbose=0, device="cpu")
+    model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default makes an empty /tmp/SB3-* per run
     model.learn(total_timesteps=args.timesteps)
 
     env = gymnasium.make("Arena/Duel-v0", opponent=args.opponent)

@@ -1,5 +1,6 @@
 """The ladder's doctrines: the agent contract, the extended observation they ask for, each rung beating
-the one below, every team size, and the wall guard that keeps a dragging aircraft in the arena."""
+the one below, every team size, the wall guard that keeps a dragging aircraft in the arena, and the
+salvo training partner."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from arena.env import EnvConfig
 from arena.loop import needs_extended
 from arena.match import play_match
 from arena.testing import check_agent
-from arena.training import league_agents
-from arena_crank.ladder import Ace, Defender, Sniper
+from arena.env import TensorEnv
+from arena.training import league_agents, league_partners
+from arena_crank.ladder import Ace, Defender, Salvo, Sniper
 
 LADDER = ("placeholder", "crank", "sniper", "defender", "ace")
 
 
-@pytest.mark.parametrize("cls", [Sniper, Defender, Ace])
+@pytest.mark.parametrize("cls", [Sniper, Salvo, Defender, Ace])
 def test_contract(cls):
     check_agent(cls, steps=30)
 
@@ -34,6 +36,35 @@ def test_who_asks_for_the_extended_observation():
 
 def test_the_league_is_the_ladder_weakest_first():
     assert tuple(league_agents()) == LADDER
+
+
+def test_salvo_is_a_training_partner_not_a_rung():
+    assert league_partners() == ["salvo"]
+    assert "salvo" not in league_agents()
+
+
+def test_salvo_empties_its_rails_at_once_then_comes_on_and_turns_away_inside_15_km():
+    cfg = EnvConfig()
+    env = TensorEnv(64, seed=4, config=cfg)
+    obs = env.reset()
+    salvo = Salvo(env_config=cfg)
+    straight = {"rudder": torch.zeros(64), "throttle": torch.ones(64), "fire": torch.zeros(64, dtype=torch.bool)}
+    launches: list[int] = []
+    for t in range(80):  # the enemy flies straight on: inside 40 km within a minute
+        action = salvo.act(obs["p1"])
+        fired = action["fire"].bool() & (obs["p1"]["missiles"] > 0)
+        launches += [t] * int(fired[0])
+        obs, _, dones, _ = env.step(action, straight)
+        assert not dones[0]
+    assert len(launches) == cfg.missiles and launches[-1] - launches[0] == cfg.missiles - 1, launches  # one salvo
+    # Unarmed: nose on the enemy outside 15 km, tail to it inside.
+    o = {k: v[:2].clone() for k, v in obs["p1"].items()}
+    o["missiles"] = torch.zeros(2)
+    o["enemy_relative_angle"] = torch.tensor([0.3, 0.3])  # the enemy 54° to the left
+    o["enemy_distance"] = torch.tensor([30_000.0, 10_000.0]) / cfg.diagonal
+    o["x"], o["y"] = torch.full((2,), 0.5), torch.full((2,), 0.5)  # mid-arena: no wall in the way
+    rudder = salvo.act(o)["rudder"]
+    assert rudder[0] > 0 and rudder[1] < 0, "turns toward the enemy when far, away from it when near"
 
 
 @pytest.mark.parametrize("lower,upper", list(zip(LADDER, LADDER[1:])))

@@ -173,9 +173,10 @@ def test_a_run_saved_before_the_floor_existed_resumes_without_one():
 
 
 def test_league_training_plays_the_ladder_and_evaluates_against_every_rung(tmp_path):
-    """--vs league: the ladder (some of it reading the extended observation) drawn by PFSP with the
-    run's own checkpoints; the learner keeps its standard observation; eval.csv has every rung."""
-    from arena.training import league_agents
+    """--vs league: the ladder (some of it reading the extended observation) and the training partners
+    drawn by PFSP with the run's own checkpoints; the learner keeps its standard observation; eval.csv
+    has every rung and no partner."""
+    from arena.training import league_agents, league_partners
 
     out = tmp_path / "league"
     result = run(["--vs", "league", "--num-envs", "16", "--self-slots", "8", "--max-steps", str(16 * 16 * 3),
@@ -185,9 +186,10 @@ def test_league_training_plays_the_ladder_and_evaluates_against_every_rung(tmp_p
     header = rows(out / "eval.csv")[0]
     for name in league_agents():
         assert f"eval_{name}_win" in header, name
+    assert league_partners() and not any(f"eval_{name}_win" in header for name in league_partners())
     data = torch.load(list_checkpoints(out)[-1], weights_only=True)
     drawn = data["opponents"]["self_play"]["records"]
-    assert set(league_agents()) <= set(drawn), "every rung is in the PFSP pool"
+    assert set(league_agents()) | set(league_partners()) <= set(drawn), "every rung and partner is in the PFSP pool"
     assert any(name.startswith("ckpt_") for name in drawn), "and so are the run's own checkpoints"
     assert data["config"]["run"]["obs_mode"] == "default"
 
