@@ -34,7 +34,8 @@ import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 
 
 def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None, self_slots: int = 4,
-          obs_mode: str = "extended", floor: float | None = None, reward: str | None = None) -> dict[str, Any]:
+          obs_mode: str = "extended", floor: float | None = None, reward: str | None = None,
+          ladder_share: float | None = None) -> dict[str, Any]:
     """One PPO run for ``minutes`` of wall clock; returns its size and speed."""
     import torch
 
@@ -55,6 +56,8 @@ def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | No
         cfg.run.floor = floor
     if reward is not None:
         cfg.run.reward = reward
+    if ladder_share is not None:
+        cfg.run.ladder_share = ladder_share
     cfg.run.out = str(out)
     runner = OnPolicyRunner(cfg, out, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
                             reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
@@ -131,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floor", type=float, default=None, help="--floor of the main runs (default: the trainer's)")
     parser.add_argument("--runs", default="league,crank", help="main runs: league, crank or both")
     parser.add_argument("--reward", default=None, help="--reward of the main runs (default: the trainer's)")
+    parser.add_argument("--ladder-share", type=float, default=None,
+                        help="--ladder-share of the league run (default: the trainer's)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-league-<time>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
@@ -146,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
         trained = dict(zip(runs, pool.map(train, [root / n for n in runs], runs.values(), [args.minutes] * k,
                                           [args.seed] * k, [args.threads] * k, [args.self_slots] * k,
-                                          [args.obs_mode] * k, [args.floor] * k, [args.reward] * k)))
+                                          [args.obs_mode] * k, [args.floor] * k, [args.reward] * k,
+                                          [args.ladder_share] * k)))
         finals = {n: final_checkpoint(trained[n]["out"]) for n in runs}
         exploit = {}
         if args.exploit_minutes > 0:
@@ -154,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
                                               [[f"ckpt:{finals[n]}"] for n in runs], [args.exploit_minutes] * k,
                                               [args.seed + 1] * k, [args.threads] * k, [4] * k, [args.obs_mode] * k)))
     result: dict[str, Any] = {"minutes": args.minutes, "exploit_minutes": args.exploit_minutes, "games": args.games,
-                              "floor": args.floor, "reward": args.reward, "runs": {}}
+                              "floor": args.floor, "reward": args.reward, "ladder_share": args.ladder_share,
+                              "runs": {}}
     for n in runs:
         row = {**trained[n], "final": str(finals[n]),
                "scores": score(finals[n], ladder, args.games, args.seed, args.obs_mode)}

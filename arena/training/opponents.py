@@ -248,6 +248,9 @@ class SelfPlayPool:
     directory: Path
     loader: Callable[[Path], Any]  # checkpoint path -> frozen agent in eval mode
     fixed: dict[str, Any] = field(default_factory=dict)  # --vs league: ladder agents drawn with the checkpoints
+    # Share of draws that go to ``fixed`` once checkpoints exist (each group by PFSP within it); None:
+    # one pool, where every new checkpoint takes a little more from the fixed agents.
+    fixed_share: float | None = None
     power: float = 2.0
     floor: float = 0.05
     cache_size: int = 8
@@ -276,6 +279,10 @@ class SelfPlayPool:
             return []
         names = list(weights)
         probs = torch.tensor([weights[n] for n in names], dtype=torch.float64)
+        fixed = torch.tensor([n in self.fixed for n in names])
+        if self.fixed_share is not None and fixed.any() and not fixed.all():
+            share = torch.where(fixed, self.fixed_share, 1.0 - self.fixed_share)
+            probs = share * probs / torch.where(fixed, probs[fixed].sum(), probs[~fixed].sum())
         picks = torch.multinomial(probs, count, replacement=True, generator=generator)
         return [names[i] for i in picks.tolist()]
 

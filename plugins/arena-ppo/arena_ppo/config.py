@@ -85,6 +85,10 @@ class RunConfig:
     # policy that only ever meets opponents that come at it never learns to find one that does not,
     # and flew out of the arena against the placeholder (docs/training.md). 0 turns it off.
     floor: float = 0.25
+    # --vs league: share of the drawn opponents that come from the ladder (and training partners) once
+    # the run has checkpoints; the rest are its checkpoints. Without it the checkpoints, piling up at
+    # one every 2 M steps, crowd the rungs out (docs/training.md). None: one pool (runs saved before).
+    ladder_share: float | None = 0.5
     device: str = "auto"
     seed: int = 0
     out: str = ""

@@ -32,7 +32,7 @@ PARAMS: dict[str, tuple[str, str]] = {
 FIXED_ON_RESUME = ("num_envs", "obs_mode", "obs_norm", "privileged_critic", "value_norm", "layer_norm", "self_slots",
                    "floor", "team_size", "policy", "recurrent")
 # What a run saved before a setting existed did: resuming it must not change its course.
-SAVED_BEFORE = {"run": {"floor": 0.0}}
+SAVED_BEFORE = {"run": {"floor": 0.0, "ladder_share": None}}
 MAX_ENVS = 1 << 24  # battles stepped at once: ~16.7 M, already tens of GB of env state and rollout
 MAX_STEPS = 1 << 60  # environment steps (and intervals): far beyond any run, still exact in int64 counters
 MAX_SEED = (1 << 62) - 1  # seeds feed 64-bit torch generators with small offsets added
@@ -123,7 +123,11 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
         click.option("--eval-games", type=click.IntRange(0, MAX_ENVS), default=R.eval_games, show_default=True,
                      help="Games per opponent in each evaluation (0: none)."),
         click.option("--self-slots", type=click.IntRange(1, 1024), default=R.self_slots, show_default=True,
-                     help="Past checkpoints playing at once for --vs self."),
+                     help="Past checkpoints playing at once for --vs self (opponents drawn at once for --vs league)."),
+        click.option("--ladder-share", type=FiniteFloat(0, 1, min_open=True), default=R.ladder_share,
+                     show_default=True,
+                     help="--vs league: share of the drawn opponents taken from the ladder and training partners "
+                          "once the run has checkpoints; the rest are its own checkpoints."),
         click.option("--threads", type=click.IntRange(0, MAX_THREADS), default=R.threads, help=THREADS_HELP),
         click.option("--device", default=R.device, show_default=True,
                      help="cpu, cuda, cuda:N or auto. With several processes, cuda gives each the GPU of its local "

@@ -131,7 +131,8 @@ class OnPolicyRunner:
                 ladder = {name: make_opponent(OpponentSpec("agent", name))
                           for name in [*league_agents(), *league_partners()]}
             quiet = {} if self.main else {"warn": lambda text: None}  # one warning per run, not per process
-            self_play = SelfPlayPool(self.out_dir, self._load_snapshot, fixed=ladder, **quiet)
+            self_play = SelfPlayPool(self.out_dir, self._load_snapshot, fixed=ladder,
+                                     fixed_share=run.ladder_share if ladder else None, **quiet)
         self.pool = OpponentPool(self.specs, self.local_envs, make_opponent, self_play=self_play,
                                  snapshot=self._snapshot, self_slots=run.self_slots, team_size=self.seats)
         # An opponent that reads the extended observation gets it; the learner keeps its own keys.
