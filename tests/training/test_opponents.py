@@ -126,6 +126,32 @@ def test_self_play_prefers_checkpoints_the_learner_beats_least(tmp_path):
     assert other.weights() == pfsp.weights()
 
 
+def test_league_keeps_the_ladder_share_however_many_checkpoints_pile_up(tmp_path):
+    ladder = {"crank": Constant(0.0), "sniper": Constant(0.0)}
+    pools = {share: SelfPlayPool(tmp_path, lambda p: Constant(0.0), fixed=ladder, fixed_share=share)
+             for share in (None, 0.5, 0.8)}
+
+    def ladder_fraction(pool: SelfPlayPool) -> float:
+        pool.refresh()
+        picks = pool.sample(4000, torch.Generator().manual_seed(1))
+        return sum(p in ladder for p in picks) / len(picks)
+
+    assert all(ladder_fraction(pool) == 1.0 for pool in pools.values()), "no checkpoint yet: the ladder only"
+    for step in range(1, 9):
+        save_checkpoint({"agent": "stub", "format_version": 1}, tmp_path / f"ckpt_{step:09d}.pt")
+    assert ladder_fraction(pools[None]) == pytest.approx(2 / 10, abs=0.03)  # one pool: 2 of 10 equal weights
+    assert ladder_fraction(pools[0.5]) == pytest.approx(0.5, abs=0.03)
+    assert ladder_fraction(pools[0.8]) == pytest.approx(0.8, abs=0.03)
+    # Within the ladder's share PFSP still decides: the rung the learner beats gets the floor weight,
+    # the one it loses to about 1.
+    pool = pools[0.5]
+    pool.record("crank", wins=100, draws=0, losses=0)
+    pool.record("sniper", wins=0, draws=0, losses=100)
+    picks = pool.sample(4000, torch.Generator().manual_seed(2))
+    assert picks.count("sniper") > 10 * picks.count("crank") > 0
+    assert sum(p in ladder for p in picks) / len(picks) == pytest.approx(0.5, abs=0.03)
+
+
 def test_self_slot_uses_snapshot_until_a_checkpoint_exists(tmp_path):
     specs = parse_opponent_specs(["self", "crank"])
     snapshot = Constant(0.5)

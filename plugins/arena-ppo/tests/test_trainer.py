@@ -160,16 +160,17 @@ def test_new_run_refuses_an_out_that_holds_a_run(tmp_path):
     assert (tmp_path / "r" / "metrics.csv").read_text() == before
 
 
-def test_a_run_saved_before_the_floor_existed_resumes_without_one():
+def test_a_run_saved_before_the_floor_or_the_ladder_share_existed_resumes_without_them():
     from dataclasses import asdict
 
     from arena_ppo.config import TrainConfig
     from arena_ppo.trainer import config_from_dict
 
     saved = asdict(TrainConfig())
-    assert config_from_dict(saved).run.floor == 0.25
-    del saved["run"]["floor"]
+    assert config_from_dict(saved).run.floor == 0.25 and config_from_dict(saved).run.ladder_share == 0.5
+    del saved["run"]["floor"], saved["run"]["ladder_share"]
     assert config_from_dict(saved).run.floor == 0.0
+    assert config_from_dict(saved).run.ladder_share is None  # one pool, as such a run was trained
 
 
 def test_league_training_plays_the_ladder_and_evaluates_against_every_rung(tmp_path):
