@@ -88,7 +88,7 @@ class RunConfig:
     # --vs league: share of the drawn opponents that come from the ladder (and training partners) once
     # the run has checkpoints; the rest are its checkpoints. Without it the checkpoints, piling up at
     # one every 2 M steps, crowd the rungs out (docs/training.md). None: one pool (runs saved before).
-    ladder_share: float | None = 0.5
+    ladder_share: float | None = 0.8
     device: str = "auto"
     seed: int = 0
     out: str = ""

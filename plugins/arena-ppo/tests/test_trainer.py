@@ -167,7 +167,7 @@ def test_a_run_saved_before_the_floor_or_the_ladder_share_existed_resumes_withou
     from arena_ppo.trainer import config_from_dict
 
     saved = asdict(TrainConfig())
-    assert config_from_dict(saved).run.floor == 0.25 and config_from_dict(saved).run.ladder_share == 0.5
+    assert config_from_dict(saved).run.floor == 0.25 and config_from_dict(saved).run.ladder_share == 0.8
     del saved["run"]["floor"], saved["run"]["ladder_share"]
     assert config_from_dict(saved).run.floor == 0.0
     assert config_from_dict(saved).run.ladder_share is None  # one pool, as such a run was trained
