@@ -27,6 +27,7 @@ import json
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -147,18 +148,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ladder: {', '.join(ladder)}; {args.minutes:g} min per run, exploiters {args.exploit_minutes:g} min, "
           f"{args.parallel} at a time with {args.threads} thread(s) each; output {root}", flush=True)
     runs = {n: [n] for n in args.runs.split(",") if n}
-    k = len(runs)
+    main_run = partial(train, minutes=args.minutes, seed=args.seed, threads=args.threads, self_slots=args.self_slots,
+                       obs_mode=args.obs_mode, floor=args.floor, reward=args.reward, ladder_share=args.ladder_share)
+    exploiter_run = partial(train, minutes=args.exploit_minutes, seed=args.seed + 1, threads=args.threads,
+                            self_slots=4, obs_mode=args.obs_mode)
     with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
-        trained = dict(zip(runs, pool.map(train, [root / n for n in runs], runs.values(), [args.minutes] * k,
-                                          [args.seed] * k, [args.threads] * k, [args.self_slots] * k,
-                                          [args.obs_mode] * k, [args.floor] * k, [args.reward] * k,
-                                          [args.ladder_share] * k)))
+        trained = dict(zip(runs, pool.map(main_run, [root / n for n in runs], runs.values())))
         finals = {n: final_checkpoint(trained[n]["out"]) for n in runs}
         exploit = {}
         if args.exploit_minutes > 0:
-            exploit = dict(zip(runs, pool.map(train, [root / f"exploit-{n}" for n in runs],
-                                              [[f"ckpt:{finals[n]}"] for n in runs], [args.exploit_minutes] * k,
-                                              [args.seed + 1] * k, [args.threads] * k, [4] * k, [args.obs_mode] * k)))
+            exploit = dict(zip(runs, pool.map(exploiter_run, [root / f"exploit-{n}" for n in runs],
+                                              [[f"ckpt:{finals[n]}"] for n in runs])))
     result: dict[str, Any] = {"minutes": args.minutes, "exploit_minutes": args.exploit_minutes, "games": args.games,
                               "floor": args.floor, "reward": args.reward, "ladder_share": args.ladder_share,
                               "runs": {}}

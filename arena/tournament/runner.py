@@ -126,7 +126,7 @@ def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "
         remote = None
         if ray is not None:
             spec = LeagueSpec(tuple(participants), registry, config.device, env_config.to_dict(), config.seed,
-                              config.time_per_move, GameSeeds(config.seed, [p.key for p in participants]))
+                              config.time_per_move, league_seeds(config, participants))
             remote = RemotePlay(spec, cpus, ray)
         store = ResultStore(db_path(config.output), fresh=fresh)
         note_migration(store)
@@ -153,6 +153,12 @@ class RemotePlay:
     def in_flight(self) -> int:
         """Tasks submitted at a time: two per CPU, so a worker has its next batch ready."""
         return max(2, int(2 * self.cpus))
+
+
+def league_seeds(config: TournamentConfig, participants: Sequence[Participant]) -> GameSeeds:
+    """Every game's start seed, from the league seed and the participants' keys: the same whether the
+    game is played here, on Ray, or again for a replay."""
+    return GameSeeds(config.seed, [p.key for p in participants])
 
 
 def note_migration(store: ResultStore) -> None:
@@ -226,7 +232,7 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
                 stats = play(agents, todo, sink, device=device, env_config=env_config, max_envs=config.max_envs,
                              seed=config.seed, first_batch=store.batch_count(), names=names, progress=bar,
                              max_batches=max_batches, time_per_move=config.time_per_move, stop=stop,
-                             game_seed=GameSeeds(config.seed, [p.key for p in participants]))
+                             game_seed=league_seeds(config, participants))
         finally:
             bar.close()
         status = "finished" if max_batches is None else "stopped"
@@ -281,7 +287,7 @@ def notable_replays(config: TournamentConfig, store: ResultStore, report: Tourna
     picks = notable_games([g for g in games if (g.p1, g.p2) in ordered], elo, names, config.replays)
     return record_replays(store, picks, ids, names, agents, config.output, device=device, env_config=env_config,
                           time_per_move=config.time_per_move,
-                          game_seed=GameSeeds(config.seed, [p.key for p in participants]), progress=progress,
+                          game_seed=league_seeds(config, participants), progress=progress,
                           stream=stream)
 
 

@@ -181,11 +181,8 @@ class Salvo(Sniper):
     league_partner: ClassVar[bool] = True  # --vs league draws it with the rungs
 
     def __init__(self, device: "str | torch.device" = "cpu", env_config: "EnvConfig | None" = None, *,
-                 fire_range_frac: float = 1.0, fire_angle_deg: float = 20.0, extend_s: float = 0.0,
-                 cooldown_s: float = 1.0, defend_range_m: float = 15_000.0, turn_gain: float = 3.0) -> None:
-        super().__init__(device, env_config, fire_range_frac=fire_range_frac, fire_angle_deg=fire_angle_deg,
-                         extend_s=extend_s, cooldown_s=cooldown_s, defend_range_m=defend_range_m,
-                         turn_gain=turn_gain)
+                 extend_s: float = 0.0, cooldown_s: float = 1.0, **params: Any) -> None:
+        super().__init__(device, env_config, extend_s=extend_s, cooldown_s=cooldown_s, **params)
 
 
 class Defender(ScriptedPilot):
