@@ -36,7 +36,8 @@ import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 
 def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None, self_slots: int = 4,
           obs_mode: str = "extended", floor: float | None = None, reward: str | None = None,
-          ladder_share: float | None = None) -> dict[str, Any]:
+          ladder_share: float | None = None, kickstart: str = "", kickstart_steps: int | None = None,
+          kickstart_final: float | None = None) -> dict[str, Any]:
     """One PPO run for ``minutes`` of wall clock; returns its size and speed."""
     import torch
 
@@ -59,6 +60,11 @@ def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | No
         cfg.run.reward = reward
     if ladder_share is not None:
         cfg.run.ladder_share = ladder_share
+    cfg.run.kickstart = kickstart
+    if kickstart_steps is not None:
+        cfg.run.kickstart_steps = kickstart_steps
+    if kickstart_final is not None:
+        cfg.ppo.kickstart_final = kickstart_final
     cfg.run.out = str(out)
     runner = OnPolicyRunner(cfg, out, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
                             reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
@@ -97,7 +103,12 @@ def score(checkpoint: Path, rivals: list[str], games: int, seed: int, obs_mode: 
 
 def rating_over_training(run: Path, ladder: list[str], games_per_pairing: int, seed: int, obs_mode: str
                          ) -> dict[str, Any]:
-    """A league of the run's checkpoints and the ladder; Spearman of step against Elo among checkpoints."""
+    """A league of the run's checkpoints and the ladder; Spearman of step against Elo among checkpoints, and
+    of step against each checkpoint's mean score (draws half) against the ladder alone.
+
+    The two can disagree: the Elo also counts the checkpoints' games against each other, where a later
+    policy can lose to an earlier one it is stronger than on the ladder (their strategies cycle).
+    """
     import yaml
 
     from arena.tournament import load_config, run_tournament
@@ -110,14 +121,17 @@ def rating_over_training(run: Path, ladder: list[str], games_per_pairing: int, s
         "games_per_pairing": games_per_pairing, "rating": {"bootstrap_rounds": 200}, "env": {"obs_mode": obs_mode},
         "participants": [*ladder, {"agent": "ppo", "checkpoints": "ckpt_*.pt"}]}))
     report = run_tournament(load_config(league), progress=False, notify=False)
-    board = report.leaderboard
-    steps, elos = [], []
+    board, h2h = report.leaderboard, report.head_to_head
+    steps, elos, ladder_scores = [], [], []
     for ckpt in list_checkpoints(run):
-        row = board[board["name"] == f"ppo:{ckpt.stem}"]
+        name = f"ppo:{ckpt.stem}"
+        row = board[board["name"] == name]
         if len(row):
             steps.append(checkpoint_step(ckpt))
             elos.append(float(row["elo"].iloc[0]))
+            ladder_scores.append(float(h2h.loc[name, ladder].mean()))
     return {"checkpoints": len(steps), "spearman": rank_correlation(steps, elos), "steps": steps, "elo": elos,
+            "ladder_score": ladder_scores, "spearman_ladder": rank_correlation(steps, ladder_scores),
             "report": str(report.output_dir / "report.md")}
 
 
@@ -137,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reward", default=None, help="--reward of the main runs (default: the trainer's)")
     parser.add_argument("--ladder-share", type=float, default=None,
                         help="--ladder-share of the league run (default: the trainer's)")
+    parser.add_argument("--kickstart", default="", help="--kickstart teacher of the main runs (default: none)")
+    parser.add_argument("--kickstart-steps", type=int, default=None,
+                        help="--kickstart-steps of the main runs (default: the trainer's)")
+    parser.add_argument("--kickstart-final", type=float, default=None,
+                        help="--kickstart-final of the main runs (default: the trainer's)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-league-<time>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
@@ -149,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.parallel} at a time with {args.threads} thread(s) each; output {root}", flush=True)
     runs = {n: [n] for n in args.runs.split(",") if n}
     main_run = partial(train, minutes=args.minutes, seed=args.seed, threads=args.threads, self_slots=args.self_slots,
-                       obs_mode=args.obs_mode, floor=args.floor, reward=args.reward, ladder_share=args.ladder_share)
+                       obs_mode=args.obs_mode, floor=args.floor, reward=args.reward, ladder_share=args.ladder_share,
+                       kickstart=args.kickstart, kickstart_steps=args.kickstart_steps,
+                       kickstart_final=args.kickstart_final)
     exploiter_run = partial(train, minutes=args.exploit_minutes, seed=args.seed + 1, threads=args.threads,
                             self_slots=4, obs_mode=args.obs_mode)
     with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
@@ -161,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
                                               [[f"ckpt:{finals[n]}"] for n in runs])))
     result: dict[str, Any] = {"minutes": args.minutes, "exploit_minutes": args.exploit_minutes, "games": args.games,
                               "floor": args.floor, "reward": args.reward, "ladder_share": args.ladder_share,
+                              "kickstart": args.kickstart, "kickstart_steps": args.kickstart_steps,
+                              "kickstart_final": args.kickstart_final,
                               "runs": {}}
     for n in runs:
         row = {**trained[n], "final": str(finals[n]),
@@ -185,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     rating = result.get("rating")
     if rating:
         print(f"\nrating over training: {rating['checkpoints']} checkpoints of the league run, Spearman(step, Elo) "
-              f"= {rating['spearman']:.3f}; report {rating['report']}")
+              f"= {rating['spearman']:.3f}, Spearman(step, mean score against the ladder) = "
+              f"{rating['spearman_ladder']:.3f}; report {rating['report']}")
     if args.json:
         print(json.dumps(result))
     return 0

@@ -65,6 +65,11 @@ class PPOConfig:
     desired_kl: float = 0.01
     value_norm: bool = False  # MAPPO's ValueNorm: critic learns normalized returns
     adam_eps: float = 1e-5
+    # Weight of the kickstart teacher's loss at the start of a run (RunConfig.kickstart); it moves linearly
+    # to kickstart_final over RunConfig.kickstart_steps and stays there. In the league, dropping the teacher
+    # (final 0) lost what it had taught; 0.2 kept it (docs/training.md).
+    kickstart_coef: float = 1.0
+    kickstart_final: float = 0.2
     data_chunk_length: int = 8  # recurrent policies: steps per training sequence (MAPPO: 10; 8 divides n_steps 32)
 
 
@@ -89,6 +94,10 @@ class RunConfig:
     # the run has checkpoints; the rest are its checkpoints. Without it the checkpoints, piling up at
     # one every 2 M steps, crowd the rungs out (docs/training.md). None: one pool (runs saved before).
     ladder_share: float | None = 0.8
+    # Kickstarting: an agent (name or ckpt:PATH) whose actions on the learner's states are an extra loss,
+    # fading to nothing over kickstart_steps env steps (arena_ppo.kickstart). "": none.
+    kickstart: str = ""
+    kickstart_steps: int = 20_000_000
     device: str = "auto"
     seed: int = 0
     out: str = ""

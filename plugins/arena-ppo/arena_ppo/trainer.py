@@ -17,6 +17,7 @@ from arena.threads import HELP as THREADS_HELP
 from arena.threads import MAX_THREADS
 
 from arena_ppo.config import LR_SCHEDULES, NetworkConfig, PPOConfig, RunConfig, TrainConfig
+from arena_ppo.kickstart import check_teacher
 from arena_ppo.mappo_agent import POLICIES
 
 # CLI parameter -> (config section, field). Anything not listed is a run-only switch.
@@ -128,6 +129,17 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
                      show_default=True,
                      help="--vs league: share of the drawn opponents taken from the ladder and training partners "
                           "once the run has checkpoints; the rest are its own checkpoints."),
+        click.option("--kickstart", metavar="NAME|ckpt:PATH", default=R.kickstart,
+                     help="Kickstarting: a teacher agent whose actions, on the learner's own states, are an extra "
+                          "loss, weighted from --kickstart-coef to --kickstart-final over --kickstart-steps "
+                          "(docs/training.md). Duels only."),
+        click.option("--kickstart-steps", type=click.IntRange(0, MAX_STEPS), default=R.kickstart_steps,
+                     show_default=True,
+                     help="Environment steps over which the teacher's weight moves to --kickstart-final."),
+        click.option("--kickstart-coef", type=FiniteFloat(0), default=P.kickstart_coef, show_default=True,
+                     help="The teacher's weight at the start, against the PPO loss."),
+        click.option("--kickstart-final", type=FiniteFloat(0), default=P.kickstart_final, show_default=True,
+                     help="The teacher's weight from --kickstart-steps on (0: the teacher is then dropped)."),
         click.option("--threads", type=click.IntRange(0, MAX_THREADS), default=R.threads, help=THREADS_HELP),
         click.option("--device", default=R.device, show_default=True,
                      help="cpu, cuda, cuda:N or auto. With several processes, cuda gives each the GPU of its local "
@@ -437,6 +449,7 @@ def prepare(ctx: click.Context, params: dict[str, Any], algorithm: str, rank: An
 
     try:
         specs = opponent_specs(cfg.run, cfg.run.num_envs // world)
+        teacher = check_teacher(cfg.run.kickstart, cfg.run.team_size) if cfg.run.kickstart else None
     except OpponentSpecError as exc:
         raise fail(str(exc)) from None
     if world > 1 and cfg.run.num_envs // world < len(specs):
@@ -459,6 +472,8 @@ def prepare(ctx: click.Context, params: dict[str, Any], algorithm: str, rank: An
     for spec in specs:  # fail now, not after the first rollout
         if spec.kind in ("agent", "checkpoint"):
             make_opponent(spec)
+    if teacher is not None:
+        opponent_factory(device, cfg.run.env_config(), option="--kickstart")(teacher)
     return Setup(cfg, Path(out), device, make_opponent, reward_fn, resume_data, plan)
 
 
@@ -567,8 +582,10 @@ def train(ctx: click.Context, params: dict[str, Any], algorithm: str, group: Any
         where = f"{world} process{'es' if world > 1 else ''} ({runner.device.type}{gpus})"
         envs = f"{cfg.run.num_envs} envs ({runner.local_envs} per process)"
     split = describe_split(runner.pool) + (" per process" if group is not None and world > 1 else "")
+    taught = (f"; taught by {cfg.run.kickstart} (weight {cfg.ppo.kickstart_coef:g} to {cfg.ppo.kickstart_final:g} "
+              f"over {cfg.run.kickstart_steps:,} steps)" if cfg.run.kickstart else "")
     if main:
-        click.echo(f"training {algorithm} on {where}, {teams}vs {split}; reward {cfg.run.reward}; "
+        click.echo(f"training {algorithm} on {where}, {teams}vs {split}; reward {cfg.run.reward}{taught}; "
                    f"{envs} x {cfg.ppo.n_steps} steps per update; output {out}")
     suffix = "" if main else f" ({group.rank})"
     stopping = {} if group is None else {"signals": (signal.SIGINT, signal.SIGTERM),
@@ -764,8 +781,9 @@ def resolve_reward(name: str) -> Any:
         raise fail(f"--reward: {exc}") from None
 
 
-def opponent_factory(device: Any, env_config: Any) -> Any:
-    """Build fixed opponents by name or checkpoint, as `arena play` does; errors become one-line CLI errors."""
+def opponent_factory(device: Any, env_config: Any, option: str = "--vs") -> Any:
+    """Build fixed opponents by name or checkpoint, as `arena play` does; errors become one-line CLI errors
+    naming ``option``."""
     from arena.agents import AgentSpecError, build_agent
 
     def make(spec: Any) -> Any:
@@ -776,7 +794,7 @@ def opponent_factory(device: Any, env_config: Any) -> Any:
                                 env_config)
             call_agent(spec.label, "eval", agent.eval)
         except (AgentSpecError, AgentCodeError) as exc:
-            raise fail(f"--vs {spec}: {exc}") from None
+            raise fail(f"{option} {spec}: {exc}") from None
         return agent
 
     return make

@@ -72,7 +72,9 @@ def straight_and_resumed(common, tmp_path):
 @pytest.mark.parametrize("options", [[], ["--privileged-critic", "--value-norm", "--layer-norm", "--obs-mode",
                                           "extended",
                                           "--lr-schedule", "adaptive", "--clip-value-loss", "--no-obs-norm"],
-                                     ["--team-size", "2", "--privileged-critic"]])
+                                     ["--team-size", "2", "--privileged-critic"],
+                                     # a teacher with a random stream, which the checkpoint must keep
+                                     ["--kickstart", "placeholder", "--kickstart-steps", "500"]])
 def test_resume_continues_exactly(tmp_path, options):
     common = ["--vs", "crank", "--vs", "placeholder=0.5", "--vs", "self=0.5", "--num-envs", "12", "--seed", "5",
               "--save-interval", "192", "--reward", "pursuit", *TINY, *options]

@@ -38,6 +38,14 @@ def bernoulli_kl(logit_old: torch.Tensor, logit: torch.Tensor) -> torch.Tensor:
     return p_old * (log_p - log_q) + (1 - p_old) * (log_1p - log_1q)
 
 
+def distillation_loss(mean: torch.Tensor, logit: torch.Tensor, teacher_rudder: torch.Tensor,
+                      teacher_fire: torch.Tensor) -> torch.Tensor:
+    """Per-row distance of the policy from a teacher's action (kickstarting): the squared error of the
+    mean rudder (the Gaussian's log-likelihood at a fixed std) plus the cross-entropy of the trigger."""
+    rudder = (torch.tanh(mean) - teacher_rudder).square()
+    return rudder + nn.functional.binary_cross_entropy_with_logits(logit, teacher_fire, reduction="none")
+
+
 class PPO:
     """Clipped-surrogate PPO with its optional pieces (value clipping and normalization, KL-adaptive or linear learning rate) behind config flags.
 
@@ -54,6 +62,7 @@ class PPO:
         self.value_normalizer = value_normalizer
         self.sync = sync
         self.learning_rate = cfg.learning_rate
+        self.kickstart_coef = 0.0  # weight of the teacher's loss in this update (the runner's schedule)
         self.optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
 
     def set_learning_rate(self, lr: float) -> None:
@@ -95,6 +104,10 @@ class PPO:
 
         entropy_mean = avg(entropy)
         total = policy_loss + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy_mean
+        teacher = None
+        if self.kickstart_coef > 0 and "teacher_rudder" in batch:
+            teacher = avg(distillation_loss(mean, logit, batch["teacher_rudder"], batch["teacher_fire"]))
+            total = total + self.kickstart_coef * teacher
         with torch.no_grad():
             parts = {
                 "policy_loss": policy_loss.detach(),
@@ -105,6 +118,8 @@ class PPO:
                 "kl": avg(gaussian_kl(batch["mean"], batch["log_std"], mean, log_std)
                           + bernoulli_kl(batch["fire_logit"], logit)),
             }
+            if teacher is not None:
+                parts["kickstart_loss"] = teacher.detach()
         return total, parts
 
     def update(self, storage: RolloutStorage, generator: torch.Generator | None = None) -> dict[str, float]:

@@ -37,6 +37,7 @@ from arena_ppo import distributed
 from arena_ppo.agent import PPOAgent
 from arena_ppo.algorithms import PPO
 from arena_ppo.config import RunConfig, TrainConfig
+from arena_ppo.kickstart import Teacher, coefficient
 from arena_ppo.storage import RolloutStorage, Transition
 
 RewardFn = Callable[..., torch.Tensor]
@@ -135,8 +136,12 @@ class OnPolicyRunner:
                                      fixed_share=run.ladder_share if ladder else None, **quiet)
         self.pool = OpponentPool(self.specs, self.local_envs, make_opponent, self_play=self_play,
                                  snapshot=self._snapshot, self_slots=run.self_slots, team_size=self.seats)
-        # An opponent that reads the extended observation gets it; the learner keeps its own keys.
+        self.teacher = (Teacher(run.kickstart, make_opponent, self.local_envs, self.device, self.seats)
+                        if run.kickstart else None)
+        self.kickstart_coef = 0.0
+        # An opponent (or teacher) that reads the extended observation gets it; the learner keeps its own keys.
         opponents = [slot.agent for slot in self.pool.slots] + list(self_play.fixed.values() if self_play else [])
+        opponents += [self.teacher.agent] if self.teacher is not None else []
         self.env = TensorEnv(self.local_envs, self.device, seed=self.seed,
                              config=observation_config(self.env_config, opponents),
                              final_global_state=run.privileged_critic)
@@ -145,7 +150,8 @@ class OnPolicyRunner:
         hidden_sizes = (model.actor_hidden_size, model.critic_hidden_size) if self.agent.recurrent else None
         self.storage = RolloutStorage(ppo.n_steps, rows, self.agent.network.obs_dim,
                                       self.agent.network.critic_obs_dim if run.privileged_critic else None, self.device,
-                                      active_masks=self.active_masks, hidden_sizes=hidden_sizes)
+                                      active_masks=self.active_masks, hidden_sizes=hidden_sizes,
+                                      teacher=self.teacher is not None)
         # The learner's recurrent state per aircraft row, carried from one rollout to the next (and saved).
         self.hidden: dict[str, torch.Tensor] = ({
             "actor": torch.zeros(rows, hidden_sizes[0], device=self.device),
@@ -193,6 +199,7 @@ class OnPolicyRunner:
         stats = {k: torch.zeros(n, device=self.device) for k in stat_names}
         keys = agent.obs_keys
         recurrent = agent.recurrent
+        teacher = self.teacher if self.kickstart_coef > 0 else None
         storage.clear()
         if self.group is not None:
             distributed.track_rollout(self.group, agent)
@@ -213,12 +220,15 @@ class OnPolicyRunner:
             else:
                 out = agent.policy(features, self.action_generator)
                 value = agent.value(critic_in)
+            labels = teacher.label(self.obs["p1"]) if teacher is not None else (None, None)
             rudder, fire = out.rudder, out.fire > 0.5
             if seats > 1:
                 rudder, fire = rudder.view(n, seats), fire.view(n, seats)
             action = {"rudder": rudder, "throttle": torch.ones_like(rudder), "fire": fire}
             turn = loop.step(self.obs, given={"p1": action})
             next_obs, dones, infos = turn.next_obs, turn.dones, turn.infos
+            if teacher is not None:
+                teacher.reset(dones)
 
             env_reward = turn.rewards["p1"].reshape(-1)
             seat_dones = self._seat_rows(dones)
@@ -241,6 +251,7 @@ class OnPolicyRunner:
                 mean=out.mean, log_std=out.log_std, fire_logit=out.fire_logit,
                 active=obs_p1["alive"] > 0.5 if self.active_masks else None,
                 actor_hidden=actor_h if recurrent else None, critic_hidden=critic_h if recurrent else None,
+                teacher_rudder=labels[0], teacher_fire=labels[1],
             ))
             if recurrent:  # a battle that restarted starts from a zero state
                 keep = (~seat_dones).unsqueeze(-1).to(features.dtype)
@@ -303,6 +314,14 @@ class OnPolicyRunner:
             frac = max(0.0, 1.0 - self.counters.env_steps / max(self.cfg.run.max_steps, 1))
             self.algorithm.set_learning_rate(ppo.learning_rate * frac)
 
+    def schedule_kickstart(self) -> None:
+        """The teacher's weight for the next rollout and update (0 without a teacher, and once it has faded)."""
+        run = self.cfg.run
+        ppo = self.cfg.ppo
+        coef = coefficient(ppo.kickstart_coef, run.kickstart_steps, self.counters.env_steps, ppo.kickstart_final)
+        self.kickstart_coef = coef if self.teacher is not None else 0.0
+        self.algorithm.kickstart_coef = self.kickstart_coef
+
     def learn(self, stop: StopRequest | None = None, max_time: float | None = None) -> dict[str, float]:
         """Run updates until ``max_steps`` env steps (or ``max_time`` seconds of this process); a rollout once
         started is always finished and used. Saves a final checkpoint; returns the last metrics."""
@@ -326,6 +345,7 @@ class OnPolicyRunner:
                 if halt:
                     break
                 self.schedule_learning_rate()
+                self.schedule_kickstart()
                 t0 = time.perf_counter()
                 episode_stats = self.collect()
                 t1 = time.perf_counter()
@@ -341,6 +361,9 @@ class OnPolicyRunner:
                            "win_rate": episode_stats["win_rate"], "draw_rate": episode_stats["draw_rate"],
                            "missiles_fired": episode_stats["missiles_fired"], "episodes": episode_stats["episodes"],
                            "sps": steps / max(t2 - t0, 1e-9), "collect_sps": steps / max(t1 - t0, 1e-9)}
+                if self.teacher is not None:  # every row has the columns; NaN once the teacher is done
+                    metrics["kickstart_coef"] = self.kickstart_coef
+                    metrics["kickstart_loss"] = losses.get("kickstart_loss", float("nan"))
                 if len(self.specs) > 1:
                     for spec, (wins, games) in zip(self.specs, self._tallies()):
                         metrics[f"win_rate_{spec.label}"] = wins / games if games else float("nan")
@@ -480,6 +503,7 @@ class OnPolicyRunner:
         return {"algorithm": self.algorithm.state_dict(), "counters": asdict(self.counters), "rng": rng,
                 "env": self.env.state_dict(), "opponents": self.pool.state_dict(), "config": to_plain(self.cfg),
                 "hidden": {k: v.clone() for k, v in self.hidden.items()},
+                **({"teacher": self.teacher.state_dict()} if self.teacher is not None else {}),
                 "metrics": {k: float(v) for k, v in self.last_metrics.items()}}
 
     def save_if_new(self) -> Path:
@@ -562,6 +586,9 @@ class OnPolicyRunner:
                 hidden = expect_dict(data, "hidden")
                 check_like(hidden, self.hidden, "hidden")
                 self.hidden = {k: hidden[k].to(self.device) for k in self.hidden}
+            if self.teacher is not None:
+                stage = "teacher"
+                self.teacher.load_state_dict(data.get("teacher"))
         except AgentFailure:
             raise
         except Exception as exc:  # noqa: BLE001 - any damage to any part: one line naming the part

@@ -33,6 +33,8 @@ class Transition:
     active: torch.Tensor | None = None  # [N] bool: the aircraft was alive when it acted (MAPPO's active masks)
     actor_hidden: torch.Tensor | None = None  # [N, H] recurrent policies: the hidden states this step started from
     critic_hidden: torch.Tensor | None = None
+    teacher_rudder: torch.Tensor | None = None  # [N] kickstarting: what the teacher would steer, in [-1, 1]
+    teacher_fire: torch.Tensor | None = None  # [N] {0., 1.}: whether the teacher would fire
 
 
 def compute_gae(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor, last_values: torch.Tensor,
@@ -63,7 +65,7 @@ class RolloutStorage:
 
     def __init__(self, n_steps: int, num_envs: int, obs_dim: int, critic_obs_dim: int | None,
                  device: torch.device | str, active_masks: bool = False,
-                 hidden_sizes: tuple[int, int] | None = None) -> None:
+                 hidden_sizes: tuple[int, int] | None = None, teacher: bool = False) -> None:
         self.n_steps, self.num_envs, self.device = n_steps, num_envs, torch.device(device)
         f = dict(device=self.device, dtype=torch.float32)
         shape = (n_steps, num_envs)
@@ -84,6 +86,10 @@ class RolloutStorage:
         self.active = torch.zeros(shape, dtype=torch.bool, device=self.device) if active_masks else None
         self.actor_hidden = torch.zeros(*shape, hidden_sizes[0], **f) if hidden_sizes else None
         self.critic_hidden = torch.zeros(*shape, hidden_sizes[1], **f) if hidden_sizes else None
+        self.teacher_rudder = torch.zeros(shape, **f) if teacher else None
+        self.teacher_fire = torch.zeros(shape, **f) if teacher else None
+        # Fields every minibatch carries: the teacher's labels only while a rollout holds them.
+        self.fields: tuple[str, ...] = self.FIELDS
         self.step = 0
 
     @property
@@ -110,6 +116,15 @@ class RolloutStorage:
                 raise ValueError("this storage keeps recurrent hidden states; the transition has none")
             self.actor_hidden[i] = t.actor_hidden
             self.critic_hidden[i] = t.critic_hidden
+        if self.teacher_rudder is not None and self.teacher_fire is not None:
+            labelled = t.teacher_rudder is not None and t.teacher_fire is not None
+            if i == 0:
+                self.fields = self.FIELDS + (("teacher_rudder", "teacher_fire") if labelled else ())
+            elif labelled != ("teacher_rudder" in self.fields):
+                raise ValueError("a rollout is labelled by the teacher at every step or at none")
+            if labelled:
+                self.teacher_rudder[i] = t.teacher_rudder
+                self.teacher_fire[i] = t.teacher_fire
         self.step += 1
 
     def clear(self) -> None:
@@ -136,7 +151,7 @@ class RolloutStorage:
             yield from self.chunked_batches(batch_size, n_epochs, chunk, generator)
             return
         total = self.n_steps * self.num_envs
-        flat = {name: getattr(self, name).reshape(total, *getattr(self, name).shape[2:]) for name in self.FIELDS}
+        flat = {name: getattr(self, name).reshape(total, *getattr(self, name).shape[2:]) for name in self.fields}
         flat["critic_obs"] = (self.critic_obs.reshape(total, -1) if self.critic_obs is not None else flat["obs"])
         if self.active is not None:
             flat["active"] = self.active.reshape(total).float()
@@ -168,7 +183,7 @@ class RolloutStorage:
 
         starts = torch.zeros_like(self.done)
         starts[1:] = self.done[:-1]  # the state stored at a sequence's first step is already reset
-        data = {name: seq(getattr(self, name)) for name in self.FIELDS}
+        data = {name: seq(getattr(self, name)) for name in self.fields}
         data["critic_seq"] = seq(self.critic_obs) if self.critic_obs is not None else data["obs"]
         if self.active is not None:
             data["active"] = seq(self.active.float())

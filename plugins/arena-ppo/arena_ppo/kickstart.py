@@ -1,0 +1,89 @@
+"""Kickstarting (Schmitt et al., 2018): a teacher's actions as an extra, fading loss on the learner.
+
+The teacher flies no battle. At every rollout step it reads the learner's own observation and says
+what it would do; the update adds ``coef · (squared error of the rudder + cross-entropy of the
+trigger)`` against those labels, on the states the learner itself visits (as DAgger labels them), and
+``coef`` moves linearly from ``--kickstart-coef`` to ``--kickstart-final`` over ``--kickstart-steps``.
+With a final weight of 0 the teacher is then no longer asked and the run is plain PPO; a small final
+weight keeps the learner near the teacher's doctrine for good, as AlphaStar kept its agents near their
+supervised policy, while the reward decides what it does better.
+
+Any agent that can be an opponent can teach: a scripted doctrine (``ace``) or a checkpoint
+(``ckpt:PATH``). A scripted teacher keeps its per-env memory as if its orders had been obeyed: it
+is labelling, not flying.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from arena.loop import checked_act, checked_call
+from arena.match import AgentFailure
+from arena.training import OpponentSpec, parse_opponent_specs
+from arena.training.opponents import OpponentSpecError, capture_agent_memory, restore_agent_memory
+
+TEACHER_ROLE = "the kickstart teacher"
+
+
+def teacher_spec(text: str) -> OpponentSpec:
+    """The ``--kickstart`` value as an opponent spec: an agent name or ``ckpt:PATH``, nothing drawn."""
+    spec = parse_opponent_specs([text])[0]
+    if spec.kind not in ("agent", "checkpoint"):
+        raise OpponentSpecError(f"--kickstart {text}: expected an agent name or ckpt:PATH, not a pool "
+                                f"({spec.kind} draws its opponents; a teacher is one fixed agent)")
+    return spec
+
+
+def check_teacher(text: str, team_size: int) -> OpponentSpec:
+    """The teacher's spec, refused where kickstarting cannot label (team battles)."""
+    if team_size != 1:
+        raise OpponentSpecError(f"--kickstart labels duels only: --team-size is {team_size}, use 1")
+    return teacher_spec(text)
+
+
+def coefficient(start: float, steps: int, env_steps: int, final: float = 0.0) -> float:
+    """The loss weight at ``env_steps``: ``start`` moving linearly to ``final`` at ``steps``, then ``final``."""
+    if steps <= 0:
+        return max(final, 0.0)
+    frac = min(1.0, env_steps / steps)
+    return max(0.0, start + (final - start) * frac)
+
+
+class Teacher:
+    """The teacher agent and its labels: what it would do in each of the learner's envs."""
+
+    def __init__(self, text: str, make_agent: Callable[[OpponentSpec], Any], num_envs: int,
+                 device: torch.device, team_size: int = 1) -> None:
+        self.spec = check_teacher(text, team_size)
+        self.name = self.spec.label
+        self.agent = make_agent(self.spec)
+        self.num_envs, self.device = num_envs, device  # make_agent puts it in eval mode, as for an opponent
+
+    def label(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(rudder in [-1, 1], fire in {0., 1.}), each [N], for p1's observation ``obs``."""
+        action = checked_act(self.agent, obs, self.name, TEACHER_ROLE, self.num_envs, self.device)
+        assert not isinstance(action, AgentFailure)
+        if bool((action.nan_count > 0).any()):  # a NaN label would teach nothing but NaN
+            raise AgentFailure(self.name, TEACHER_ROLE, f"returned NaN in {int((action.nan_count > 0).sum())} env(s)")
+        return action.rudder, action.fire.float()
+
+    def reset(self, dones: torch.Tensor) -> None:
+        """Battles that ended start afresh for the teacher too."""
+        reset = getattr(self.agent, "reset", None)
+        if callable(reset) and bool(dones.any()):
+            failure = checked_call(reset, self.name, TEACHER_ROLE, "reset", dones)
+            if failure is not None:
+                raise failure
+
+    def state_dict(self) -> dict[str, Any]:
+        """The teacher's per-env memory, as an opponent's is kept, for an exact resume."""
+        return {"name": self.name, "memory": capture_agent_memory(self.agent)}
+
+    def load_state_dict(self, state: dict[str, Any] | None) -> None:
+        """Put the memory back. A checkpoint of a run that had no teacher, or another one (``--kickstart``
+        changed on resume), has none for this one: it starts fresh."""
+        if isinstance(state, dict) and state.get("name") == self.name and isinstance(state.get("memory"), dict):
+            restore_agent_memory(self.agent, state["memory"])
