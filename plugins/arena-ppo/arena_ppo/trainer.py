@@ -17,7 +17,6 @@ from arena.threads import HELP as THREADS_HELP
 from arena.threads import MAX_THREADS
 
 from arena_ppo.config import LR_SCHEDULES, NetworkConfig, PPOConfig, RunConfig, TrainConfig
-from arena_ppo.kickstart import check_teacher
 from arena_ppo.mappo_agent import POLICIES
 
 # CLI parameter -> (config section, field). Anything not listed is a run-only switch.
@@ -445,6 +444,7 @@ def prepare(ctx: click.Context, params: dict[str, Any], algorithm: str, rank: An
     if rank is not None:
         check_split(cfg, world)
 
+    from arena_ppo.kickstart import check_teacher
     from arena_ppo.runners import opponent_specs
 
     try:
