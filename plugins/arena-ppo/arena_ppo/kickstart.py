@@ -1,4 +1,4 @@
-"""Kickstarting (Schmitt et al., 2018): a teacher's actions as an extra, fading loss on the learner.
+"""Kickstarting (Schmitt et al., 2018): a teacher's actions as an extra loss on the learner, on a schedule.
 
 The teacher flies no battle. At every rollout step it reads the learner's own observation and says
 what it would do; the update adds ``coef · (squared error of the rudder + cross-entropy of the
