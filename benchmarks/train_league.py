@@ -41,31 +41,17 @@ def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | No
     """One PPO run for ``minutes`` of wall clock; returns its size and speed."""
     import torch
 
-    from arena_ppo.config import TrainConfig
     from arena_ppo.runners import OnPolicyRunner
-    from arena_ppo.trainer import opponent_factory, resolve_reward
+    from arena_ppo.trainer import build_config, opponent_factory, resolve_reward
 
-    cfg = TrainConfig()
-    cfg.run.vs = list(vs)
-    cfg.run.seed = seed
-    cfg.run.device = "cpu"
-    cfg.run.max_steps = 10**12  # the budget is time
-    cfg.run.eval_games = 0  # scored afterwards, outside the timed training
-    cfg.run.threads = threads
-    cfg.run.self_slots = self_slots
-    cfg.run.obs_mode = obs_mode
-    if floor is not None:
-        cfg.run.floor = floor
-    if reward is not None:
-        cfg.run.reward = reward
-    if ladder_share is not None:
-        cfg.run.ladder_share = ladder_share
-    cfg.run.kickstart = kickstart
-    if kickstart_steps is not None:
-        cfg.run.kickstart_steps = kickstart_steps
-    if kickstart_final is not None:
-        cfg.ppo.kickstart_final = kickstart_final
-    cfg.run.out = str(out)
+    # None: the trainer's default, as when the flag is not given.
+    optional = {"floor": floor, "reward": reward, "ladder_share": ladder_share, "kickstart_steps": kickstart_steps,
+                "kickstart_final": kickstart_final}
+    cfg = build_config({
+        "vs": vs, "seed": seed, "device": "cpu", "max_steps": 10**12,  # the budget is time
+        "eval_games": 0,  # scored afterwards, outside the timed training
+        "threads": threads, "self_slots": self_slots, "obs_mode": obs_mode, "kickstart": kickstart, "out": str(out),
+        **{k: v for k, v in optional.items() if v is not None}})
     runner = OnPolicyRunner(cfg, out, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
                             reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
     start = time.perf_counter()

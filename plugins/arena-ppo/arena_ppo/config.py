@@ -95,7 +95,7 @@ class RunConfig:
     # one every 2 M steps, crowd the rungs out (docs/training.md). None: one pool (runs saved before).
     ladder_share: float | None = 0.8
     # Kickstarting: an agent (name or ckpt:PATH) whose actions on the learner's states are an extra loss,
-    # fading to nothing over kickstart_steps env steps (arena_ppo.kickstart). "": none.
+    # weighted from PPOConfig.kickstart_coef to kickstart_final over kickstart_steps (arena_ppo.kickstart). "": none.
     kickstart: str = ""
     kickstart_steps: int = 20_000_000
     device: str = "auto"

@@ -138,7 +138,6 @@ class OnPolicyRunner:
                                  snapshot=self._snapshot, self_slots=run.self_slots, team_size=self.seats)
         self.teacher = (Teacher(run.kickstart, make_opponent, self.local_envs, self.device, self.seats)
                         if run.kickstart else None)
-        self.kickstart_coef = 0.0
         # An opponent (or teacher) that reads the extended observation gets it; the learner keeps its own keys.
         opponents = [slot.agent for slot in self.pool.slots] + list(self_play.fixed.values() if self_play else [])
         opponents += [self.teacher.agent] if self.teacher is not None else []
@@ -199,7 +198,7 @@ class OnPolicyRunner:
         stats = {k: torch.zeros(n, device=self.device) for k in stat_names}
         keys = agent.obs_keys
         recurrent = agent.recurrent
-        teacher = self.teacher if self.kickstart_coef > 0 else None
+        teacher = self.teacher if self.algorithm.kickstart_coef > 0 else None
         storage.clear()
         if self.group is not None:
             distributed.track_rollout(self.group, agent)
@@ -319,8 +318,7 @@ class OnPolicyRunner:
         run = self.cfg.run
         ppo = self.cfg.ppo
         coef = coefficient(ppo.kickstart_coef, run.kickstart_steps, self.counters.env_steps, ppo.kickstart_final)
-        self.kickstart_coef = coef if self.teacher is not None else 0.0
-        self.algorithm.kickstart_coef = self.kickstart_coef
+        self.algorithm.kickstart_coef = coef if self.teacher is not None else 0.0
 
     def learn(self, stop: StopRequest | None = None, max_time: float | None = None) -> dict[str, float]:
         """Run updates until ``max_steps`` env steps (or ``max_time`` seconds of this process); a rollout once
@@ -362,7 +360,7 @@ class OnPolicyRunner:
                            "missiles_fired": episode_stats["missiles_fired"], "episodes": episode_stats["episodes"],
                            "sps": steps / max(t2 - t0, 1e-9), "collect_sps": steps / max(t1 - t0, 1e-9)}
                 if self.teacher is not None:  # every row has the columns; NaN once the teacher is done
-                    metrics["kickstart_coef"] = self.kickstart_coef
+                    metrics["kickstart_coef"] = self.algorithm.kickstart_coef
                     metrics["kickstart_loss"] = losses.get("kickstart_loss", float("nan"))
                 if len(self.specs) > 1:
                     for spec, (wins, games) in zip(self.specs, self._tallies()):
