@@ -52,12 +52,26 @@ def list_checkpoints(directory: str | os.PathLike[str]) -> list[Path]:
     return [p for step, p in sorted((s, p) for s, p in found if s is not None)]
 
 
+def on_cpu(value: Any) -> Any:
+    """``value`` with every tensor in its dicts, lists and tuples moved to the CPU."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.cpu()
+    if isinstance(value, Mapping):
+        return {k: on_cpu(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(on_cpu(v) for v in value)
+    return value
+
+
 def save_checkpoint(payload: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
     """Write ``payload`` to ``path`` atomically.
 
     The data goes to a temporary file in the same directory, is flushed to disk, and only then
     replaces ``path``: a crash or Ctrl-C mid-write leaves the previous file intact and never a
-    truncated one that a resume or a self-play opponent pool would choke on.
+    truncated one that a resume or a self-play opponent pool would choke on. Tensors are saved on
+    the CPU, so a checkpoint written on a GPU loads with a plain ``torch.load`` on a machine without one.
     """
     import torch
 
@@ -70,7 +84,7 @@ def save_checkpoint(payload: Mapping[str, Any], path: str | os.PathLike[str]) ->
     fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            torch.save(dict(payload), handle)
+            torch.save(on_cpu(dict(payload)), handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)

@@ -23,6 +23,17 @@ def test_round_trip_is_weights_only_loadable(tmp_path):
     assert [p.name for p in (tmp_path / "run").iterdir()] == ["ckpt_000000007.pt"]  # no temp file left
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_gpu_tensors_are_saved_on_the_cpu(tmp_path):
+    gpu = {"w": torch.arange(4.0, device="cuda"), "groups": [{"step": torch.ones(2, device="cuda")}], "n": 3,
+           "pair": (torch.zeros(1, device="cuda"), "x")}
+    path = save_checkpoint(payload(weights=gpu), tmp_path / checkpoint_name(1))
+    data = torch.load(path, weights_only=True)  # no map_location: loads on a machine without a GPU
+    weights = data["weights"]
+    assert weights["w"].device.type == weights["groups"][0]["step"].device.type == weights["pair"][0].device.type == "cpu"
+    assert torch.equal(weights["w"], torch.arange(4.0)) and weights["n"] == 3 and weights["pair"][1] == "x"
+
+
 def test_names_sort_by_step_and_temp_files_are_ignored(tmp_path):
     for step in (1200, 30, 5):
         save_checkpoint(payload(), tmp_path / checkpoint_name(step))
