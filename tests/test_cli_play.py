@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from arena.cli import main
 from arena.match import RESULT_KEYS
 
-FAST = ["--env", "max_time=30", "-q"]  # short battles: the CLI is under test, not the agents
+FAST = ["--env", "max_time=30", "-q", "--device", "cpu"]  # short battles on the CPU: the CLI is under test
 
 
 def run(*args: str):
@@ -188,7 +188,7 @@ def test_both_agents_failing_in_the_same_step_is_no_result(fake_dists):
     (["--device", "cpu:5"], "--device: invalid device 'cpu:5': the CPU has no device index"),
 ])
 def test_out_of_range_play_options_are_one_line(args, message):
-    result = run("play", "crank", "placeholder", *args, *FAST)
+    result = run("play", "crank", "placeholder", *FAST, *args)
     assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
 
 

@@ -21,8 +21,9 @@ from arena.training import Group, Rank, SelfPlayPool, Tally, list_checkpoints
 from arena.training.distributed import DistributedError, process_device, rank_from_env, rank_seed, split_count
 
 WORKER = Path(__file__).with_name("distributed_worker.py")
+# The CPU: with --nproc 2, auto would ask for one GPU per process.
 TINY = ["--n-steps", "16", "--batch-size", "32", "--n-epochs", "2", "--eval-games", "0", "--no-progress",
-        "--threads", "1"]
+        "--threads", "1", "--device", "cpu"]
 RANK_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
              "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE")
 

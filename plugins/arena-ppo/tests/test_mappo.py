@@ -108,7 +108,7 @@ def test_seat_ids_and_central_critic_inputs():
 def test_smoke_one_update_then_play_at_its_team_size(tmp_path):
     out = tmp_path / "run"
     result = train(["--vs", "rule_based", "--reward", "zero", "--num-envs", "8", "--n-steps", "256", "--max-steps",
-                    "1000", "--eval-games", "8", "--no-progress", "--threads", "1"], out)
+                    "1000", "--eval-games", "8", "--no-progress", "--threads", "1", "--device", "cpu"], out)
     assert result.exit_code == 0, result.output
     assert "training mappo on cpu, 2-v-2, shared policy, central critic" in result.output
     rows = list(csv.DictReader((out / "metrics.csv").open()))
