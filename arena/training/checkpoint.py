@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.agents import head
+from arena.training.distributed import to_cpu
 
 if TYPE_CHECKING:
     import torch
@@ -52,19 +53,6 @@ def list_checkpoints(directory: str | os.PathLike[str]) -> list[Path]:
     return [p for step, p in sorted((s, p) for s, p in found if s is not None)]
 
 
-def on_cpu(value: Any) -> Any:
-    """``value`` with every tensor in its dicts, lists and tuples moved to the CPU."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.cpu()
-    if isinstance(value, Mapping):
-        return {k: on_cpu(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(on_cpu(v) for v in value)
-    return value
-
-
 def save_checkpoint(payload: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
     """Write ``payload`` to ``path`` atomically.
 
@@ -84,7 +72,7 @@ def save_checkpoint(payload: Mapping[str, Any], path: str | os.PathLike[str]) ->
     fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            torch.save(on_cpu(dict(payload)), handle)
+            torch.save(to_cpu(dict(payload)), handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
