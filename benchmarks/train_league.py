@@ -34,24 +34,24 @@ from typing import Any
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 
 
+# Trainer options the main runs take from this script's flags of the same name; None: the trainer's default.
+MAIN_RUN_OPTIONS = ("floor", "reward", "ladder_share", "kickstart", "kickstart_steps", "kickstart_final", "lr_anneal")
+
+
 def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None, self_slots: int = 4,
-          obs_mode: str = "extended", floor: float | None = None, reward: str | None = None,
-          ladder_share: float | None = None, kickstart: str = "", kickstart_steps: int | None = None,
-          kickstart_final: float | None = None) -> dict[str, Any]:
-    """One PPO run for ``minutes`` of wall clock; returns its size and speed."""
+          obs_mode: str = "extended", options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One PPO run for ``minutes`` of wall clock; returns its size and speed. ``options``: more trainer
+    options by their config name (those that are None keep the trainer's default)."""
     import torch
 
     from arena_ppo.runners import OnPolicyRunner
     from arena_ppo.trainer import build_config, opponent_factory, resolve_reward
 
-    # None: the trainer's default, as when the flag is not given.
-    optional = {"floor": floor, "reward": reward, "ladder_share": ladder_share, "kickstart_steps": kickstart_steps,
-                "kickstart_final": kickstart_final}
     cfg = build_config({
         "vs": vs, "seed": seed, "device": "cpu", "max_steps": 10**12,  # the budget is time
         "eval_games": 0,  # scored afterwards, outside the timed training
-        "threads": threads, "self_slots": self_slots, "obs_mode": obs_mode, "kickstart": kickstart, "out": str(out),
-        **{k: v for k, v in optional.items() if v is not None}})
+        "threads": threads, "self_slots": self_slots, "obs_mode": obs_mode, "out": str(out),
+        **{k: v for k, v in (options or {}).items() if v is not None}})
     runner = OnPolicyRunner(cfg, out, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
                             reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
     start = time.perf_counter()
@@ -137,11 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reward", default=None, help="--reward of the main runs (default: the trainer's)")
     parser.add_argument("--ladder-share", type=float, default=None,
                         help="--ladder-share of the league run (default: the trainer's)")
-    parser.add_argument("--kickstart", default="", help="--kickstart teacher of the main runs (default: none)")
+    parser.add_argument("--kickstart", default=None, help="--kickstart teacher of the main runs (default: none)")
     parser.add_argument("--kickstart-steps", type=int, default=None,
                         help="--kickstart-steps of the main runs (default: the trainer's)")
     parser.add_argument("--kickstart-final", type=float, default=None,
                         help="--kickstart-final of the main runs (default: the trainer's)")
+    parser.add_argument("--lr-anneal", type=float, default=None,
+                        help="--lr-anneal of the main runs, over their --minutes (default: the trainer's)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-league-<time>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
@@ -153,10 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ladder: {', '.join(ladder)}; {args.minutes:g} min per run, exploiters {args.exploit_minutes:g} min, "
           f"{args.parallel} at a time with {args.threads} thread(s) each; output {root}", flush=True)
     runs = {n: [n] for n in args.runs.split(",") if n}
+    options = {name: getattr(args, name) for name in MAIN_RUN_OPTIONS}
     main_run = partial(train, minutes=args.minutes, seed=args.seed, threads=args.threads, self_slots=args.self_slots,
-                       obs_mode=args.obs_mode, floor=args.floor, reward=args.reward, ladder_share=args.ladder_share,
-                       kickstart=args.kickstart, kickstart_steps=args.kickstart_steps,
-                       kickstart_final=args.kickstart_final)
+                       obs_mode=args.obs_mode, options=options)
     exploiter_run = partial(train, minutes=args.exploit_minutes, seed=args.seed + 1, threads=args.threads,
                             self_slots=4, obs_mode=args.obs_mode)
     with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
@@ -167,10 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             exploit = dict(zip(runs, pool.map(exploiter_run, [root / f"exploit-{n}" for n in runs],
                                               [[f"ckpt:{finals[n]}"] for n in runs])))
     result: dict[str, Any] = {"minutes": args.minutes, "exploit_minutes": args.exploit_minutes, "games": args.games,
-                              "floor": args.floor, "reward": args.reward, "ladder_share": args.ladder_share,
-                              "kickstart": args.kickstart, "kickstart_steps": args.kickstart_steps,
-                              "kickstart_final": args.kickstart_final,
-                              "runs": {}}
+                              **options, "runs": {}}
     for n in runs:
         row = {**trained[n], "final": str(finals[n]),
                "scores": score(finals[n], ladder, args.games, args.seed, args.obs_mode)}

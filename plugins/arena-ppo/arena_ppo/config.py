@@ -63,6 +63,10 @@ class PPOConfig:
     # std shrank (approx-KL 0.05-0.08) and a policy winning 100 % fell back to 58 % and recovered.
     lr_schedule: str = "adaptive"  # constant | linear (to 0 at --max-steps) | adaptive (KL target)
     desired_kl: float = 0.01
+    # Share of the budget (--max-steps, or --max-time when that ends first) at its end over which the
+    # learning rate's ceiling falls linearly to 0, so the last updates settle instead of moving the
+    # final checkpoint as far as any other. 0: off.
+    lr_anneal: float = 0.0
     value_norm: bool = False  # MAPPO's ValueNorm: critic learns normalized returns
     adam_eps: float = 1e-5
     # Weight of the kickstart teacher's loss at the start of a run (RunConfig.kickstart); it moves linearly

@@ -95,6 +95,10 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
                      help="constant; linear decay to 0 at --max-steps; adaptive by KL target (rsl_rl)."),
         click.option("--desired-kl", type=FiniteFloat(0, min_open=True), default=P.desired_kl, show_default=True,
                      help="KL target of --lr-schedule adaptive."),
+        click.option("--lr-anneal", type=FiniteFloat(0, 1, max_open=True), default=P.lr_anneal, show_default=True,
+                     metavar="SHARE",
+                     help="Over this last share of the budget (--max-steps, or --max-time when that ends first) "
+                          "the learning rate's ceiling falls linearly to 0, with any --lr-schedule. 0: off."),
         click.option("--value-norm/--no-value-norm", default=True if mappo else P.value_norm, show_default=True,
                      help="Critic learns normalized returns: MAPPO's ValueNorm (debiased moving averages) for "
                           "mappo, a running mean and variance for ppo."),

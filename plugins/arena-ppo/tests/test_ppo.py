@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arena_ppo.algorithms import PPO, bernoulli_kl, gaussian_kl
+from arena_ppo.algorithms import PPO, anneal_factor, bernoulli_kl, gaussian_kl
 from arena_ppo.config import NetworkConfig, PPOConfig
 from arena_ppo.modules import ActorCritic, ValueNormalizer
 from arena_ppo.storage import RolloutStorage, Transition
@@ -61,6 +61,23 @@ def test_adaptive_rate_brakes_on_a_large_kl_and_never_accelerates(lr, desired_kl
                                 desired_kl=desired_kl))
     out = algo.update(filled_storage(model), torch.Generator().manual_seed(0))
     assert (out["learning_rate"] < lr) if lowered else (out["learning_rate"] == lr)
+
+
+def test_anneal_factor_holds_then_falls_linearly_to_zero_over_the_last_share():
+    assert [anneal_factor(0.0, u) for u in (0.0, 0.9, 1.0, 2.0)] == [1.0] * 4  # off
+    assert [anneal_factor(0.25, u) for u in (0.0, 0.5, 0.75, 0.875, 1.0, 1.5)] == [1.0, 1.0, 1.0, 0.5, 0.0, 0.0]
+
+
+def test_the_adaptive_rate_stays_under_an_annealed_ceiling():
+    """A tiny KL would raise the rate by 1.5 at every minibatch; the ceiling holds it down."""
+    torch.manual_seed(0)
+    model = ActorCritic(NetworkConfig())
+    algo = PPO(model, PPOConfig(learning_rate=3e-4, batch_size=32, n_epochs=4, lr_schedule="adaptive",
+                                desired_kl=10.0))
+    algo.set_learning_rate(1e-5)
+    algo.lr_ceiling = 2e-5
+    out = algo.update(filled_storage(model), torch.Generator().manual_seed(0))
+    assert out["learning_rate"] == 2e-5
 
 
 def test_kl_helpers():

@@ -92,6 +92,30 @@ def test_resume_continues_exactly(tmp_path, options):
     assert [r["policy_loss"] for r in ra] == [r["policy_loss"] for r in rb]
 
 
+def test_lr_anneal_lowers_the_rate_over_the_last_share_of_the_steps(tmp_path):
+    args = ["--vs", "crank", "--num-envs", "12", "--max-steps", "768", "--lr-schedule", "constant", "--lr-anneal", "0.5",
+            *TINY]
+    assert run(args, tmp_path).exit_code == 0
+    # the rate of each update is set from the steps done before it: 0, 192, 384 and 576 of 768
+    assert [float(r["learning_rate"]) for r in rows(tmp_path / "metrics.csv")] == [3e-4, 3e-4, 3e-4, 1.5e-4]
+
+
+def test_lr_anneal_follows_max_time_when_it_ends_first():
+    from types import SimpleNamespace
+
+    from arena_ppo.algorithms import PPO
+    from arena_ppo.config import NetworkConfig, TrainConfig
+    from arena_ppo.modules import ActorCritic
+    from arena_ppo.runners.on_policy_runner import OnPolicyRunner
+
+    cfg = TrainConfig()
+    cfg.ppo.lr_anneal = 0.2
+    runner = SimpleNamespace(cfg=cfg, counters=SimpleNamespace(env_steps=0),
+                             algorithm=PPO(ActorCritic(NetworkConfig()), cfg.ppo))
+    OnPolicyRunner.schedule_learning_rate(runner, time_used=0.9)  # adaptive: its own rate, under half the ceiling
+    assert runner.algorithm.lr_ceiling == runner.algorithm.learning_rate == pytest.approx(1.5e-4)
+
+
 def test_team_training_flies_every_seat_and_its_checkpoints_play_teams_only(tmp_path):
     from arena.agents import AgentSpecError, build_agent
     from arena.env import EnvConfig

@@ -24,6 +24,14 @@ if TYPE_CHECKING:
 LR_MIN = 1e-5
 
 
+def anneal_factor(share: float, used: float) -> float:
+    """The learning rate's ceiling as a fraction of the configured rate when ``used`` of the budget is spent:
+    1 until the last ``share`` of it, then linear down to 0 at its end (``share`` 0: always 1)."""
+    if share <= 0:
+        return 1.0
+    return min(1.0, max(0.0, (1.0 - used) / share))
+
+
 def gaussian_kl(mean_old: torch.Tensor, log_std_old: torch.Tensor, mean: torch.Tensor,
                 log_std: torch.Tensor) -> torch.Tensor:
     """KL(old ‖ new) of the pre-squash Gaussians — equal to the KL of the squashed ones (tanh is a bijection)."""
@@ -62,6 +70,7 @@ class PPO:
         self.value_normalizer = value_normalizer
         self.sync = sync
         self.learning_rate = cfg.learning_rate
+        self.lr_ceiling = cfg.learning_rate  # the adaptive schedule's upper bound (lowered by --lr-anneal)
         self.kickstart_coef = 0.0  # weight of the teacher's loss in this update (the runner's schedule)
         self.optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
 
@@ -148,9 +157,9 @@ class PPO:
             if cfg.lr_schedule == "adaptive":  # rsl_rl: keep the KL near its target, per minibatch (capped)
                 kl = float(parts["kl"])
                 if kl > 2.0 * cfg.desired_kl:
-                    self.set_learning_rate(max(LR_MIN, self.learning_rate / 1.5))
+                    self.set_learning_rate(min(self.lr_ceiling, max(LR_MIN, self.learning_rate / 1.5)))
                 elif 0.0 < kl < cfg.desired_kl / 2.0:
-                    self.set_learning_rate(min(cfg.learning_rate, self.learning_rate * 1.5))
+                    self.set_learning_rate(min(self.lr_ceiling, self.learning_rate * 1.5))
             for key, value in parts.items():
                 sums[key] = sums.get(key, 0.0) + value
             batches += 1

@@ -35,7 +35,7 @@ from arena.training.distributed import Group, Rank, process_device, rank_seed, s
 
 from arena_ppo import distributed
 from arena_ppo.agent import PPOAgent
-from arena_ppo.algorithms import PPO
+from arena_ppo.algorithms import PPO, anneal_factor
 from arena_ppo.config import RunConfig, TrainConfig
 from arena_ppo.kickstart import Teacher, coefficient
 from arena_ppo.storage import RolloutStorage, Transition
@@ -307,11 +307,27 @@ class OnPolicyRunner:
 
     # -- the loop ---------------------------------------------------------------------------------
 
-    def schedule_learning_rate(self) -> None:
+    def schedule_learning_rate(self, time_used: float = 0.0) -> None:
+        """The rate for the next update; ``time_used`` is the share of --max-time spent (0 without one)."""
         ppo = self.cfg.ppo
+        steps_used = self.counters.env_steps / max(self.cfg.run.max_steps, 1)
+        ceiling = ppo.learning_rate * anneal_factor(ppo.lr_anneal, max(steps_used, time_used))
+        self.algorithm.lr_ceiling = ceiling
         if ppo.lr_schedule == "linear":
-            frac = max(0.0, 1.0 - self.counters.env_steps / max(self.cfg.run.max_steps, 1))
-            self.algorithm.set_learning_rate(ppo.learning_rate * frac)
+            self.algorithm.set_learning_rate(min(ceiling, ppo.learning_rate * max(0.0, 1.0 - steps_used)))
+        elif ppo.lr_schedule == "constant":
+            self.algorithm.set_learning_rate(ceiling)
+        else:  # adaptive: its own rate, under the ceiling
+            self.algorithm.set_learning_rate(min(ceiling, self.algorithm.learning_rate))
+
+    def _time_used(self, start: float, max_time: float | None) -> float:
+        """Share of ``max_time`` this process has used; the largest over processes, so their rates agree."""
+        if max_time is None or self.cfg.ppo.lr_anneal <= 0:
+            return 0.0
+        used = (time.perf_counter() - start) / max(max_time, 1e-9)
+        if self.group is not None:
+            used = float(self.group.all_reduce_(torch.tensor([used], dtype=torch.float64), op="max")[0])
+        return used
 
     def schedule_kickstart(self) -> None:
         """The teacher's weight for the next rollout and update (0 without a teacher, and once it has faded)."""
@@ -342,7 +358,7 @@ class OnPolicyRunner:
                         self._echo("stopping: another process was asked to stop, or reached --max-time")
                 if halt:
                     break
-                self.schedule_learning_rate()
+                self.schedule_learning_rate(self._time_used(start, max_time))
                 self.schedule_kickstart()
                 t0 = time.perf_counter()
                 episode_stats = self.collect()
