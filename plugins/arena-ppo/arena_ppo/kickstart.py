@@ -4,9 +4,9 @@ The teacher flies no battle. At every rollout step it reads the learner's own ob
 what it would do; the update adds ``coef · (squared error of the rudder + cross-entropy of the
 trigger)`` against those labels, on the states the learner itself visits (as DAgger labels them), and
 ``coef`` moves linearly from ``--kickstart-coef`` to ``--kickstart-final`` over ``--kickstart-steps``.
-With a final weight of 0 the teacher is then no longer asked and the run is plain PPO; a small final
-weight keeps the learner near the teacher's doctrine for good, as AlphaStar kept its agents near their
-supervised policy, while the reward decides what it does better.
+With a final weight of 0 the teacher is then no longer asked and the run is plain PPO; any other
+final weight (the default keeps the full one) holds the learner near the teacher's doctrine for good,
+as AlphaStar kept its agents near their supervised policy, while the reward decides what it does better.
 
 Any agent that can be an opponent can teach: a scripted doctrine (``ace``) or a checkpoint
 (``ckpt:PATH``). A scripted teacher keeps its per-env memory as if its orders had been obeyed: it

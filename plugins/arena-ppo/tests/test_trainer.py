@@ -100,6 +100,13 @@ def test_lr_anneal_lowers_the_rate_over_the_last_share_of_the_steps(tmp_path):
     assert [float(r["learning_rate"]) for r in rows(tmp_path / "metrics.csv")] == [3e-4, 3e-4, 3e-4, 1.5e-4]
 
 
+def test_linear_schedule_falls_to_zero_at_max_steps(tmp_path):
+    args = ["--vs", "crank", "--num-envs", "12", "--max-steps", "768", "--lr-schedule", "linear", *TINY]
+    assert run(args, tmp_path).exit_code == 0
+    rates = [float(r["learning_rate"]) for r in rows(tmp_path / "metrics.csv")]
+    assert rates == pytest.approx([3e-4, 2.25e-4, 1.5e-4, 7.5e-5])
+
+
 def test_lr_anneal_follows_max_time_when_it_ends_first():
     from types import SimpleNamespace
 

@@ -314,7 +314,8 @@ class OnPolicyRunner:
         ceiling = ppo.learning_rate * anneal_factor(ppo.lr_anneal, max(steps_used, time_used))
         self.algorithm.lr_ceiling = ceiling
         if ppo.lr_schedule == "linear":
-            self.algorithm.set_learning_rate(min(ceiling, ppo.learning_rate * max(0.0, 1.0 - steps_used)))
+            # the whole budget as the annealed share: 1 at the start, 0 at --max-steps
+            self.algorithm.set_learning_rate(min(ceiling, ppo.learning_rate * anneal_factor(1.0, steps_used)))
         elif ppo.lr_schedule == "constant":
             self.algorithm.set_learning_rate(ceiling)
         else:  # adaptive: its own rate, under the ceiling
