@@ -35,7 +35,8 @@ import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 
 
 # Trainer options the main runs take from this script's flags of the same name; None: the trainer's default.
-MAIN_RUN_OPTIONS = ("floor", "reward", "ladder_share", "kickstart", "kickstart_steps", "kickstart_final", "lr_anneal")
+MAIN_RUN_OPTIONS = ("floor", "reward", "ladder_share", "kickstart", "kickstart_steps", "kickstart_final", "lr_anneal",
+                    "tenure", "handover")
 
 
 def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None, self_slots: int = 4,
@@ -144,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="--kickstart-final of the main runs (default: the trainer's)")
     parser.add_argument("--lr-anneal", type=float, default=None,
                         help="--lr-anneal of the main runs, over their --minutes (default: the trainer's)")
+    parser.add_argument("--tenure", type=int, default=None,
+                        help="--tenure of the main runs: env steps a drawn opponent keeps its envs (default: the trainer's)")
+    parser.add_argument("--handover", action="store_true", default=None,
+                        help="--handover in the main runs: a drawn opponent takes over the battles in flight")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-league-<time>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")

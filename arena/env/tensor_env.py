@@ -220,20 +220,22 @@ class TensorEnv:
             raise ValueError(f"watch: env indices must lie in [0, {self.num_envs}), got {envs.tolist()[:8]}")
         self.watched = envs
 
-    def restart_envs(self, envs: torch.Tensor, seeds: torch.Tensor) -> Obs:
-        """Start battles ``envs`` over from ``seeds`` (a caller that learned after the auto-reset which
-        game each plays next); returns the observation of every env."""
-        if self.game_seeds is None:
-            raise RuntimeError("restart_envs needs an env reset with game_seeds")
-        envs = envs.to(self.device)
-        self.game_seeds[envs] = seeds.to(self.device)
+    def restart_envs(self, envs: torch.Tensor, seeds: torch.Tensor | None = None) -> Obs:
+        """Start battles ``envs`` ([K] env indices) over; returns the observation of every env.
+
+        With ``seeds`` (an env reset with game_seeds) they start from those: a caller that learned
+        after the auto-reset which game each plays next. Without, they start as an auto-reset would
+        (from their game seeds, or from the env's generator): a trainer that gives those envs a new
+        opponent abandons the battles in flight.
+        """
+        envs = torch.as_tensor(envs, dtype=torch.long).to(self.device)
+        if seeds is not None:
+            if self.game_seeds is None:
+                raise RuntimeError("restart_envs with seeds needs an env reset with game_seeds")
+            self.game_seeds[envs] = seeds.to(self.device)
         mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         mask[envs] = True
-        self.state.restart(mask, seeded_spawn(self.config, self.game_seeds, self.device, slots=False))
-        keep = (~mask).float().unsqueeze(-1)
-        self._ep_return *= keep
-        self._ep_missiles *= keep
-        self._ep_kills *= keep
+        self._auto_reset(mask)
         return self.observe()
 
     def state_dict(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ p1 plays p2 just as well.
 
 from __future__ import annotations
 
+import copy
 import math
 import sys
 from collections import OrderedDict
@@ -347,6 +348,7 @@ class Slot:
     stop: int
     agent: Any = None
     checkpoint: str | None = None  # self-play: file name of the snapshot playing here
+    left: int = 0  # drawn slots: rollouts before the next draw (0: drawn at the next rollout)
 
     @property
     def size(self) -> int:
@@ -357,18 +359,29 @@ class OpponentPool:
     """Acts for p2 in every env: each slot's agent on its slice of envs.
 
     ``make_agent(spec)`` builds fixed opponents (agent names, frozen checkpoints); ``self_play`` serves
-    the ``self`` entry, whose envs are shared among up to ``self_slots`` snapshots re-drawn at each
-    :meth:`begin_rollout`. Until this run has written a checkpoint, ``self`` plays ``snapshot()``, a
-    frozen copy of the learner as it is now.
+    the ``self`` and ``league`` entries, whose envs are shared among up to ``self_slots`` opponents
+    drawn by :meth:`begin_rollout`. Until this run has written a checkpoint, ``self`` plays
+    ``snapshot()``, a frozen copy of the learner as it is now.
+
+    A drawn opponent keeps its slot for ``tenure`` rollouts, the slots' turns staggered so that a few
+    change at each rollout. A trainer gives a changed slot's envs new battles (``begin_rollout``
+    returns them), so every game is played against one opponent from start to end, and its result
+    is credited to the opponent that played all of it. ``tenure`` should span a whole battle; with
+    1 every slot is drawn again at every rollout. With ``handover`` the caller is told of no change:
+    a new opponent takes over the battles in flight, and a game's result goes to whoever ends it.
     """
 
     def __init__(self, specs: Sequence[OpponentSpec], num_envs: int, make_agent: Callable[[OpponentSpec], Any],
                  self_play: SelfPlayPool | None = None, snapshot: Callable[[], Any] | None = None,
-                 self_slots: int = 4, team_size: int = 1) -> None:
+                 self_slots: int = 4, team_size: int = 1, tenure: int = 1, handover: bool = False) -> None:
+        if tenure < 1:
+            raise ValueError(f"tenure: expected at least 1 rollout, got {tenure}")
         if any(s.kind in DRAWN for s in specs) and (self_play is None or snapshot is None):
             raise ValueError("a 'self' or 'league' opponent needs a SelfPlayPool and a snapshot function")
         self.specs = list(specs)
         self.num_envs = num_envs
+        self.tenure = tenure
+        self.handover = handover
         self.self_play = self_play
         self.snapshot = snapshot
         self.counts = split_envs([s.weight for s in self.specs], num_envs)
@@ -396,15 +409,26 @@ class OpponentPool:
             start += count
         return out
 
-    def begin_rollout(self, generator: "torch.Generator") -> None:
-        """Pick up new checkpoints and redraw the self-play snapshots (PFSP)."""
-        self_slots = [s for s in self.slots if self.specs[s.group].kind in DRAWN]
-        if not self_slots:
-            return
+    def begin_rollout(self, generator: "torch.Generator") -> list[Slot]:
+        """Pick up new checkpoints and draw (PFSP) an opponent for each drawn slot whose turn it is.
+
+        Returns the slots drawn now (none with ``handover``): a caller whose envs are already playing
+        starts those slots' battles over, so that no game changes opponent midway.
+        """
+        drawn = [s for s in self.slots if self.specs[s.group].kind in DRAWN]
+        if not drawn:
+            return []
         assert self.self_play is not None and self.snapshot is not None
         self.self_play.refresh()
-        names = self.self_play.sample(len(self_slots), generator)
-        for slot, name in zip(self_slots, names):
+        stopgap = bool(self.self_play.records)  # a copy of the learner plays only until there is a draw
+        due = [s for s in drawn if s.left <= 0 or s.agent is None or (stopgap and s.checkpoint is None)]
+        first = all(s.agent is None for s in drawn)
+        for slot in drawn:
+            slot.left -= 1
+        if not due:
+            return []
+        names = self.self_play.sample(len(due), generator)
+        for slot, name in zip(due, names):
             while True:  # an unreadable snapshot is skipped (with a warning) and another one drawn
                 try:
                     self.assign(slot, name)
@@ -416,9 +440,12 @@ class OpponentPool:
                         break
                     name = redraw[0]
         if not names:
-            self.use_fallback(self_slots)
-        elif all(slot.checkpoint is not None for slot in self_slots):
+            self.use_fallback(due)
+        elif all(slot.checkpoint is not None for slot in drawn):
             self._fallback = None
+        for i, slot in enumerate(due):  # the first turns staggered, so later draws spread over rollouts
+            slot.left = self.tenure - 1 + (i * self.tenure // len(due) if first else 0)
+        return [] if self.handover else due
 
     def use_fallback(self, slots: Sequence[Slot]) -> None:
         """Play a frozen copy of the learner where no past checkpoint is available."""
@@ -426,16 +453,31 @@ class OpponentPool:
         if self._fallback is None:
             self._fallback = self.snapshot()
         for slot in slots:
-            slot.agent, slot.checkpoint = self._fallback, None
+            slot.agent, slot.checkpoint = None, None
+            slot.agent = self.own_copy(self._fallback, slot)
+            failure = checked_call(slot.agent.reset, *self.who(slot), "reset", None)
+            if failure is not None:
+                raise failure
         self._seating = None
 
     def assign(self, slot: Slot, name: str) -> None:
         assert self.self_play is not None
-        slot.agent, slot.checkpoint = self.self_play.agent(name), name
+        slot.agent, slot.checkpoint = None, name
+        slot.agent = self.own_copy(self.self_play.agent(name), slot)
         self._seating = None
         failure = checked_call(slot.agent.reset, *self.who(slot), "reset", None)
         if failure is not None:
             raise failure
+
+    def own_copy(self, agent: Any, slot: Slot) -> Any:
+        """``agent``, or a copy of it when another slot plays it: an agent's per-env memory then
+        belongs to one slot's envs, and survives other slots' changes of opponent."""
+        if not any(other.agent is agent for other in self.slots if other is not slot):
+            return agent
+        try:
+            return copy.deepcopy(agent)
+        except Exception:  # noqa: BLE001 - an agent that cannot be copied plays both slots as one batch
+            return agent
 
     def who(self, slot: Slot) -> tuple[str, str]:
         """(agent name, role) to blame for a slot's failure: ``crank`` / ``--vs crank=3``, or the snapshot file."""
@@ -527,7 +569,7 @@ class OpponentPool:
     def state_dict(self) -> dict[str, Any]:
         return {
             "specs": [str(s) for s in self.specs],
-            "slots": [{"checkpoint": s.checkpoint,
+            "slots": [{"checkpoint": s.checkpoint, "left": s.left,
                        "memory": capture_agent_memory(s.agent) if s.agent is not None else {}}
                       for s in self.slots],
             "self_play": self.self_play.state_dict() if self.self_play is not None else None,
@@ -559,6 +601,7 @@ class OpponentPool:
             self.self_play.load_state_dict(self_play)
         self._seating = None
         for slot, saved in zip(self.slots, slots):
+            slot.left = saved.get("left", 0)  # absent from runs saved before tenures: drawn at the next rollout
             if saved.get("checkpoint"):
                 known = self.self_play is not None and (saved["checkpoint"] in self.self_play.fixed or (
                     self.self_play.directory / saved["checkpoint"]).exists())
@@ -571,7 +614,7 @@ class OpponentPool:
             elif self.specs[slot.group].kind in DRAWN:
                 if self._fallback is None and self.snapshot is not None:
                     self._fallback = self.snapshot()
-                slot.agent = self._fallback
+                slot.agent = self.own_copy(self._fallback, slot)
             if slot.agent is not None and saved.get("memory"):
                 try:
                     restore_agent_memory(slot.agent, saved["memory"])
@@ -581,7 +624,8 @@ class OpponentPool:
 
 
 def check_slot_state(saved: Any, slot: Slot, key: str) -> None:
-    """One saved slot: ``{"checkpoint": file name or None, "memory": {...}}`` shaped like the live agent's."""
+    """One saved slot: ``{"checkpoint": file name or None, "left": rollouts, "memory": {...}}`` shaped like
+    the live agent's."""
     import torch
 
     if not isinstance(saved, dict):
@@ -589,6 +633,9 @@ def check_slot_state(saved: Any, slot: Slot, key: str) -> None:
     ckpt = saved.get("checkpoint")
     if ckpt is not None and (not isinstance(ckpt, str) or "/" in ckpt or "\\" in ckpt or ckpt.startswith(".")):
         raise ValueError(f"{key}.checkpoint: expected a checkpoint file name or None, got {ckpt!r}"[:300])
+    left = saved.get("left", 0)
+    if not isinstance(left, int) or isinstance(left, bool):
+        raise ValueError(f"{key}.left: expected a whole number of rollouts, got {left!r}"[:300])
     memory = saved.get("memory", {})
     if not isinstance(memory, dict):
         raise ValueError(f"{key}.memory: expected a dict, got {type(memory).__name__}")

@@ -312,6 +312,32 @@ def test_state_dict_round_trip_continues_bit_for_bit() -> None:
         TensorEnv(8).load_state_dict(saved)
 
 
+def test_restart_envs_starts_only_those_battles_over() -> None:
+    """A trainer that gives some envs a new opponent abandons their battles: those envs start from a
+    fresh spawn with zeroed episode statistics, the others fly on untouched."""
+    n = 8
+    env = TensorEnv(n, seed=3)
+    env.reset()
+    gen = torch.Generator().manual_seed(5)
+    for _ in range(20):
+        env.step(random_actions(n, gen, 0.2), random_actions(n, gen, 0.2))
+    before = {k: v.clone() for k, v in env.state_dict()["world"].items()}
+    obs = env.restart_envs(torch.tensor([1, 4]))
+    world = env.state_dict()["world"]
+    moved = torch.zeros(n, dtype=torch.bool)
+    moved[[1, 4]] = True
+    assert world["time"][moved].eq(0).all() and world["time"][~moved].gt(0).all()
+    for key, value in world.items():  # per-env fields lead with N; missile fields are [M, N, ...]
+        dim = 0 if value.shape[0] == n else 1
+        kept = (~moved).nonzero().flatten()
+        assert torch.equal(value.index_select(dim, kept), before[key].index_select(dim, kept)), key
+    assert torch.equal(obs_vector(obs["p1"]), obs_vector(env.observe()["p1"]))
+    _, _, _, infos = env.step(random_actions(n, gen, 0.0), random_actions(n, gen, 0.0))
+    assert infos["episode"]["length"][moved].eq(1).all() and infos["episode"]["length"][~moved].gt(20).all()
+    with pytest.raises(RuntimeError, match="game_seeds"):
+        env.restart_envs(torch.tensor([0]), torch.tensor([7]))
+
+
 def test_packed_and_dense_missile_layouts_fly_the_same_battles() -> None:
     """The CPU integrates only missiles in flight; the dense slot layout (used on GPUs) must agree."""
     n = 256

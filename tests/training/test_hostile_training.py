@@ -90,6 +90,7 @@ DAMAGE = [  # (path, value, words the error line must hold)
     ("opponents", None, ["opponents", "expected a dict"]),
     ("opponents.slots", "x", ["opponents.slots"]),
     ("opponents.slots.0.memory", "x", ["opponents.slots[0].memory"]),
+    ("opponents.slots.0.left", "soon", ["opponents.slots[0].left", "expected a whole number of rollouts"]),
     ("opponents.slots.0.memory.tensor:mode", "abc", ["opponents.slots[0].memory", "tensor:mode", "expected a tensor"]),
     ("opponents.slots.0.memory.evil", torch.zeros(1), ["opponents.slots[0].memory", "unexpected entry 'evil'"]),
     ("opponents.specs", ["placeholder"], ["trained --vs placeholder"]),
@@ -341,7 +342,7 @@ def test_an_opponent_that_cannot_be_built_is_one_line(fake_dists, tmp_path, mode
 
 def test_unreadable_self_play_checkpoint_is_skipped_with_a_warning(base_run, tmp_path):
     out = tmp_path / "run"
-    first = train(*TINY, "--vs", "self", "--max-steps", "64", "--out", str(out))
+    first = train(*TINY, "--vs", "self", "--tenure", "16", "--max-steps", "64", "--out", str(out))  # a draw each rollout
     assert first.exit_code == 0, first.output
     (out / "ckpt_000000010.pt").write_bytes(b"not a checkpoint")
     (out / "ckpt_000000020.pt").write_bytes(b"")

@@ -304,3 +304,70 @@ def test_league_draws_ladder_agents_and_checkpoints_by_pfsp(tmp_path):
     for slot in pool.slots:  # results are credited to whichever ladder agent or checkpoint played
         assert slot.checkpoint in {"hard", "easy", "ckpt_000000010.pt"}
     assert pool.who(pool.slots[0])[1] == "--vs league"
+
+
+def test_a_drawn_opponent_keeps_its_slot_for_its_tenure_and_the_turns_are_staggered(tmp_path):
+    """Slots are drawn again only when their tenure is up (a few at each rollout, never all at once),
+    and begin_rollout names the slots it drew, whose battles the trainer restarts."""
+    fixed = {"a": Constant(1.0), "b": Constant(-1.0)}
+    pfsp = SelfPlayPool(tmp_path, lambda p: Constant(0.25), fixed=fixed)
+    pool = OpponentPool(parse_opponent_specs(["league"]), 16, lambda s: Constant(0.0), self_play=pfsp,
+                        snapshot=lambda: Constant(0.5), self_slots=4, tenure=4)
+    gen = torch.Generator().manual_seed(0)
+    assert pool.begin_rollout(gen) == pool.slots  # the first draw fills every slot
+    held = {id(slot): slot.agent for slot in pool.slots}
+    redrawn = []
+    for _ in range(12):
+        drawn = pool.begin_rollout(gen)
+        redrawn.append([pool.slots.index(slot) for slot in drawn])
+        for slot in pool.slots:
+            assert (slot in drawn) or slot.agent is held[id(slot)], "an opponent changed outside its turn"
+            held[id(slot)] = slot.agent
+    # slot i first plays 4 + i rollouts, then 4 at a time: one slot drawn per rollout from the fourth on
+    assert redrawn == [[], [], [], [0], [1], [2], [3], [0], [1], [2], [3], [0]]
+
+
+def test_each_slot_plays_its_own_copy_of_an_opponent_drawn_twice(tmp_path):
+    """Two slots that draw the same ladder agent get separate objects, so its per-env memory for one
+    slot's battles survives the other slot's next draw; results still go to the one name."""
+    pfsp = SelfPlayPool(tmp_path, lambda p: Constant(0.25), fixed={"only": Constant(1.0)})
+    pool = OpponentPool(parse_opponent_specs(["league"]), 8, lambda s: Constant(0.0), self_play=pfsp,
+                        snapshot=lambda: Constant(0.5), self_slots=2, tenure=2)
+    gen = torch.Generator().manual_seed(0)
+    pool.begin_rollout(gen)
+    first, second = pool.slots
+    assert first.agent is not second.agent and first.checkpoint == second.checkpoint == "only"
+    pool.act({"x": torch.zeros(8)})
+    assert pool.begin_rollout(gen) == []
+    pool.act({"x": torch.zeros(8)})
+    assert first.agent.calls.tolist() == [2.0] * 4  # its own batch: the first slot's 4 envs
+    assert pool.begin_rollout(gen) == [first]  # the first slot's turn (tenure 2, staggered)
+    pool.act({"x": torch.zeros(8)})
+    assert second.agent.calls.tolist() == [3.0] * 4, "the other slot's memory is untouched"
+    pool.record(torch.ones(8), torch.zeros(8), torch.zeros(8))
+    assert pfsp.records["only"].wins == 8
+
+
+def test_a_copy_of_the_learner_plays_only_until_a_checkpoint_can_be_drawn(tmp_path):
+    pfsp = SelfPlayPool(tmp_path, lambda p: Constant(0.75))
+    pool = OpponentPool(parse_opponent_specs(["self"]), 4, lambda s: None, self_play=pfsp,
+                        snapshot=lambda: Constant(0.5), self_slots=2, tenure=100)
+    gen = torch.Generator().manual_seed(0)
+    pool.begin_rollout(gen)
+    assert pool.begin_rollout(gen) == [] and pool.act({"x": torch.zeros(4)})["rudder"].tolist() == [0.5] * 4
+    save_checkpoint({"agent": "stub", "format_version": 1}, tmp_path / "ckpt_000000010.pt")
+    assert pool.begin_rollout(gen) == pool.slots, "long before the tenure is up"
+    assert pool.act({"x": torch.zeros(4)})["rudder"].tolist() == [0.75] * 4
+
+
+def test_with_handover_a_new_draw_takes_over_the_battles_in_flight(tmp_path):
+    pfsp = SelfPlayPool(tmp_path, lambda p: Constant(0.25), fixed={"a": Constant(1.0), "b": Constant(-1.0)})
+    pool = OpponentPool(parse_opponent_specs(["league"]), 8, lambda s: Constant(0.0), self_play=pfsp,
+                        snapshot=lambda: Constant(0.5), self_slots=4, tenure=1, handover=True)
+    gen = torch.Generator().manual_seed(0)
+    assigned = []
+    assign = pool.assign
+    pool.assign = lambda slot, name: (assigned.append(slot), assign(slot, name))
+    for rollout in range(1, 4):
+        assert pool.begin_rollout(gen) == [], "no battle restarts"
+        assert assigned == pool.slots * rollout, "every slot drawn again at every rollout"

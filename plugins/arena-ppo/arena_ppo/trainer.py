@@ -32,7 +32,7 @@ PARAMS: dict[str, tuple[str, str]] = {
 FIXED_ON_RESUME = ("num_envs", "obs_mode", "obs_norm", "privileged_critic", "value_norm", "layer_norm", "self_slots",
                    "floor", "team_size", "policy", "recurrent")
 # What a run saved before a setting existed did: resuming it must not change its course.
-SAVED_BEFORE = {"run": {"floor": 0.0, "ladder_share": None}}
+SAVED_BEFORE = {"run": {"floor": 0.0, "ladder_share": None, "tenure": 1, "handover": True}}
 MAX_ENVS = 1 << 24  # battles stepped at once: ~16.7 M, already tens of GB of env state and rollout
 MAX_STEPS = 1 << 60  # environment steps (and intervals): far beyond any run, still exact in int64 counters
 MAX_SEED = (1 << 62) - 1  # seeds feed 64-bit torch generators with small offsets added
@@ -128,6 +128,13 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
                      help="Games per opponent in each evaluation (0: none)."),
         click.option("--self-slots", type=click.IntRange(1, 1024), default=R.self_slots, show_default=True,
                      help="Past checkpoints playing at once for --vs self (opponents drawn at once for --vs league)."),
+        click.option("--tenure", type=click.IntRange(0, MAX_STEPS), default=R.tenure, show_default=True,
+                     help="Env steps a drawn opponent (--vs self, --vs league) keeps its envs; then they get a new "
+                          "draw and new battles. 0: the longest battle (max_time / dt), so that no game changes "
+                          "opponent midway."),
+        click.option("--handover/--no-handover", default=R.handover, show_default=True,
+                     help="A drawn opponent takes over the battles in flight instead of starting new ones "
+                          "(a game's result then goes to whoever ends it)."),
         click.option("--ladder-share", type=FiniteFloat(0, 1, min_open=True), default=R.ladder_share,
                      show_default=True,
                      help="--vs league: share of the drawn opponents taken from the ladder and training partners "

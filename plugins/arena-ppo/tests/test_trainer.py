@@ -193,17 +193,21 @@ def test_new_run_refuses_an_out_that_holds_a_run(tmp_path):
     assert (tmp_path / "r" / "metrics.csv").read_text() == before
 
 
-def test_a_run_saved_before_the_floor_or_the_ladder_share_existed_resumes_without_them():
+def test_a_run_saved_before_the_floor_the_ladder_share_or_tenures_existed_resumes_without_them():
     from dataclasses import asdict
 
     from arena_ppo.config import TrainConfig
     from arena_ppo.trainer import config_from_dict
 
     saved = asdict(TrainConfig())
-    assert config_from_dict(saved).run.floor == 0.25 and config_from_dict(saved).run.ladder_share == 0.8
-    del saved["run"]["floor"], saved["run"]["ladder_share"]
-    assert config_from_dict(saved).run.floor == 0.0
-    assert config_from_dict(saved).run.ladder_share is None  # one pool, as such a run was trained
+    run = config_from_dict(saved).run
+    assert (run.floor, run.ladder_share, run.tenure, run.handover) == (0.25, 0.8, 0, False)
+    for key in ("floor", "ladder_share", "tenure", "handover"):
+        del saved["run"][key]
+    run = config_from_dict(saved).run
+    assert run.floor == 0.0
+    assert run.ladder_share is None  # one pool, as such a run was trained
+    assert (run.tenure, run.handover) == (1, True)  # every slot drawn at every rollout, battles handed over
 
 
 def test_league_training_plays_the_ladder_and_evaluates_against_every_rung(tmp_path):
@@ -229,12 +233,38 @@ def test_league_training_plays_the_ladder_and_evaluates_against_every_rung(tmp_p
 
 
 def test_league_training_resumes_exactly(tmp_path):
+    # a tenure of two rollouts: the third, after the resume, draws half the slots and restarts their battles
     common = ["--vs", "league", "--num-envs", "12", "--self-slots", "6", "--seed", "3", "--save-interval", "192",
-              *TINY]
+              "--tenure", "32", *TINY]
     a, b = straight_and_resumed(common, tmp_path)
     for key, value in a["model"].items():
         assert torch.equal(value, b["model"][key]), key
     assert a["opponents"]["self_play"] == b["opponents"]["self_play"]
+    slots = [(slot["checkpoint"], slot["left"]) for slot in a["opponents"]["slots"]]
+    assert slots == [(slot["checkpoint"], slot["left"]) for slot in b["opponents"]["slots"]]
+    assert [left for _, left in slots[:6]] == [1, 1, 1, 0, 0, 0]
+    assert torch.equal(a["env"]["world"]["x"], b["env"]["world"]["x"])
+
+
+def test_a_slot_drawn_again_restarts_its_battles_and_credits_only_whole_games(tmp_path):
+    """--vs league with a tenure of one rollout: every slot is drawn again at each rollout and its
+    battles start over, so no game changes opponent midway; only the games that began and ended
+    within a rollout are credited (with the default tenure a whole battle fits in one)."""
+    from arena_ppo.runners import OnPolicyRunner
+    from arena_ppo.trainer import build_config, opponent_factory
+
+    cfg = build_config({"vs": ["league"], "floor": 0.0, "num_envs": 8, "self_slots": 4, "n_steps": 16,
+                        "tenure": 16, "device": "cpu", "out": str(tmp_path), "threads": 1})
+    runner = OnPolicyRunner(cfg, tmp_path, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
+                            console=None, progress=False)
+    runner.collect()
+    assert runner.env.state.time.eq(16).all()  # no battle of 16 s ends: none was credited
+    assert sum(t.games for t in runner.pool.self_play.records.values()) == 0
+    runner.counters.env_steps = 128
+    runner.pool.begin_rollout = lambda generator: runner.pool.slots[1:3]  # as if two slots were drawn
+    runner.collect()
+    time = runner.env.state.time
+    assert time[2:6].eq(16).all() and time[:2].eq(32).all() and time[6:].eq(32).all()
 
 
 @pytest.mark.parametrize("trainer", ["ppo", "mappo"])

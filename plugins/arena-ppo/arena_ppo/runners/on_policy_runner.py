@@ -32,6 +32,7 @@ from arena.training import (
     parse_opponent_specs, save_checkpoint, tensorboard_writer, to_plain, write_config,
 )
 from arena.training.distributed import Group, Rank, process_device, rank_seed, split_count
+from arena.training.opponents import Slot
 
 from arena_ppo import distributed
 from arena_ppo.agent import PPOAgent
@@ -134,8 +135,10 @@ class OnPolicyRunner:
             quiet = {} if self.main else {"warn": lambda text: None}  # one warning per run, not per process
             self_play = SelfPlayPool(self.out_dir, self._load_snapshot, fixed=ladder,
                                      fixed_share=run.ladder_share if ladder else None, **quiet)
+        tenure = math.ceil((run.tenure or self.env_config.max_steps) / ppo.n_steps)  # in rollouts
         self.pool = OpponentPool(self.specs, self.local_envs, make_opponent, self_play=self_play,
-                                 snapshot=self._snapshot, self_slots=run.self_slots, team_size=self.seats)
+                                 snapshot=self._snapshot, self_slots=run.self_slots, team_size=self.seats,
+                                 tenure=tenure, handover=run.handover)
         self.teacher = (Teacher(run.kickstart, make_opponent, self.local_envs, self.device, self.seats)
                         if run.kickstart else None)
         # An opponent (or teacher) that reads the extended observation gets it; the learner keeps its own keys.
@@ -192,7 +195,7 @@ class OnPolicyRunner:
         agent, env, storage = self.agent, self.env, self.storage
         n, seats = env.num_envs, self.seats
         agent.train(True)
-        self.pool.begin_rollout(self.shuffle_generator)
+        self.restart_battles(self.pool.begin_rollout(self.shuffle_generator))
         loop = GameLoop(env, self.pool.seating(self.device))
         stat_names = ("done", "ret", "len", "win", "draw", "loss", "missiles")
         stats = {k: torch.zeros(n, device=self.device) for k in stat_names}
@@ -299,6 +302,22 @@ class OnPolicyRunner:
         return {"episode_return": totals["ret"] / episodes, "episode_length": totals["len"] / episodes,
                 "win_rate": totals["win"] / episodes, "draw_rate": totals["draw"] / episodes,
                 "missiles_fired": totals["missiles"] / episodes, "episodes": episodes}
+
+    def restart_battles(self, slots: list[Slot]) -> None:
+        """New battles in the envs of ``slots``, whose opponent just changed: each game is played
+        against one opponent. The battles abandoned were bootstrapped as truncated by the last
+        rollout's returns; nothing is credited for them."""
+        if not slots or self.counters.env_steps == 0:  # a fresh run's envs have not played yet
+            return
+        mask = torch.zeros(self.env.num_envs, dtype=torch.bool, device=self.device)
+        for slot in slots:
+            mask[slot.start:slot.stop] = True
+        self.obs = self.env.restart_envs(torch.nonzero(mask).flatten())
+        if self.teacher is not None:
+            self.teacher.reset(mask)
+        if self.hidden:
+            keep = (~self._seat_rows(mask)).unsqueeze(-1).to(self.hidden["actor"].dtype)
+            self.hidden = {k: v * keep for k, v in self.hidden.items()}
 
     def _critic_input_no_update(self, features: torch.Tensor) -> torch.Tensor:
         if not self.agent.privileged_critic:
