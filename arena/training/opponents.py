@@ -471,8 +471,10 @@ class OpponentPool:
 
     def own_copy(self, agent: Any, slot: Slot) -> Any:
         """``agent``, or a copy of it when another slot plays it: an agent's per-env memory then
-        belongs to one slot's envs, and survives other slots' changes of opponent."""
-        if not any(other.agent is agent for other in self.slots if other is not slot):
+        belongs to one slot's envs, and survives other slots' changes of opponent. With a tenure of
+        one rollout every slot is drawn afresh each time, so slots that drew the same agent share it:
+        one batch, one call a step."""
+        if self.tenure == 1 or not any(other.agent is agent for other in self.slots if other is not slot):
             return agent
         try:
             return copy.deepcopy(agent)

@@ -342,7 +342,7 @@ def test_an_opponent_that_cannot_be_built_is_one_line(fake_dists, tmp_path, mode
 
 def test_unreadable_self_play_checkpoint_is_skipped_with_a_warning(base_run, tmp_path):
     out = tmp_path / "run"
-    first = train(*TINY, "--vs", "self", "--tenure", "16", "--max-steps", "64", "--out", str(out))  # a draw each rollout
+    first = train(*TINY, "--vs", "self", "--max-steps", "64", "--out", str(out))
     assert first.exit_code == 0, first.output
     (out / "ckpt_000000010.pt").write_bytes(b"not a checkpoint")
     (out / "ckpt_000000020.pt").write_bytes(b"")

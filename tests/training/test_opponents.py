@@ -371,3 +371,14 @@ def test_with_handover_a_new_draw_takes_over_the_battles_in_flight(tmp_path):
     for rollout in range(1, 4):
         assert pool.begin_rollout(gen) == [], "no battle restarts"
         assert assigned == pool.slots * rollout, "every slot drawn again at every rollout"
+
+
+def test_with_a_tenure_of_one_rollout_slots_that_drew_the_same_agent_share_one_batch(tmp_path):
+    only = Constant(1.0)
+    pfsp = SelfPlayPool(tmp_path, lambda p: Constant(0.25), fixed={"only": only})
+    pool = OpponentPool(parse_opponent_specs(["league"]), 8, lambda s: Constant(0.0), self_play=pfsp,
+                        snapshot=lambda: Constant(0.5), self_slots=4, tenure=1)
+    pool.begin_rollout(torch.Generator().manual_seed(0))
+    assert all(slot.agent is only for slot in pool.slots)
+    pool.act({"x": torch.zeros(8)})
+    assert only.calls.tolist() == [1.0] * 8, "one call over all four slots' envs"

@@ -114,10 +114,11 @@ class RunConfig:
     obs_norm: bool = True  # rsl_rl running observation normalization (saved in checkpoints)
     privileged_critic: bool = False  # critic fed env.global_state (rsl_rl privileged obs, MAPPO centralized critic)
     self_slots: int = 4  # past checkpoints playing at once for a `self` opponent
-    # Env steps a drawn opponent (self, league) keeps its envs before the next draw, which restarts
-    # their battles; 0: the longest battle (max_time / dt), so every game is against one opponent.
-    tenure: int = 0
-    handover: bool = False  # a new draw takes over the battles in flight instead of starting new ones
+    # Env steps a drawn opponent (self, league) keeps its envs, rounded up to whole rollouts; 0: the
+    # longest battle (max_time / dt). With handover the next draw takes over the battles in flight
+    # (measured better in the league than whole battles: docs/training.md); without, they restart.
+    tenure: int = 1
+    handover: bool = True
     threads: int | None = None  # torch intra-op threads: None = arena's default for num_envs (arena.threads); 0 = torch's
 
 

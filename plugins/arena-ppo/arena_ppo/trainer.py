@@ -129,12 +129,12 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
         click.option("--self-slots", type=click.IntRange(1, 1024), default=R.self_slots, show_default=True,
                      help="Past checkpoints playing at once for --vs self (opponents drawn at once for --vs league)."),
         click.option("--tenure", type=click.IntRange(0, MAX_STEPS), default=R.tenure, show_default=True,
-                     help="Env steps a drawn opponent (--vs self, --vs league) keeps its envs; then they get a new "
-                          "draw and new battles. 0: the longest battle (max_time / dt), so that no game changes "
-                          "opponent midway."),
+                     help="Env steps a drawn opponent (--vs self, --vs league) keeps its envs, in whole rollouts; "
+                          "then they get a new draw. 0: the longest battle (max_time / dt). With --no-handover "
+                          "and 0 no game changes opponent midway."),
         click.option("--handover/--no-handover", default=R.handover, show_default=True,
-                     help="A drawn opponent takes over the battles in flight instead of starting new ones "
-                          "(a game's result then goes to whoever ends it)."),
+                     help="A drawn opponent takes over the battles in flight (a game's result goes to whoever "
+                          "ends it); --no-handover starts new battles at each draw instead."),
         click.option("--ladder-share", type=FiniteFloat(0, 1, min_open=True), default=R.ladder_share,
                      show_default=True,
                      help="--vs league: share of the drawn opponents taken from the ladder and training partners "

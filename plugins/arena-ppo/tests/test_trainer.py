@@ -201,7 +201,7 @@ def test_a_run_saved_before_the_floor_the_ladder_share_or_tenures_existed_resume
 
     saved = asdict(TrainConfig())
     run = config_from_dict(saved).run
-    assert (run.floor, run.ladder_share, run.tenure, run.handover) == (0.25, 0.8, 0, False)
+    assert (run.floor, run.ladder_share, run.tenure, run.handover) == (0.25, 0.8, 1, True)
     for key in ("floor", "ladder_share", "tenure", "handover"):
         del saved["run"][key]
     run = config_from_dict(saved).run
@@ -235,7 +235,7 @@ def test_league_training_plays_the_ladder_and_evaluates_against_every_rung(tmp_p
 def test_league_training_resumes_exactly(tmp_path):
     # a tenure of two rollouts: the third, after the resume, draws half the slots and restarts their battles
     common = ["--vs", "league", "--num-envs", "12", "--self-slots", "6", "--seed", "3", "--save-interval", "192",
-              "--tenure", "32", *TINY]
+              "--tenure", "32", "--no-handover", *TINY]
     a, b = straight_and_resumed(common, tmp_path)
     for key, value in a["model"].items():
         assert torch.equal(value, b["model"][key]), key
@@ -246,15 +246,25 @@ def test_league_training_resumes_exactly(tmp_path):
     assert torch.equal(a["env"]["world"]["x"], b["env"]["world"]["x"])
 
 
+def test_a_tenure_shorter_than_a_battle_without_handover_is_warned_of(tmp_path):
+    result = run(["--vs", "self", "--num-envs", "4", "--max-steps", "64", "--no-handover", "--tenure", "100",
+                  "--device", "cpu", *TINY], tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "warning: --no-handover with --tenure 100: a battle longer than 112 steps restarts" in result.output
+    quiet = run(["--vs", "self", "--num-envs", "4", "--max-steps", "64", "--no-handover", "--tenure", "0",
+                 "--device", "cpu", *TINY], tmp_path / "whole")
+    assert quiet.exit_code == 0 and "warning" not in quiet.output
+
+
 def test_a_slot_drawn_again_restarts_its_battles_and_credits_only_whole_games(tmp_path):
-    """--vs league with a tenure of one rollout: every slot is drawn again at each rollout and its
-    battles start over, so no game changes opponent midway; only the games that began and ended
-    within a rollout are credited (with the default tenure a whole battle fits in one)."""
+    """--vs league --no-handover with a tenure of one rollout: every slot is drawn again at each
+    rollout and its battles start over, so no game changes opponent midway; only the games that began
+    and ended within a rollout are credited (with --tenure 0 a whole battle fits in one)."""
     from arena_ppo.runners import OnPolicyRunner
     from arena_ppo.trainer import build_config, opponent_factory
 
     cfg = build_config({"vs": ["league"], "floor": 0.0, "num_envs": 8, "self_slots": 4, "n_steps": 16,
-                        "tenure": 16, "device": "cpu", "out": str(tmp_path), "threads": 1})
+                        "tenure": 16, "handover": False, "device": "cpu", "out": str(tmp_path), "threads": 1})
     runner = OnPolicyRunner(cfg, tmp_path, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
                             console=None, progress=False)
     runner.collect()

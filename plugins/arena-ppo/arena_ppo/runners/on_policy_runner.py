@@ -136,6 +136,10 @@ class OnPolicyRunner:
             self_play = SelfPlayPool(self.out_dir, self._load_snapshot, fixed=ladder,
                                      fixed_share=run.ladder_share if ladder else None, **quiet)
         tenure = math.ceil((run.tenure or self.env_config.max_steps) / ppo.n_steps)  # in rollouts
+        if self_play is not None and not run.handover and tenure * ppo.n_steps < self.env_config.max_steps:
+            self._echo(f"warning: --no-handover with --tenure {run.tenure}: a battle longer than {tenure * ppo.n_steps} "
+                       f"steps restarts before it ends, and its result is never credited (--tenure 0: the longest "
+                       f"battle, {self.env_config.max_steps} steps)")
         self.pool = OpponentPool(self.specs, self.local_envs, make_opponent, self_play=self_play,
                                  snapshot=self._snapshot, self_slots=run.self_slots, team_size=self.seats,
                                  tenure=tenure, handover=run.handover)
