@@ -147,8 +147,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="--lr-anneal of the main runs, over their --minutes (default: the trainer's)")
     parser.add_argument("--tenure", type=int, default=None,
                         help="--tenure of the main runs: env steps a drawn opponent keeps its envs (default: the trainer's)")
-    parser.add_argument("--handover", action="store_true", default=None,
-                        help="--handover in the main runs: a drawn opponent takes over the battles in flight")
+    parser.add_argument("--handover", action=argparse.BooleanOptionalAction, default=None,
+                        help="--handover or --no-handover in the main runs (default: the trainer's)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-league-<time>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
