@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -100,3 +101,13 @@ def test_empty_glob_warns_and_plays(plugin, write_league) -> None:
     res = CliRunner().invoke(main, ["tournament", str(path), "-q"])
     assert res.exit_code == 0, res.output
     assert "warning: participants[3].checkpoints: 'runs/demo/ckpt_*.pt' matches no file yet" in res.stderr
+
+
+def test_cli_ray_without_ray_installed_says_how_to_get_it(write_league, monkeypatch) -> None:
+    # Here rather than in test_ray.py: it runs without Ray, and no local Ray of other tests streams
+    # its workers' logs (a killed worker's traceback) into this output.
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    result = CliRunner().invoke(main, ["tournament", str(write_league(["crank", "placeholder"])), "--ray", "-q"])
+    assert result.exit_code == 2, result.output
+    assert "--ray needs Ray, which is not installed: pip install 'agent-arena[ray]'" in result.output
+    assert "Traceback" not in result.output

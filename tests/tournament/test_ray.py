@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from arena.cli import main
 from arena.tournament import ListSink, load_config, run_tournament
 from arena.tournament.participants import Participant, resolve_participants
 from arena.tournament.ray_backend import (LeagueSpec, RayError, RaySettings, check_reachable, local_checkpoint,
@@ -164,11 +162,3 @@ def test_an_address_nobody_answers_at_fails_in_seconds() -> None:
     with pytest.raises(RayError, match="expected auto, HOST:PORT or ray://HOST:PORT, got 'nonsense'"):
         check_reachable("nonsense")
     check_reachable("auto")  # Ray finds it itself
-
-
-def test_cli_ray_without_ray_installed_says_how_to_get_it(write_league, monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
-    result = CliRunner().invoke(main, ["tournament", str(write_league(["crank", "placeholder"])), "--ray", "-q"])
-    assert result.exit_code == 2, result.output
-    assert "--ray needs Ray, which is not installed: pip install 'agent-arena[ray]'" in result.output
-    assert "Traceback" not in result.output
