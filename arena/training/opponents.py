@@ -453,8 +453,7 @@ class OpponentPool:
         if self._fallback is None:
             self._fallback = self.snapshot()
         for slot in slots:
-            slot.agent, slot.checkpoint = None, None
-            slot.agent = self.own_copy(self._fallback, slot)
+            slot.agent, slot.checkpoint = self.own_copy(self._fallback, slot), None
             failure = checked_call(slot.agent.reset, *self.who(slot), "reset", None)
             if failure is not None:
                 raise failure
@@ -462,8 +461,7 @@ class OpponentPool:
 
     def assign(self, slot: Slot, name: str) -> None:
         assert self.self_play is not None
-        slot.agent, slot.checkpoint = None, name
-        slot.agent = self.own_copy(self.self_play.agent(name), slot)
+        slot.agent, slot.checkpoint = self.own_copy(self.self_play.agent(name), slot), name
         self._seating = None
         failure = checked_call(slot.agent.reset, *self.who(slot), "reset", None)
         if failure is not None:
