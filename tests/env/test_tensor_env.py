@@ -19,6 +19,16 @@ def random_actions(n: int, gen: torch.Generator, fire_p: float = 0.03) -> dict[s
     }
 
 
+def played(n: int, seed: int, steps: int, gen: torch.Generator, fire_p: float,
+           config: EnvConfig | None = None) -> TensorEnv:
+    """An env ``steps`` random steps into its battles (both sides drawing from ``gen``)."""
+    env = TensorEnv(n, seed=seed, config=config)
+    env.reset()
+    for _ in range(steps):
+        env.step(random_actions(n, gen, fire_p), random_actions(n, gen, fire_p))
+    return env
+
+
 def rollout(seed: int, steps: int, n: int = 32) -> list[torch.Tensor]:
     env = TensorEnv(n, seed=seed)
     obs = env.reset()
@@ -121,11 +131,8 @@ def angle_close(a: torch.Tensor, b: torch.Tensor, atol: float) -> bool:
 def test_mirroring_the_world_swaps_what_p1_and_p2_see() -> None:
     cfg = EnvConfig(obs_mode="extended")
     n = 64
-    env = TensorEnv(n, seed=5, config=cfg)
-    env.reset()
     gen = torch.Generator().manual_seed(1)
-    for _ in range(25):  # a world with missiles in flight
-        env.step(random_actions(n, gen, 0.2), random_actions(n, gen, 0.2))
+    env = played(n, seed=5, steps=25, gen=gen, fire_p=0.2, config=cfg)  # a world with missiles in flight
     mirror = TensorEnv(n, seed=5, config=cfg)
     mirror.reset()
     mirror.state = rotate_and_swap(env.state, cfg.arena_size)
@@ -293,11 +300,8 @@ def test_config_from_dict_validates() -> None:
 
 def test_state_dict_round_trip_continues_bit_for_bit() -> None:
     n = 16
-    env = TensorEnv(n, seed=9)
-    env.reset()
     gen = torch.Generator().manual_seed(4)
-    for _ in range(40):
-        env.step(random_actions(n, gen, 0.1), random_actions(n, gen, 0.1))
+    env = played(n, seed=9, steps=40, gen=gen, fire_p=0.1)
     saved = env.state_dict()
     copy = TensorEnv(n, seed=123)
     copy.load_state_dict(saved)
@@ -316,11 +320,8 @@ def test_restart_envs_starts_only_those_battles_over() -> None:
     """A trainer that gives some envs a new opponent abandons their battles: those envs start from a
     fresh spawn with zeroed episode statistics, the others fly on untouched."""
     n = 8
-    env = TensorEnv(n, seed=3)
-    env.reset()
     gen = torch.Generator().manual_seed(5)
-    for _ in range(20):
-        env.step(random_actions(n, gen, 0.2), random_actions(n, gen, 0.2))
+    env = played(n, seed=3, steps=20, gen=gen, fire_p=0.2)
     before = {k: v.clone() for k, v in env.state_dict()["world"].items()}
     obs = env.restart_envs(torch.tensor([1, 4]))
     world = env.state_dict()["world"]
