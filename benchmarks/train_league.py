@@ -35,7 +35,8 @@ import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 
 
 # Trainer options the main runs take from this script's flags of the same name; None: the trainer's default.
-MAIN_RUN_OPTIONS = ("floor", "reward", "ladder_share", "kickstart", "kickstart_steps", "kickstart_final", "lr_anneal",
+MAIN_RUN_OPTIONS = ("floor", "reward", "ladder_share", "kickstart", "kickstart_steps", "kickstart_final",
+                    "kickstart_trigger", "lr_anneal",
                     "tenure", "handover")
 
 
@@ -143,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="--kickstart-steps of the main runs (default: the trainer's)")
     parser.add_argument("--kickstart-final", type=float, default=None,
                         help="--kickstart-final of the main runs (default: the trainer's)")
+    parser.add_argument("--kickstart-trigger", type=float, default=None,
+                        help="--kickstart-trigger of the main runs (default: the trainer's)")
     parser.add_argument("--lr-anneal", type=float, default=None,
                         help="--lr-anneal of the main runs, over their --minutes (default: the trainer's)")
     parser.add_argument("--tenure", type=int, default=None,

@@ -75,6 +75,8 @@ class PPOConfig:
     # policy did against the ace (docs/training.md), so by default it keeps its full weight.
     kickstart_coef: float = 1.0
     kickstart_final: float = 1.0
+    # Weight of the teacher's trigger (when to fire) against its rudder, within its loss.
+    kickstart_trigger: float = 1.0
     data_chunk_length: int = 8  # recurrent policies: steps per training sequence (MAPPO: 10; 8 divides n_steps 32)
 
 

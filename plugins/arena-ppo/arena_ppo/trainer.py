@@ -150,6 +150,9 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
                      help="The teacher's weight at the start, against the PPO loss."),
         click.option("--kickstart-final", type=FiniteFloat(0), default=P.kickstart_final, show_default=True,
                      help="The teacher's weight from --kickstart-steps on (0: the teacher is then dropped)."),
+        click.option("--kickstart-trigger", type=FiniteFloat(0), default=P.kickstart_trigger, show_default=True,
+                     help="Weight of the teacher's trigger (when to fire) against its rudder, within its loss "
+                          "(0: the learner fires as the reward teaches it)."),
         click.option("--threads", type=click.IntRange(0, MAX_THREADS), default=R.threads, help=THREADS_HELP),
         click.option("--device", default=R.device, show_default=True,
                      help="cpu, cuda, cuda:N or auto. With several processes, cuda gives each the GPU of its local "
@@ -593,8 +596,9 @@ def train(ctx: click.Context, params: dict[str, Any], algorithm: str, group: Any
         where = f"{world} process{'es' if world > 1 else ''} ({runner.device.type}{gpus})"
         envs = f"{cfg.run.num_envs} envs ({runner.local_envs} per process)"
     split = describe_split(runner.pool) + (" per process" if group is not None and world > 1 else "")
+    trigger = f", trigger {cfg.ppo.kickstart_trigger:g}" if cfg.ppo.kickstart_trigger != 1 else ""
     taught = (f"; taught by {cfg.run.kickstart} (weight {cfg.ppo.kickstart_coef:g} to {cfg.ppo.kickstart_final:g} "
-              f"over {cfg.run.kickstart_steps:,} steps)" if cfg.run.kickstart else "")
+              f"over {cfg.run.kickstart_steps:,} steps{trigger})" if cfg.run.kickstart else "")
     if main:
         click.echo(f"training {algorithm} on {where}, {teams}vs {split}; reward {cfg.run.reward}{taught}; "
                    f"{envs} x {cfg.ppo.n_steps} steps per update; output {out}")

@@ -34,6 +34,10 @@ def test_distillation_loss_is_the_rudder_error_plus_the_trigger_cross_entropy():
     loss = distillation_loss(mean, logit, torch.tensor([1.0, -1.0]), torch.tensor([1.0, 0.0]))
     by_hand = [1.0 + math.log(2.0), (math.tanh(10.0) + 1.0) ** 2 - math.log(0.25)]
     assert loss.tolist() == pytest.approx(by_hand)
+    weighted = distillation_loss(mean, logit, torch.tensor([1.0, -1.0]), torch.tensor([1.0, 0.0]), trigger_weight=0.25)
+    assert weighted.tolist() == pytest.approx([1.0 + 0.25 * math.log(2.0), (math.tanh(10.0) + 1.0) ** 2 - 0.25 * math.log(0.25)])
+    rudder_only = distillation_loss(mean, logit, torch.tensor([1.0, -1.0]), torch.tensor([1.0, 0.0]), trigger_weight=0.0)
+    assert rudder_only.tolist() == pytest.approx([1.0, (math.tanh(10.0) + 1.0) ** 2])
 
 
 def labelled_storage(model: ActorCritic, steps: int = 8, envs: int = 64) -> RolloutStorage:
@@ -54,12 +58,17 @@ def labelled_storage(model: ActorCritic, steps: int = 8, envs: int = 64) -> Roll
     return storage
 
 
-def agreement(model: ActorCritic, storage: RolloutStorage) -> float:
+def agreements(model: ActorCritic, storage: RolloutStorage) -> tuple[float, float]:
+    """Share of the rollout's rows where the policy's rudder sign, and its likelier trigger, are the teacher's."""
     with torch.no_grad():
         mean, _, logit = model.actor(storage.obs)
         rudder = (torch.sign(torch.tanh(mean)) == storage.teacher_rudder).float().mean()
         fire = ((logit > 0).float() == storage.teacher_fire).float().mean()
-    return float((rudder + fire) / 2)
+    return float(rudder), float(fire)
+
+
+def agreement(model: ActorCritic, storage: RolloutStorage) -> float:
+    return sum(agreements(model, storage)) / 2
 
 
 def test_the_update_moves_the_policy_toward_the_teacher_only_while_it_weighs():
@@ -77,6 +86,21 @@ def test_the_update_moves_the_policy_toward_the_teacher_only_while_it_weighs():
         last = algo.update(storage)["kickstart_loss"]
     assert last < 0.6 * first
     assert agreement(model, storage) > 0.9 > before + 0.2
+
+
+def test_a_trigger_weight_of_zero_teaches_the_rudder_alone():
+    torch.manual_seed(0)
+    model = ActorCritic(NetworkConfig())
+    algo = PPO(model, PPOConfig(batch_size=128, n_epochs=8, learning_rate=3e-3, lr_schedule="constant",
+                                entropy_coef=0.0, kickstart_trigger=0.0))
+    storage = labelled_storage(model)
+    rudder_before, fire_before = agreements(model, storage)
+    algo.kickstart_coef = 1.0
+    for _ in range(6):
+        algo.update(storage)
+    rudder_after, fire_after = agreements(model, storage)
+    assert rudder_after > 0.9 > rudder_before + 0.2
+    assert fire_after == pytest.approx(fire_before, abs=0.05)
 
 
 def test_a_rollout_is_labelled_at_every_step_or_at_none():

@@ -47,11 +47,15 @@ def bernoulli_kl(logit_old: torch.Tensor, logit: torch.Tensor) -> torch.Tensor:
 
 
 def distillation_loss(mean: torch.Tensor, logit: torch.Tensor, teacher_rudder: torch.Tensor,
-                      teacher_fire: torch.Tensor) -> torch.Tensor:
+                      teacher_fire: torch.Tensor, trigger_weight: float = 1.0) -> torch.Tensor:
     """Per-row distance of the policy from a teacher's action (kickstarting): the squared error of the
-    mean rudder (the Gaussian's log-likelihood at a fixed std) plus the cross-entropy of the trigger."""
+    mean rudder (the Gaussian's log-likelihood at a fixed std) plus ``trigger_weight`` times the
+    cross-entropy of the trigger."""
     rudder = (torch.tanh(mean) - teacher_rudder).square()
-    return rudder + nn.functional.binary_cross_entropy_with_logits(logit, teacher_fire, reduction="none")
+    if trigger_weight == 0:
+        return rudder
+    trigger = nn.functional.binary_cross_entropy_with_logits(logit, teacher_fire, reduction="none")
+    return rudder + trigger_weight * trigger
 
 
 class PPO:
@@ -115,7 +119,8 @@ class PPO:
         total = policy_loss + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy_mean
         teacher = None
         if self.kickstart_coef > 0 and "teacher_rudder" in batch:
-            teacher = avg(distillation_loss(mean, logit, batch["teacher_rudder"], batch["teacher_fire"]))
+            teacher = avg(distillation_loss(mean, logit, batch["teacher_rudder"], batch["teacher_fire"],
+                                            cfg.kickstart_trigger))
             total = total + self.kickstart_coef * teacher
         with torch.no_grad():
             parts = {
