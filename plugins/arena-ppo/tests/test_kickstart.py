@@ -151,17 +151,18 @@ def test_a_kickstarted_run_logs_the_teachers_weight_until_it_is_dropped(tmp_path
     out = tmp_path / "run"
     result = CliRunner().invoke(main, [
         "train", "ppo", "--vs", "crank", "--kickstart", "crank", "--kickstart-steps", str(16 * 16 * 2),
-        "--kickstart-final", "0",
+        "--kickstart-final", "0", "--kickstart-trigger", "0.5",
         "--num-envs", "16", "--n-steps", "16", "--batch-size", "64", "--n-epochs", "1", "--max-steps", str(16 * 16 * 4),
         "--eval-games", "0", "--no-progress", "--threads", "1", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "taught by crank (weight 1 to 0 over 512 steps)" in result.output
+    assert "taught by crank (weight 1 to 0 over 512 steps, trigger 0.5)" in result.output
     metrics = rows(out / "metrics.csv")
     assert [float(r["kickstart_coef"]) for r in metrics] == [1.0, 0.5, 0.0, 0.0]
     assert all(math.isfinite(float(r["kickstart_loss"])) for r in metrics[:2])
     assert all(math.isnan(float(r["kickstart_loss"])) for r in metrics[2:])
     saved = torch.load(out / "ckpt_000001024.pt", weights_only=True)
     assert saved["config"]["run"]["kickstart"] == "crank" and "teacher" in saved
+    assert saved["config"]["ppo"]["kickstart_trigger"] == 0.5
 
 
 @pytest.mark.parametrize("args, message", [
