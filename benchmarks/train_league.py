@@ -36,8 +36,7 @@ import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 
 # Trainer options the main runs take from this script's flags of the same name; None: the trainer's default.
 MAIN_RUN_OPTIONS = ("floor", "reward", "ladder_share", "kickstart", "kickstart_steps", "kickstart_final",
-                    "kickstart_trigger", "lr_anneal",
-                    "tenure", "handover")
+                    "kickstart_trigger", "lr_anneal", "tenure", "handover")
 
 
 def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None, self_slots: int = 4,

@@ -31,13 +31,14 @@ def test_the_teachers_weight_moves_linearly_to_its_final_value_and_stays_there()
 
 def test_distillation_loss_is_the_rudder_error_plus_the_trigger_cross_entropy():
     mean, logit = torch.tensor([0.0, 10.0]), torch.tensor([0.0, math.log(3.0)])  # p(fire) 0.5 and 0.75
-    loss = distillation_loss(mean, logit, torch.tensor([1.0, -1.0]), torch.tensor([1.0, 0.0]))
-    by_hand = [1.0 + math.log(2.0), (math.tanh(10.0) + 1.0) ** 2 - math.log(0.25)]
-    assert loss.tolist() == pytest.approx(by_hand)
-    weighted = distillation_loss(mean, logit, torch.tensor([1.0, -1.0]), torch.tensor([1.0, 0.0]), trigger_weight=0.25)
-    assert weighted.tolist() == pytest.approx([1.0 + 0.25 * math.log(2.0), (math.tanh(10.0) + 1.0) ** 2 - 0.25 * math.log(0.25)])
-    rudder_only = distillation_loss(mean, logit, torch.tensor([1.0, -1.0]), torch.tensor([1.0, 0.0]), trigger_weight=0.0)
-    assert rudder_only.tolist() == pytest.approx([1.0, (math.tanh(10.0) + 1.0) ** 2])
+    rudder, fire = torch.tensor([1.0, -1.0]), torch.tensor([1.0, 0.0])
+    rudder_error = [1.0, (math.tanh(10.0) + 1.0) ** 2]
+    trigger_entropy = [math.log(2.0), -math.log(0.25)]
+    for weight in (1.0, 0.25, 0.0):
+        by_hand = [r + weight * t for r, t in zip(rudder_error, trigger_entropy)]
+        assert distillation_loss(mean, logit, rudder, fire, trigger_weight=weight).tolist() == pytest.approx(by_hand)
+    assert distillation_loss(mean, logit, rudder, fire).tolist() == pytest.approx(
+        [r + t for r, t in zip(rudder_error, trigger_entropy)])  # the default weight is 1
 
 
 def labelled_storage(model: ActorCritic, steps: int = 8, envs: int = 64) -> RolloutStorage:

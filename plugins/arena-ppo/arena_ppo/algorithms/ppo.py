@@ -52,8 +52,6 @@ def distillation_loss(mean: torch.Tensor, logit: torch.Tensor, teacher_rudder: t
     mean rudder (the Gaussian's log-likelihood at a fixed std) plus ``trigger_weight`` times the
     cross-entropy of the trigger."""
     rudder = (torch.tanh(mean) - teacher_rudder).square()
-    if trigger_weight == 0:
-        return rudder
     trigger = nn.functional.binary_cross_entropy_with_logits(logit, teacher_fire, reduction="none")
     return rudder + trigger_weight * trigger
 
