@@ -35,8 +35,8 @@ import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 
 
 # Trainer options the main runs take from this script's flags of the same name; None: the trainer's default.
-MAIN_RUN_OPTIONS = ("floor", "reward", "ladder_share", "kickstart", "kickstart_steps", "kickstart_final",
-                    "kickstart_trigger", "lr_anneal", "tenure", "handover")
+MAIN_RUN_OPTIONS = ("floor", "reward", "ladder_share", "kickstart", "kickstart_steps", "kickstart_coef",
+                    "kickstart_final", "kickstart_trigger", "lr_anneal", "tenure", "handover", "obs_delta")
 
 
 def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None, self_slots: int = 4,
@@ -141,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kickstart", default=None, help="--kickstart teacher of the main runs (default: none)")
     parser.add_argument("--kickstart-steps", type=int, default=None,
                         help="--kickstart-steps of the main runs (default: the trainer's)")
+    parser.add_argument("--kickstart-coef", type=float, default=None,
+                        help="--kickstart-coef of the main runs: the teacher's first weight (default: the trainer's)")
     parser.add_argument("--kickstart-final", type=float, default=None,
                         help="--kickstart-final of the main runs (default: the trainer's)")
     parser.add_argument("--kickstart-trigger", type=float, default=None,
@@ -149,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="--lr-anneal of the main runs, over their --minutes (default: the trainer's)")
     parser.add_argument("--tenure", type=int, default=None,
                         help="--tenure of the main runs: env steps a drawn opponent keeps its envs (default: the trainer's)")
+    parser.add_argument("--obs-delta", action=argparse.BooleanOptionalAction, default=None,
+                        help="--obs-delta of the main runs: each observation with its change (default: the trainer's)")
     parser.add_argument("--handover", action=argparse.BooleanOptionalAction, default=None,
                         help="--handover or --no-handover in the main runs (default: the trainer's)")
     parser.add_argument("--seed", type=int, default=0)

@@ -41,12 +41,12 @@ class PPOAgent(BaseAgent):
                  privileged_critic: bool = False, value_norm: bool = False) -> None:
         from arena.env.observations import global_state_size, obs_keys
 
-        from arena_ppo.modules import RunningNormalizer
+        from arena_ppo.modules import ObservationChange, RunningNormalizer
 
         super().__init__(device=device, env_config=env_config)
         self.obs_keys = obs_keys(self.env_config)
         net = NetworkConfig.from_dict(network) if isinstance(network, dict) else (network or NetworkConfig())
-        obs_size = len(self.obs_keys)
+        obs_size = len(self.obs_keys) * (2 if net.obs_delta else 1)
         state_size = global_state_size(self.env_config)
         net.obs_dim = obs_size + self.seat_columns
         net.critic_obs_dim = state_size + self.seat_columns if privileged_critic else net.obs_dim
@@ -60,6 +60,7 @@ class PPOAgent(BaseAgent):
         self.fire_rule = "median"  # eval-mode trigger; "threshold" fires when p > 0.5 (see fire_decision)
         self.fire_hazard: torch.Tensor | None = None  # [N] accumulated -log(1 - p) since the last launch
         self.play_hidden: torch.Tensor | None = None  # [N, H] recurrent actor state while playing (not training)
+        self.play_change = ObservationChange() if net.obs_delta else None  # last observation while playing
         self.model.eval()
 
     # -- what differs in subclasses (MAPPO) --------------------------------------------------------
@@ -86,10 +87,13 @@ class PPOAgent(BaseAgent):
     # -- acting -----------------------------------------------------------------------------------
 
     def features(self, observation: "dict[str, torch.Tensor]") -> "torch.Tensor":
-        """The actor's input: the observation stacked in canonical order and normalized."""
+        """The actor's input: the observation stacked in canonical order (with its change since the
+        last step, ``obs_delta``) and normalized."""
         from arena.env import obs_vector
 
         x = obs_vector(observation, self.obs_keys)
+        if self.play_change is not None:
+            x = self.play_change.stack(x)
         return self.obs_normalizer(x) if self.obs_normalizer is not None else x
 
     def critic_features(self, observation: "torch.Tensor", global_state: "torch.Tensor | None") -> "torch.Tensor":
@@ -170,7 +174,10 @@ class PPOAgent(BaseAgent):
         return fire
 
     def reset(self, env_mask: "torch.Tensor | None" = None) -> None:
-        """New battles start with no accumulated launch hazard (and a zero recurrent state)."""
+        """New battles start with no accumulated launch hazard (and a zero recurrent state, and no
+        previous observation)."""
+        if self.play_change is not None:
+            self.play_change.reset(env_mask.to(self.device) if env_mask is not None else None)
         if env_mask is None:
             self.fire_hazard = self.play_hidden = None
             return
@@ -202,9 +209,9 @@ class PPOAgent(BaseAgent):
 
         from torch import nn
 
-        if self.recurrent:
-            raise ValueError("a recurrent policy carries a hidden state between steps; arena export takes "
-                             "feed-forward policies only")
+        if self.recurrent or self.network.obs_delta:
+            raise ValueError("a recurrent policy, or one reading each observation's change (obs_delta), carries a "
+                             "state between steps; arena export takes policies of one observation only")
         if self.seat_columns:
             raise ValueError(f"{self.name} reads a seat one-hot beside the observation; arena export takes "
                              f"feed-forward PPO policies only")

@@ -32,6 +32,9 @@ class NetworkConfig:
     log_std_min: float = -5.0
     log_std_max: float = 2.0
     recurrent: bool = False  # a GRU cell after each trunk (mappo --recurrent)
+    # Each input also carries its change since the previous step (arena_ppo.modules.change): rates
+    # (missile closure, turn rate) that one observation cannot show a feed-forward policy.
+    obs_delta: bool = False
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "NetworkConfig":

@@ -13,9 +13,9 @@ stay bit for bit equal without ever being copied after the start:
 - the learning-rate schedule reads the step counter, which counts the steps of all processes.
 
 What differs between processes is only what a checkpoint keeps per process: the env world, the
-random streams, the opponents' per-env memory and a recurrent learner's hidden state
-(:data:`RANK_KEYS`). The main process gathers those into its checkpoint, so a run saved by N
-processes resumes on N processes exactly. Per-opponent results (PFSP records of ``--vs self`` and
+random streams, the opponents' and the kickstart teacher's per-env memory, a recurrent learner's
+hidden state and, with ``--obs-delta``, each row's last observation (:data:`RANK_KEYS`). The main process gathers those
+into its checkpoint, so a run saved by N processes resumes on N processes exactly. Per-opponent results (PFSP records of ``--vs self`` and
 ``--vs league``) are pooled after each rollout, so every process draws from the same priorities.
 """
 
@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from arena_ppo.agent import PPOAgent
     from arena_ppo.algorithms import PPO
 
-RANK_KEYS = ("rng", "env", "opponents", "hidden")  # the parts of a trainer checkpoint that each process has its own
+# The parts of a trainer checkpoint that each process has its own.
+RANK_KEYS = ("rng", "env", "opponents", "hidden", "teacher", "obs_change")
 NORMALIZERS = ("obs_normalizer", "critic_normalizer", "value_normalizer")
 ROLLOUT_NORMALIZERS = ("obs_normalizer", "critic_normalizer")  # updated at every env step: merged per rollout
 

@@ -27,10 +27,11 @@ PARAMS: dict[str, tuple[str, str]] = {
     "init_fire_logit": ("network", "init_fire_logit"),
     "init_log_std": ("network", "init_log_std"),
     "recurrent": ("network", "recurrent"),
+    "obs_delta": ("network", "obs_delta"),
 }
 # Settings a resumed run cannot change: the checkpoint's tensors are shaped by them.
 FIXED_ON_RESUME = ("num_envs", "obs_mode", "obs_norm", "privileged_critic", "value_norm", "layer_norm", "self_slots",
-                   "floor", "team_size", "policy", "recurrent")
+                   "floor", "team_size", "policy", "recurrent", "obs_delta")
 # What a run saved before a setting existed did: resuming it must not change its course.
 SAVED_BEFORE = {"run": {"floor": 0.0, "ladder_share": None, "tenure": 1, "handover": True}}
 MAX_ENVS = 1 << 24  # battles stepped at once: ~16.7 M, already tens of GB of env state and rollout
@@ -106,6 +107,9 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
                      help="Running observation normalization, saved in checkpoints (rsl_rl)."),
         click.option("--layer-norm/--no-layer-norm", default=N.input_layer_norm, show_default=True,
                      help="LayerNorm on the network input."),
+        click.option("--obs-delta/--no-obs-delta", default=N.obs_delta, show_default=True,
+                     help="Feed the network each observation's change since the last step beside it (rates: "
+                          "missile closure, turn rate)."),
         *([] if mappo else [click.option(
             "--privileged-critic/--no-privileged-critic", default=R.privileged_critic, show_default=True,
             help="Critic reads the env's global state (rsl_rl privileged observations, MAPPO).")]),

@@ -115,8 +115,9 @@ def wait_for(predicate, timeout: float, proc: subprocess.Popen) -> None:
 
 linux = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the processes through /proc")
 
+# A teacher and --obs-delta: per-env memory of each process that a resume must put back.
 COMMON = ["--vs", "crank", "--vs", "self=0.5", "--num-envs", "8", "--seed", "3", "--save-interval", "128",
-          "--privileged-critic", "--value-norm", *TINY, "--nproc", "2"]
+          "--privileged-critic", "--value-norm", "--kickstart", "crank", "--obs-delta", *TINY, "--nproc", "2"]
 
 
 @linux

@@ -74,7 +74,9 @@ def straight_and_resumed(common, tmp_path):
                                           "--lr-schedule", "adaptive", "--clip-value-loss", "--no-obs-norm"],
                                      ["--team-size", "2", "--privileged-critic"],
                                      # a teacher with a random stream, which the checkpoint must keep
-                                     ["--kickstart", "placeholder", "--kickstart-steps", "500"]])
+                                     ["--kickstart", "placeholder", "--kickstart-steps", "500"],
+                                     # each row's last observation, which the checkpoint must keep
+                                     ["--obs-delta", "--obs-mode", "extended"]])
 def test_resume_continues_exactly(tmp_path, options):
     common = ["--vs", "crank", "--vs", "placeholder=0.5", "--vs", "self=0.5", "--num-envs", "12", "--seed", "5",
               "--save-interval", "192", "--reward", "pursuit", *TINY, *options]
@@ -275,6 +277,25 @@ def test_a_slot_drawn_again_restarts_its_battles_and_credits_only_whole_games(tm
     runner.collect()
     time = runner.env.state.time
     assert time[2:6].eq(16).all() and time[:2].eq(32).all() and time[6:].eq(32).all()
+
+
+def test_obs_delta_stores_each_step_with_its_change_and_none_across_a_battle_start(tmp_path):
+    from arena_ppo.runners import OnPolicyRunner
+    from arena_ppo.trainer import build_config, opponent_factory
+
+    cfg = build_config({"vs": ["crank"], "num_envs": 64, "n_steps": 32, "obs_delta": True, "obs_norm": False,
+                        "obs_mode": "extended", "device": "cpu", "out": str(tmp_path), "threads": 1})
+    runner = OnPolicyRunner(cfg, tmp_path, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
+                            console=None, progress=False)
+    for _ in range(8):  # 256 steps: battles end and restart along the way
+        runner.collect()
+    obs, done = runner.storage.obs, runner.storage.done  # [T, N, 2K]
+    size = obs.shape[-1] // 2
+    state, change = obs[..., :size], obs[..., size:]
+    going_on = ~done[:-1]  # step t + 1 continues the battle of step t
+    assert done.any() and going_on.any()
+    assert torch.allclose(change[1:][going_on], (state[1:] - state[:-1])[going_on])
+    assert change[1:][~going_on].abs().max() == 0  # a new battle's first step reads no change
 
 
 @pytest.mark.parametrize("trainer", ["ppo", "mappo"])

@@ -39,6 +39,7 @@ from arena_ppo.agent import PPOAgent
 from arena_ppo.algorithms import PPO, anneal_factor
 from arena_ppo.config import RunConfig, TrainConfig
 from arena_ppo.kickstart import Teacher, coefficient
+from arena_ppo.modules import ObservationChange
 from arena_ppo.storage import RolloutStorage, Transition
 
 RewardFn = Callable[..., torch.Tensor]
@@ -162,6 +163,9 @@ class OnPolicyRunner:
         self.hidden: dict[str, torch.Tensor] = ({
             "actor": torch.zeros(rows, hidden_sizes[0], device=self.device),
             "critic": torch.zeros(rows, hidden_sizes[1], device=self.device)} if hidden_sizes else {})
+        # --obs-delta: the learner's last observation per aircraft row (saved, like the hidden state).
+        self.obs_change = (ObservationChange(rows, len(self.agent.obs_keys), self.device)
+                           if self.agent.network.obs_delta else None)
         self.obs = self.env.reset()
         self._eval_opponents: dict[str, Any] = {}
 
@@ -184,6 +188,10 @@ class OnPolicyRunner:
     def _seat_rows(self, value: torch.Tensor) -> torch.Tensor:
         """A per-env [N, ...] tensor repeated for each of p1's seats: [N·T, ...] (as it is in a duel)."""
         return value if self.seats == 1 else value.repeat_interleave(self.seats, 0)
+
+    def _with_change(self, raw: torch.Tensor, commit: bool = True) -> torch.Tensor:
+        """``raw`` with its change since the last step appended (``--obs-delta``), else as it is."""
+        return raw if self.obs_change is None else self.obs_change.stack(raw, commit)
 
     def _critic_input(self, features: torch.Tensor) -> torch.Tensor:
         if not self.agent.privileged_critic:
@@ -211,7 +219,7 @@ class OnPolicyRunner:
             distributed.track_rollout(self.group, agent)
         for _ in range(storage.n_steps):
             obs_p1 = flatten_seats(self.obs["p1"])  # [N·T] rows: every aircraft of p1
-            raw = obs_vector(obs_p1, keys)
+            raw = self._with_change(obs_vector(obs_p1, keys))
             if agent.obs_normalizer is not None:
                 agent.obs_normalizer.update(raw)
                 features = agent.obs_normalizer(raw)
@@ -243,7 +251,7 @@ class OnPolicyRunner:
             if self.reward_fn is not None:
                 reward = reward + self.reward_fn(obs_p1, final_p1, env_reward, seat_dones, infos)
             truncated = self._seat_rows(infos["truncated"])
-            final_raw = obs_vector(final_p1, keys)
+            final_raw = self._with_change(obs_vector(final_p1, keys), commit=False)  # the step after raw's
             final_features = agent.obs_normalizer(final_raw) if agent.obs_normalizer is not None else final_raw
             final_features = agent.with_seats(final_features)
             final_state = (self._seat_rows(infos["final_global_state"]["p1"]) if agent.privileged_critic
@@ -259,6 +267,8 @@ class OnPolicyRunner:
                 actor_hidden=actor_h if recurrent else None, critic_hidden=critic_h if recurrent else None,
                 teacher_rudder=labels[0], teacher_fire=labels[1],
             ))
+            if self.obs_change is not None:
+                self.obs_change.reset(seat_dones)
             if recurrent:  # a battle that restarted starts from a zero state
                 keep = (~seat_dones).unsqueeze(-1).to(features.dtype)
                 assert out.hidden is not None
@@ -276,7 +286,7 @@ class OnPolicyRunner:
             stats["draw"] += (dones & (winner == 0)).float()
             self.obs = next_obs
 
-        raw = obs_vector(flatten_seats(self.obs["p1"]), keys)
+        raw = self._with_change(obs_vector(flatten_seats(self.obs["p1"]), keys), commit=False)
         features = agent.with_seats(agent.obs_normalizer(raw) if agent.obs_normalizer is not None else raw)
         last_critic = self._critic_input_no_update(features)
         if recurrent:
@@ -319,6 +329,8 @@ class OnPolicyRunner:
         self.obs = self.env.restart_envs(torch.nonzero(mask).flatten())
         if self.teacher is not None:
             self.teacher.reset(mask)
+        if self.obs_change is not None:
+            self.obs_change.reset(self._seat_rows(mask))
         if self.hidden:
             keep = (~self._seat_rows(mask)).unsqueeze(-1).to(self.hidden["actor"].dtype)
             self.hidden = {k: v * keep for k, v in self.hidden.items()}
@@ -542,6 +554,7 @@ class OnPolicyRunner:
                 "env": self.env.state_dict(), "opponents": self.pool.state_dict(), "config": to_plain(self.cfg),
                 "hidden": {k: v.clone() for k, v in self.hidden.items()},
                 **({"teacher": self.teacher.state_dict()} if self.teacher is not None else {}),
+                **({"obs_change": self.obs_change.state_dict()} if self.obs_change is not None else {}),
                 "metrics": {k: float(v) for k, v in self.last_metrics.items()}}
 
     def save_if_new(self) -> Path:
@@ -624,6 +637,11 @@ class OnPolicyRunner:
                 hidden = expect_dict(data, "hidden")
                 check_like(hidden, self.hidden, "hidden")
                 self.hidden = {k: hidden[k].to(self.device) for k in self.hidden}
+            if self.obs_change is not None:
+                stage = "obs_change"
+                change = expect_dict(data, "obs_change")
+                check_like(change, self.obs_change.state_dict(), "obs_change")
+                self.obs_change.load_state_dict(change)
             if self.teacher is not None:
                 stage = "teacher"
                 self.teacher.load_state_dict(data.get("teacher"))
