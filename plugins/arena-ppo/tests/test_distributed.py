@@ -115,7 +115,8 @@ def wait_for(predicate, timeout: float, proc: subprocess.Popen) -> None:
 
 linux = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the processes through /proc")
 
-# A teacher and --obs-delta: per-env memory of each process that a resume must put back.
+# --obs-delta: each process's last observations, which a resume must put back (the teacher's memory is
+# still empty at these steps; test_each_process_resumes_its_own_per_env_state covers it).
 COMMON = ["--vs", "crank", "--vs", "self=0.5", "--num-envs", "8", "--seed", "3", "--save-interval", "128",
           "--privileged-critic", "--value-norm", "--kickstart", "crank", "--obs-delta", *TINY, "--nproc", "2"]
 
@@ -263,6 +264,22 @@ def test_rank_from_env_and_seeds():
         rank_from_env({"RANK": "4", "WORLD_SIZE": "4"})
     assert rank_seed(11, 0) == 11 and len({rank_seed(11, r) for r in range(64)}) == 64
     assert [split_count(5, Rank(r, 3)) for r in range(3)] == [2, 2, 1]
+
+
+def test_each_process_resumes_its_own_per_env_state():
+    """The main process's checkpoint keys hold process 0's state; every other process takes its own from
+    ``ranks``: env, streams, opponents, hidden state, the kickstart teacher's memory and the last
+    observations of --obs-delta (a teacher with process 0's memory labels the wrong battles)."""
+    from arena_ppo.distributed import RANK_KEYS, rank_part
+
+    assert {"env", "rng", "opponents", "hidden", "teacher", "obs_change"} <= set(RANK_KEYS)
+    data = {"world_size": 2, "model": "shared", **{k: f"{k} of 0" for k in RANK_KEYS},
+            "ranks": [{k: f"{k} of 1" for k in RANK_KEYS}]}
+    assert rank_part(data, 0, 2) is data
+    mine = rank_part(data, 1, 2)
+    assert mine["model"] == "shared" and all(mine[k] == f"{k} of 1" for k in RANK_KEYS)
+    with pytest.raises(ValueError, match="resumes on 2, not 3"):
+        rank_part(data, 1, 3)
 
 
 class FakeGroup:
