@@ -329,7 +329,8 @@ def check_seat(saved: "EnvConfig", env: "EnvConfig", where: str) -> None:
 
     if env.obs_mode != saved.obs_mode:
         raise CheckpointError(f"{where}: trained with obs_mode={saved.obs_mode!r}, but the env uses "
-                              f"obs_mode={env.obs_mode!r}")
+                              f"obs_mode={env.obs_mode!r}; give it that observation (arena play --env "
+                              f"obs_mode={saved.obs_mode}, or env: {{obs_mode: {saved.obs_mode}}} in a tournament)")
     missing = [k for k in obs_keys(saved) if k not in set(obs_keys(env))]
     if missing:
         raise CheckpointError(f"{where}: trained in team battles of {saved.team_size} (obs_neighbours "

@@ -14,9 +14,10 @@ stay bit for bit equal without ever being copied after the start:
 
 What differs between processes is only what a checkpoint keeps per process: the env world, the
 random streams, the opponents' and the kickstart teacher's per-env memory, a recurrent learner's
-hidden state and, with ``--obs-delta``, each row's last observation (:data:`RANK_KEYS`). The main process gathers those
-into its checkpoint, so a run saved by N processes resumes on N processes exactly. Per-opponent results (PFSP records of ``--vs self`` and
-``--vs league``) are pooled after each rollout, so every process draws from the same priorities.
+hidden state and, with ``--obs-delta``, each row's last observation (:data:`RANK_KEYS`). The main
+process gathers those into its checkpoint, so a run saved by N processes resumes on N processes
+exactly. Per-opponent results (PFSP records of ``--vs self`` and ``--vs league``) are pooled after
+each rollout, so every process draws from the same priorities.
 """
 
 from __future__ import annotations

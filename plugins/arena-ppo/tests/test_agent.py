@@ -42,7 +42,7 @@ def test_checkpoint_round_trip_weights_only(tmp_path):
     assert torch.equal(loaded.obs_normalizer.mean, agent.obs_normalizer.mean)
     via_registry = build_agent(str(path))  # `arena play PATH.pt`: the file names its agent
     assert isinstance(via_registry, PPOAgent)
-    with pytest.raises(CheckpointError, match="obs_mode='extended'"):
+    with pytest.raises(CheckpointError, match=r"obs_mode='extended'.*arena play --env obs_mode=extended"):
         PPOAgent.load(path, env_config=EnvConfig())
 
 
