@@ -41,7 +41,7 @@ class PPOAgent(BaseAgent):
                  privileged_critic: bool = False, value_norm: bool = False) -> None:
         from arena.env.observations import global_state_size, obs_keys
 
-        from arena_ppo.modules import ObservationChange, RunningNormalizer
+        from arena_ppo.modules import RunningNormalizer
 
         super().__init__(device=device, env_config=env_config)
         self.obs_keys = obs_keys(self.env_config)
@@ -60,7 +60,9 @@ class PPOAgent(BaseAgent):
         self.fire_rule = "median"  # eval-mode trigger; "threshold" fires when p > 0.5 (see fire_decision)
         self.fire_hazard: torch.Tensor | None = None  # [N] accumulated -log(1 - p) since the last launch
         self.play_hidden: torch.Tensor | None = None  # [N, H] recurrent actor state while playing (not training)
-        self.play_change = ObservationChange() if net.obs_delta else None  # last observation while playing
+        # obs_delta while playing: [N, K] last raw observation, [N] rows with none yet (arena_ppo.modules.change)
+        self.play_last: torch.Tensor | None = None
+        self.play_fresh: torch.Tensor | None = None
         self.model.eval()
 
     # -- what differs in subclasses (MAPPO) --------------------------------------------------------
@@ -91,9 +93,11 @@ class PPOAgent(BaseAgent):
         last step, ``obs_delta``) and normalized."""
         from arena.env import obs_vector
 
+        from arena_ppo.modules.change import stack_change
+
         x = obs_vector(observation, self.obs_keys)
-        if self.play_change is not None:
-            x = self.play_change.stack(x)
+        if self.network.obs_delta:
+            x, self.play_last, self.play_fresh = stack_change(x, self.play_last, self.play_fresh)
         return self.obs_normalizer(x) if self.obs_normalizer is not None else x
 
     def critic_features(self, observation: "torch.Tensor", global_state: "torch.Tensor | None") -> "torch.Tensor":
@@ -176,11 +180,12 @@ class PPOAgent(BaseAgent):
     def reset(self, env_mask: "torch.Tensor | None" = None) -> None:
         """New battles start with no accumulated launch hazard (and a zero recurrent state, and no
         previous observation)."""
-        if self.play_change is not None:
-            self.play_change.reset(env_mask.to(self.device) if env_mask is not None else None)
+        from arena_ppo.modules.change import forget
+
         if env_mask is None:
-            self.fire_hazard = self.play_hidden = None
+            self.fire_hazard = self.play_hidden = self.play_last = self.play_fresh = None
             return
+        self.play_fresh = forget(self.play_fresh, env_mask)
         if self.fire_hazard is not None and env_mask.shape == self.fire_hazard.shape:
             self.fire_hazard = self.fire_hazard.masked_fill(env_mask.to(self.fire_hazard.device), 0.0)
         if self.play_hidden is not None and env_mask.shape[0] == self.play_hidden.shape[0]:

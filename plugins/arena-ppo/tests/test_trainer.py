@@ -75,8 +75,9 @@ def straight_and_resumed(common, tmp_path):
                                      ["--team-size", "2", "--privileged-critic"],
                                      # a teacher with a random stream, which the checkpoint must keep
                                      ["--kickstart", "placeholder", "--kickstart-steps", "500"],
-                                     # each row's last observation, which the checkpoint must keep
-                                     ["--obs-delta", "--obs-mode", "extended"]])
+                                     # each row's last observation, the learner's and (held over the
+                                     # checkpoint by a long tenure) its past selves', which it must keep
+                                     ["--obs-delta", "--obs-mode", "extended", "--tenure", "576"]])
 def test_resume_continues_exactly(tmp_path, options):
     common = ["--vs", "crank", "--vs", "placeholder=0.5", "--vs", "self=0.5", "--num-envs", "12", "--seed", "5",
               "--save-interval", "192", "--reward", "pursuit", *TINY, *options]
