@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import torch
 
-Memory = tuple["torch.Tensor | None", "torch.Tensor | None"]  # (last [N, K], fresh [N] bool)
-
 
 def stack_change(x: torch.Tensor, last: torch.Tensor | None, fresh: torch.Tensor | None
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``([x, x - last]``, the memory after ``x``): rows marked ``fresh`` read no change. Memory of
+    """``[x, x - last]`` and the memory after ``x``; rows marked ``fresh`` read no change. Memory of
     another shape (another set of battles), or none, starts every row fresh."""
     if last is None or fresh is None or last.shape != x.shape or last.device != x.device:
         last, fresh = x, torch.ones(x.shape[0], dtype=torch.bool, device=x.device)
