@@ -93,10 +93,10 @@ class PPOAgent(BaseAgent):
         last step, ``obs_delta``) and normalized."""
         from arena.env import obs_vector
 
-        from arena_ppo.modules.change import stack_change
-
         x = obs_vector(observation, self.obs_keys)
         if self.network.obs_delta:
+            from arena_ppo.modules.change import stack_change
+
             x, self.play_last, self.play_fresh = stack_change(x, self.play_last, self.play_fresh)
         return self.obs_normalizer(x) if self.obs_normalizer is not None else x
 
@@ -180,12 +180,13 @@ class PPOAgent(BaseAgent):
     def reset(self, env_mask: "torch.Tensor | None" = None) -> None:
         """New battles start with no accumulated launch hazard (and a zero recurrent state, and no
         previous observation)."""
-        from arena_ppo.modules.change import forget
-
         if env_mask is None:
             self.fire_hazard = self.play_hidden = self.play_last = self.play_fresh = None
             return
-        self.play_fresh = forget(self.play_fresh, env_mask)
+        if self.play_fresh is not None:
+            from arena_ppo.modules.change import forget
+
+            self.play_fresh = forget(self.play_fresh, env_mask)
         if self.fire_hazard is not None and env_mask.shape == self.fire_hazard.shape:
             self.fire_hazard = self.fire_hazard.masked_fill(env_mask.to(self.fire_hazard.device), 0.0)
         if self.play_hidden is not None and env_mask.shape[0] == self.play_hidden.shape[0]:
