@@ -9,7 +9,9 @@ Three parts:
 1. **Generalization.** Two PPO runs of ``--minutes`` each: ``--vs league`` (prioritized fictitious
    self-play over the ladder — placeholder, crank, sniper, defender, ace — and the run's own past
    checkpoints) and ``--vs crank``. Each final checkpoint plays ``--games`` deterministic games (half
-   from each side) against every ladder agent.
+   from each side) against every ladder agent. ``--league-vs ace`` adds an opponent beside the league;
+   ``--warm-up-minutes M`` trains the league run M minutes against the top rung alone first, then the
+   league from those weights, taught by that warm-up's final checkpoint (docs/training.md).
 2. **Rating over training.** A round-robin tournament of the league run's checkpoints (and the
    ladder), then the Spearman correlation of training step against Elo among the checkpoints.
 3. **Exploitability.** For each final checkpoint, a fresh PPO trained ``--exploit-minutes`` against it
@@ -36,13 +38,16 @@ import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 
 # Trainer options the main runs take from this script's flags of the same name; None: the trainer's default.
 MAIN_RUN_OPTIONS = ("floor", "reward", "ladder_share", "kickstart", "kickstart_steps", "kickstart_coef",
-                    "kickstart_final", "kickstart_trigger", "lr_anneal", "tenure", "handover", "obs_delta")
+                    "kickstart_final", "kickstart_trigger", "lr_anneal", "tenure", "handover", "obs_delta", "gamma")
+WARM_UP_SEED = 100  # the league stage after a warm-up draws its own streams: seed + this
 
 
 def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None, self_slots: int = 4,
-          obs_mode: str = "extended", options: dict[str, Any] | None = None) -> dict[str, Any]:
+          obs_mode: str = "extended", options: dict[str, Any] | None = None, init: Path | None = None
+          ) -> dict[str, Any]:
     """One PPO run for ``minutes`` of wall clock; returns its size and speed. ``options``: more trainer
-    options by their config name (those that are None keep the trainer's default)."""
+    options by their config name (those that are None keep the trainer's default). ``init``: a checkpoint
+    whose weights the learner starts from (a fresh optimizer and step count)."""
     import torch
 
     from arena_ppo.runners import OnPolicyRunner
@@ -55,12 +60,37 @@ def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | No
         **{k: v for k, v in (options or {}).items() if v is not None}})
     runner = OnPolicyRunner(cfg, out, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
                             reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
+    if init is not None:
+        runner.agent.load_weights(torch.load(init, map_location="cpu", weights_only=False))
     start = time.perf_counter()
     runner.learn(max_time=minutes * 60.0)
     runner.save_if_new()
     elapsed = time.perf_counter() - start
     return {"out": str(out), "vs": " ".join(vs), "env_steps": runner.counters.env_steps, "minutes": elapsed / 60,
             "steps_per_s": runner.counters.env_steps / elapsed}
+
+
+def train_warmed_up(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None, warm_up: float,
+                    rung: str, self_slots: int = 4, obs_mode: str = "extended",
+                    options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``warm_up`` minutes against ``rung`` alone (in ``out/warm-up``), then ``vs`` for the rest of
+    ``minutes`` (in ``out``) from those weights, taught by the warm-up's final checkpoint: the doctrine
+    that beats the top rung, held while the league teaches the rest."""
+    first = train(out / "warm-up", [rung], warm_up, seed, threads, self_slots, obs_mode, options)
+    teacher = final_checkpoint(first["out"])
+    rest = max(minutes - first["minutes"], 0.0)
+    second = train(out, vs, rest, seed + WARM_UP_SEED, threads, self_slots, obs_mode,
+                   {**(options or {}), "kickstart": f"ckpt:{teacher}"}, init=teacher)
+    steps = first["env_steps"] + second["env_steps"]
+    return {**second, "env_steps": steps, "minutes": first["minutes"] + second["minutes"],
+            "steps_per_s": steps / ((first["minutes"] + second["minutes"]) * 60.0), "warm_up": first}
+
+
+def train_main(out: Path, vs: list[str], warm_up: float = 0.0, rung: str = "", **kwargs: Any) -> dict[str, Any]:
+    """A main run: the league run after its warm-up when ``warm_up`` is set, any other run plainly."""
+    if warm_up > 0 and "league" in vs:
+        return train_warmed_up(out, vs, warm_up=warm_up, rung=rung, **kwargs)
+    return train(out, vs, **kwargs)
 
 
 def final_checkpoint(out: str | Path) -> Path:
@@ -155,6 +185,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="--obs-delta of the main runs: each observation with its change (default: the trainer's)")
     parser.add_argument("--handover", action=argparse.BooleanOptionalAction, default=None,
                         help="--handover or --no-handover in the main runs (default: the trainer's)")
+    parser.add_argument("--gamma", type=float, default=None, help="--gamma of the main runs (default: the trainer's)")
+    parser.add_argument("--league-vs", action="append", default=[], metavar="NAME[=WEIGHT]",
+                        help="another opponent of the league run beside --vs league (repeatable), e.g. ace")
+    parser.add_argument("--warm-up-minutes", type=float, default=0.0,
+                        help="the league run first trains this long against the top rung alone, then plays the "
+                             "league for the rest of --minutes from those weights, taught by that checkpoint")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-league-<time>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
@@ -165,10 +201,13 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.out or default_run_dir("bench-league"))
     print(f"ladder: {', '.join(ladder)}; {args.minutes:g} min per run, exploiters {args.exploit_minutes:g} min, "
           f"{args.parallel} at a time with {args.threads} thread(s) each; output {root}", flush=True)
-    runs = {n: [n] for n in args.runs.split(",") if n}
+    if args.warm_up_minutes > 0:
+        print(f"the league run warms up {args.warm_up_minutes:g} min against {ladder[-1]} alone", flush=True)
+    runs = {n: [n, *(args.league_vs if n == "league" else [])] for n in args.runs.split(",") if n}
     options = {name: getattr(args, name) for name in MAIN_RUN_OPTIONS}
-    main_run = partial(train, minutes=args.minutes, seed=args.seed, threads=args.threads, self_slots=args.self_slots,
-                       obs_mode=args.obs_mode, options=options)
+    main_run = partial(train_main, minutes=args.minutes, seed=args.seed, threads=args.threads,
+                       self_slots=args.self_slots, obs_mode=args.obs_mode, options=options,
+                       warm_up=args.warm_up_minutes, rung=ladder[-1])
     exploiter_run = partial(train, minutes=args.exploit_minutes, seed=args.seed + 1, threads=args.threads,
                             self_slots=4, obs_mode=args.obs_mode)
     with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
