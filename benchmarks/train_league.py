@@ -222,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     for n in runs:
         row = {**trained[n], "final": str(finals[n]),
                "scores": score(finals[n], ladder, args.games, args.seed, args.obs_mode)}
+        if "warm_up" in row:  # what the league stage started from
+            row["warm_up"]["scores"] = score(final_checkpoint(row["warm_up"]["out"]), ladder, args.games, args.seed,
+                                             args.obs_mode)
         if n in exploit:
             exploiter = final_checkpoint(exploit[n]["out"])
             row["exploiter"] = {**exploit[n], **score(exploiter, [str(finals[n])], args.games, args.seed,
@@ -239,6 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         ex = row.get("exploiter")
         print(f"{n:<8} {row['env_steps']:>12,} {row['steps_per_s']:>8,.0f}  " + "  ".join(f"{c:>16}" for c in cells)
               + (f"  {ex['wins']:>5} ({ex['win_rate']:.1%})" if ex else ""))
+    for n, row in result["runs"].items():
+        if "warm_up" in row:
+            warm, scores = row["warm_up"], row["warm_up"]["scores"]
+            print(f"{n} after its warm-up ({warm['env_steps']:,} steps): " + ", ".join(
+                f"{r} {scores[r]['wins']}-{scores[r]['draws']}-{scores[r]['losses']}" for r in ladder))
     rating = result.get("rating")
     if rating:
         print(f"\nrating over training: {rating['checkpoints']} checkpoints of the league run, Spearman(step, Elo) "
