@@ -72,24 +72,26 @@ def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | No
 
 def train_warmed_up(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None, warm_up: float,
                     rung: str, self_slots: int = 4, obs_mode: str = "extended",
-                    options: dict[str, Any] | None = None) -> dict[str, Any]:
+                    options: dict[str, Any] | None = None, warm_up_teaches: bool = True) -> dict[str, Any]:
     """``warm_up`` minutes against ``rung`` alone (in ``out/warm-up``), then ``vs`` for the rest of
-    ``minutes`` (in ``out``) from those weights, taught by the warm-up's final checkpoint: the doctrine
-    that beats the top rung, held while the league teaches the rest."""
+    ``minutes`` (in ``out``) from those weights: the doctrine that beats the top rung, held while the
+    league teaches the rest. ``warm_up_teaches``: the warm-up's final checkpoint is the league stage's
+    kickstart teacher; otherwise ``options``' teacher (if any) teaches both stages."""
     first = train(out / "warm-up", [rung], warm_up, seed, threads, self_slots, obs_mode, options)
     teacher = final_checkpoint(first["out"])
     rest = max(minutes - first["minutes"], 0.0)
-    second = train(out, vs, rest, seed + WARM_UP_SEED, threads, self_slots, obs_mode,
-                   {**(options or {}), "kickstart": f"ckpt:{teacher}"}, init=teacher)
+    taught = {**(options or {}), "kickstart": f"ckpt:{teacher}"} if warm_up_teaches else options
+    second = train(out, vs, rest, seed + WARM_UP_SEED, threads, self_slots, obs_mode, taught, init=teacher)
     steps = first["env_steps"] + second["env_steps"]
     return {**second, "env_steps": steps, "minutes": first["minutes"] + second["minutes"],
             "steps_per_s": steps / ((first["minutes"] + second["minutes"]) * 60.0), "warm_up": first}
 
 
-def train_main(out: Path, vs: list[str], warm_up: float = 0.0, rung: str = "", **kwargs: Any) -> dict[str, Any]:
+def train_main(out: Path, vs: list[str], warm_up: float = 0.0, rung: str = "", warm_up_teaches: bool = True,
+               **kwargs: Any) -> dict[str, Any]:
     """A main run: the league run after its warm-up when ``warm_up`` is set, any other run plainly."""
     if warm_up > 0 and "league" in vs:
-        return train_warmed_up(out, vs, warm_up=warm_up, rung=rung, **kwargs)
+        return train_warmed_up(out, vs, warm_up=warm_up, rung=rung, warm_up_teaches=warm_up_teaches, **kwargs)
     return train(out, vs, **kwargs)
 
 
@@ -191,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm-up-minutes", type=float, default=0.0,
                         help="the league run first trains this long against the top rung alone, then plays the "
                              "league for the rest of --minutes from those weights, taught by that checkpoint")
+    parser.add_argument("--warm-up-teaches", action=argparse.BooleanOptionalAction, default=True,
+                        help="after --warm-up-minutes the warm-up's checkpoint teaches the league stage; with "
+                             "--no-warm-up-teaches the --kickstart teacher does, as in the warm-up")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-league-<time>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
@@ -202,12 +207,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ladder: {', '.join(ladder)}; {args.minutes:g} min per run, exploiters {args.exploit_minutes:g} min, "
           f"{args.parallel} at a time with {args.threads} thread(s) each; output {root}", flush=True)
     if args.warm_up_minutes > 0:
-        print(f"the league run warms up {args.warm_up_minutes:g} min against {ladder[-1]} alone", flush=True)
+        teacher = "that checkpoint" if args.warm_up_teaches else (args.kickstart or "no teacher")
+        print(f"the league run warms up {args.warm_up_minutes:g} min against {ladder[-1]} alone, then plays the "
+              f"league taught by {teacher}", flush=True)
     runs = {n: [n, *(args.league_vs if n == "league" else [])] for n in args.runs.split(",") if n}
     options = {name: getattr(args, name) for name in MAIN_RUN_OPTIONS}
     main_run = partial(train_main, minutes=args.minutes, seed=args.seed, threads=args.threads,
                        self_slots=args.self_slots, obs_mode=args.obs_mode, options=options,
-                       warm_up=args.warm_up_minutes, rung=ladder[-1])
+                       warm_up=args.warm_up_minutes, rung=ladder[-1], warm_up_teaches=args.warm_up_teaches)
     exploiter_run = partial(train, minutes=args.exploit_minutes, seed=args.seed + 1, threads=args.threads,
                             self_slots=4, obs_mode=args.obs_mode)
     with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
