@@ -50,6 +50,8 @@ def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | No
     whose weights the learner starts from (a fresh optimizer and step count)."""
     import torch
 
+    from arena.training import load_checkpoint
+
     from arena_ppo.runners import OnPolicyRunner
     from arena_ppo.trainer import build_config, opponent_factory, resolve_reward
 
@@ -61,7 +63,7 @@ def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | No
     runner = OnPolicyRunner(cfg, out, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
                             reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
     if init is not None:
-        runner.agent.load_weights(torch.load(init, map_location="cpu", weights_only=False))
+        runner.agent.load_weights(load_checkpoint(init))
     start = time.perf_counter()
     runner.learn(max_time=minutes * 60.0)
     runner.save_if_new()
@@ -84,7 +86,8 @@ def train_warmed_up(out: Path, vs: list[str], minutes: float, seed: int, threads
     second = train(out, vs, rest, seed + WARM_UP_SEED, threads, self_slots, obs_mode, taught, init=teacher)
     steps = first["env_steps"] + second["env_steps"]
     return {**second, "env_steps": steps, "minutes": first["minutes"] + second["minutes"],
-            "steps_per_s": steps / ((first["minutes"] + second["minutes"]) * 60.0), "warm_up": first}
+            "steps_per_s": steps / ((first["minutes"] + second["minutes"]) * 60.0),
+            "warm_up": {**first, "final": str(teacher)}}
 
 
 def train_main(out: Path, vs: list[str], warm_up: float = 0.0, rung: str = "", warm_up_teaches: bool = True,
@@ -230,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         row = {**trained[n], "final": str(finals[n]),
                "scores": score(finals[n], ladder, args.games, args.seed, args.obs_mode)}
         if "warm_up" in row:  # what the league stage started from
-            row["warm_up"]["scores"] = score(final_checkpoint(row["warm_up"]["out"]), ladder, args.games, args.seed,
+            row["warm_up"]["scores"] = score(Path(row["warm_up"]["final"]), ladder, args.games, args.seed,
                                              args.obs_mode)
         if n in exploit:
             exploiter = final_checkpoint(exploit[n]["out"])
