@@ -9,7 +9,9 @@ Three parts:
 1. **Generalization.** Two PPO runs of ``--minutes`` each: ``--vs league`` (prioritized fictitious
    self-play over the ladder — placeholder, crank, sniper, defender, ace — and the run's own past
    checkpoints) and ``--vs crank``. Each final checkpoint plays ``--games`` deterministic games (half
-   from each side) against every ladder agent. ``--league-vs ace`` adds an opponent beside the league;
+   from each side) against every ladder agent. So do the weights each run kept in ``best.pt`` (the best
+   worst-case score in its evaluations, ``--eval-games`` a rung at each checkpoint, inside the budget),
+   on the same fresh games. ``--league-vs ace`` adds an opponent beside the league;
    ``--warm-up-minutes M`` trains the league run M minutes against the top rung alone first, then the
    league from those weights, taught by that warm-up's final checkpoint (docs/training.md).
 2. **Rating over training.** A round-robin tournament of the league run's checkpoints (and the
@@ -38,7 +40,8 @@ import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 
 # Trainer options the main runs take from this script's flags of the same name; None: the trainer's default.
 MAIN_RUN_OPTIONS = ("floor", "reward", "ladder_share", "kickstart", "kickstart_steps", "kickstart_coef",
-                    "kickstart_final", "kickstart_trigger", "lr_anneal", "tenure", "handover", "obs_delta", "gamma")
+                    "kickstart_final", "kickstart_trigger", "lr_anneal", "tenure", "handover", "obs_delta", "gamma",
+                    "eval_games")
 WARM_UP_SEED = 100  # the league stage after a warm-up draws its own streams: seed + this
 
 
@@ -57,7 +60,7 @@ def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | No
 
     cfg = build_config({
         "vs": vs, "seed": seed, "device": "cpu", "max_steps": 10**12,  # the budget is time
-        "eval_games": 0,  # scored afterwards, outside the timed training
+        "eval_games": 0,  # unless options ask: the finals are scored afterwards, outside the timed training
         "threads": threads, "self_slots": self_slots, "obs_mode": obs_mode, "out": str(out),
         **{k: v for k, v in (options or {}).items() if v is not None}})
     runner = OnPolicyRunner(cfg, out, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
@@ -199,11 +202,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm-up-teaches", action=argparse.BooleanOptionalAction, default=True,
                         help="after --warm-up-minutes the warm-up's checkpoint teaches the league stage; with "
                              "--no-warm-up-teaches the --kickstart teacher does, as in the warm-up")
+    parser.add_argument("--eval-games", type=int, default=100,
+                        help="games per rung in the main runs' evaluations, inside their budget (one at each "
+                             "checkpoint); the run keeps the best evaluated weights in best.pt, scored beside the "
+                             "final checkpoint on fresh games (0: no evaluation, no best.pt)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-league-<time>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = parser.parse_args(argv)
-    from arena.training import default_run_dir, league_agents
+    from arena.training import BEST_CHECKPOINT, default_run_dir, league_agents, read_best
 
     ladder = league_agents()
     root = Path(args.out or default_run_dir("bench-league"))
@@ -232,6 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     for n in runs:
         row = {**trained[n], "final": str(finals[n]),
                "scores": score(finals[n], ladder, args.games, args.seed, args.obs_mode)}
+        kept = read_best(trained[n]["out"])
+        if kept is not None:  # chosen on the evaluation's games (seed + 10,000), scored on fresh ones
+            row["best"] = {**kept.to_dict(), "scores": score(Path(trained[n]["out"]) / BEST_CHECKPOINT, ladder,
+                                                             args.games, args.seed, args.obs_mode)}
         if "warm_up" in row:  # what the league stage started from
             row["warm_up"]["scores"] = score(Path(row["warm_up"]["final"]), ladder, args.games, args.seed,
                                              args.obs_mode)
@@ -244,14 +255,18 @@ def main(argv: list[str] | None = None) -> int:
         result["rating"] = rating_over_training(root / "league", ladder, args.games_per_pairing, args.seed,
                                                 args.obs_mode)
 
+    def cells(scores: dict[str, dict[str, Any]]) -> str:
+        return "  ".join(f"{scores[r]['wins']:>4}-{scores[r]['draws']}-{scores[r]['losses']} "
+                         f"{scores[r]['win_rate']:>4.0%}".rjust(16) for r in ladder)
+
     print(f"\n{'run':<8} {'env steps':>12} {'steps/s':>8}  " + "  ".join(f"{r:>16}" for r in ladder)
           + f"  {'exploiter wins':>15}")
     for n, row in result["runs"].items():
-        cells = [f"{row['scores'][r]['wins']:>4}-{row['scores'][r]['draws']}-{row['scores'][r]['losses']} "
-                 f"{row['scores'][r]['win_rate']:.0%}" for r in ladder]
         ex = row.get("exploiter")
-        print(f"{n:<8} {row['env_steps']:>12,} {row['steps_per_s']:>8,.0f}  " + "  ".join(f"{c:>16}" for c in cells)
+        print(f"{n:<8} {row['env_steps']:>12,} {row['steps_per_s']:>8,.0f}  " + cells(row["scores"])
               + (f"  {ex['wins']:>5} ({ex['win_rate']:.1%})" if ex else ""))
+        if "best" in row:
+            print(f"{'  best':<8} {row['best']['step']:>12,} {'':>8}  " + cells(row["best"]["scores"]))
     for n, row in result["runs"].items():
         if "warm_up" in row:
             warm, scores = row["warm_up"], row["warm_up"]["scores"]

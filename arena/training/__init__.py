@@ -3,6 +3,7 @@
 Nothing here names a plugin: agents are found through the registries in :mod:`arena.agents`.
 """
 
+from arena.training.best import BEST_CHECKPOINT, BEST_RECORD, BestRecord, keep_best, read_best
 from arena.training.checkpoint import (
     CheckpointError, checkpoint_name, checkpoint_step, clean_stale_temp_files, list_checkpoints, load_checkpoint,
     save_checkpoint,
@@ -20,11 +21,11 @@ from arena.training.opponents import (
 )
 
 __all__ = [
-    "CheckpointError", "DistributedError", "DivergenceError", "EvalResult", "Group", "MetricLogger",
+    "BEST_CHECKPOINT", "BEST_RECORD", "BestRecord", "CheckpointError", "DistributedError", "DivergenceError", "EvalResult", "Group", "MetricLogger",
     "OpponentPool", "OpponentSpec", "OpponentSpecError", "PeerFailure", "Rank", "SelfPlayPool", "SnapshotError",
     "StopRequest", "Tally", "capture_agent_memory", "checkpoint_name", "checkpoint_step",
-    "clean_stale_temp_files", "default_run_dir", "describe_split", "evaluate", "league_agents", "league_partners",
+    "clean_stale_temp_files", "default_run_dir", "describe_split", "evaluate", "keep_best", "league_agents", "league_partners",
     "list_checkpoints", "load_checkpoint", "parse_opponent_spec", "parse_opponent_specs", "process_device",
-    "rank_from_env", "rank_seed", "restore_agent_memory", "save_checkpoint", "split_envs", "tensorboard_writer",
+    "rank_from_env", "rank_seed", "read_best", "restore_agent_memory", "save_checkpoint", "split_envs", "tensorboard_writer",
     "to_plain", "with_floor", "write_config",
 ]

@@ -26,6 +26,11 @@ class EvalResult:
     def win_rate(self) -> float:
         return self.wins / self.games if self.games else 0.0
 
+    @property
+    def score(self) -> float:
+        """Wins plus half the draws, per game (what a rating counts)."""
+        return (self.wins + 0.5 * self.draws) / self.games if self.games else 0.0
+
     def as_row(self, label: str) -> dict[str, float]:
         """``eval_<label>_win/_draw/_loss`` fractions for eval.csv."""
         games = max(self.games, 1)

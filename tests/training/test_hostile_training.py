@@ -100,6 +100,8 @@ DAMAGE = [  # (path, value, words the error line must hold)
     ("algorithm.optimizer.state.0.exp_avg", torch.zeros(3), ["algorithm.optimizer.state[0].exp_avg", "shape"]),
     ("algorithm.optimizer.state.1.exp_avg_sq", None, ["algorithm.optimizer.state[1].exp_avg_sq"]),
     ("metrics", "x", ["metrics", "expected a dict"]),
+    ("best", "top", ["best", "expected a dict"]),
+    ("best", {"step": 64, "worst": 2.0, "mean": 0.5, "scores": {}}, ["best", "worst", "expected a fraction"]),
     ("obs_normalizer", None, ["obs_normalizer"]),
     ("format_version", "1", ["format_version", "malformed", "expected an int"]),
     ("agent", 5, ["written by agent 5"]),

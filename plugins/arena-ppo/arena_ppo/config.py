@@ -94,6 +94,8 @@ class RunConfig:
     log_interval: int = 250_000  # env steps between console lines; metrics.csv gets every update (seed: 100)
     eval_interval: int = 0  # env steps between evaluations; 0 = at every checkpoint
     eval_games: int = 200
+    # After each evaluation, keep the weights with the best worst-case score in best.pt (arena.training.best).
+    keep_best: bool = True
     reward: str = "pursuit"
     vs: tuple[str, ...] = ("crank",)
     # Share of the envs that play the league's floor (the random placeholder) whatever --vs says: a

@@ -130,6 +130,9 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
                      help="Environment steps between deterministic evaluations (0: with each checkpoint)."),
         click.option("--eval-games", type=click.IntRange(0, MAX_ENVS), default=R.eval_games, show_default=True,
                      help="Games per opponent in each evaluation (0: none)."),
+        click.option("--keep-best/--no-keep-best", default=R.keep_best, show_default=True,
+                     help="After each evaluation keep the weights with the best worst-case score over the "
+                          "evaluation opponents (wins plus half the draws) in best.pt; best.json names the step."),
         click.option("--self-slots", type=click.IntRange(1, 1024), default=R.self_slots, show_default=True,
                      help="Past checkpoints playing at once for --vs self (opponents drawn at once for --vs league)."),
         click.option("--tenure", type=click.IntRange(0, MAX_STEPS), default=R.tenure, show_default=True,
@@ -537,7 +540,7 @@ def train(ctx: click.Context, params: dict[str, Any], algorithm: str, group: Any
     import signal
 
     from arena.match import AgentFailure
-    from arena.training import StopRequest, describe_split
+    from arena.training import BEST_CHECKPOINT, StopRequest, describe_split
     from arena.training.distributed import DivergenceError, PeerFailure
 
     from arena_ppo.launch import agreed, everyone
@@ -632,6 +635,10 @@ def train(ctx: click.Context, params: dict[str, Any], algorithm: str, group: Any
     if main:
         counters = runner.counters
         click.echo(f"done: {counters.env_steps:,} steps, {counters.updates} updates; checkpoints in {out}")
+        best = runner.best
+        if best is not None:
+            click.echo(f"best: {out / BEST_CHECKPOINT}, the weights of step {best.step:,} (worst evaluation score "
+                       f"{best.worst:.3f}, against {best.weakest()}; mean {best.mean:.3f})")
     return metrics
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
 
 import pytest
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 
 from arena.cli import main
 from arena.training import list_checkpoints
+from arena_ppo.agent import PPOAgent
 
 TINY = ["--n-steps", "16", "--batch-size", "64", "--n-epochs", "2", "--eval-games", "0", "--no-progress",
         "--threads", "1"]
@@ -247,6 +249,51 @@ def test_league_training_resumes_exactly(tmp_path):
     assert slots == [(slot["checkpoint"], slot["left"]) for slot in b["opponents"]["slots"]]
     assert [left for _, left in slots[:6]] == [1, 1, 1, 0, 0, 0]
     assert torch.equal(a["env"]["world"]["x"], b["env"]["world"]["x"])
+
+
+def worst_and_mean(row):
+    labels = [key[len("eval_"):-len("_win")] for key in row if key.endswith("_win")]
+    scores = [float(row[f"eval_{label}_win"]) + 0.5 * float(row[f"eval_{label}_draw"]) for label in labels]
+    return min(scores), sum(scores) / len(scores)
+
+
+def test_the_evaluated_weights_with_the_best_worst_score_are_kept(tmp_path):
+    out = tmp_path / "run"
+    args = ["--vs", "crank", "--num-envs", "16", "--seed", "2", "--save-interval", str(16 * 16), *TINY,
+            "--eval-games", "8"]
+    result = run(args + ["--max-steps", str(16 * 16 * 4)], out)
+    assert result.exit_code == 0, result.output
+    evals = rows(out / "eval.csv")
+    assert len(evals) == 4 and len({worst_and_mean(row) for row in evals}) > 1
+    expected = max(evals, key=worst_and_mean)  # the first of equals: a tie keeps the earlier weights
+    kept = json.loads((out / "best.json").read_text())
+    assert kept["step"] == int(expected["step"])
+    assert (kept["worst"], kept["mean"]) == pytest.approx(worst_and_mean(expected))
+    assert set(kept["scores"]) == {"crank", "placeholder"}  # the floor is evaluated too
+    best = torch.load(out / "best.pt", weights_only=True)
+    same_step = torch.load(out / f"ckpt_{kept['step']:09d}.pt", weights_only=True)
+    assert all(torch.equal(value, same_step["model"][key]) for key, value in best["model"].items())
+    assert f"best: {out / 'best.pt'}, the weights of step {kept['step']:,}" in result.output
+    assert PPOAgent.load(out / "best.pt").training is False  # plays like any checkpoint
+    resumed = run(["--resume", str(out / "best.pt")])
+    assert resumed.exit_code != 0 and "holds weights only" in resumed.output
+
+    assert run(args + ["--max-steps", "256", "--no-keep-best"], tmp_path / "none").exit_code == 0
+    assert not (tmp_path / "none" / "best.pt").exists() and not (tmp_path / "none" / "best.json").exists()
+
+
+def test_a_resumed_run_keeps_the_same_best_weights(tmp_path):
+    common = ["--vs", "crank", "--num-envs", "12", "--seed", "4", "--save-interval", "192", *TINY, "--eval-games", "6"]
+    a, b = straight_and_resumed(common, tmp_path)
+    assert a["best"] == b["best"]
+    assert (tmp_path / "straight" / "best.json").read_text() == (tmp_path / "split" / "best.json").read_text()
+    # Resuming an older checkpoint branches into a new folder: its best.pt is the best up to that step.
+    older = torch.load(tmp_path / "straight" / "ckpt_000000192.pt", weights_only=True)["best"]
+    branched = run(["--resume", str(tmp_path / "straight" / "ckpt_000000192.pt"), "--max-steps", "192", "--no-progress"])
+    assert branched.exit_code == 0, branched.output
+    branch = tmp_path / "straight-branch-192"
+    assert json.loads((branch / "best.json").read_text())["step"] == older["step"] == 192
+    assert torch.load(branch / "best.pt", weights_only=True)["best"] == older
 
 
 def test_a_tenure_shorter_than_a_battle_without_handover_is_warned_of(tmp_path):

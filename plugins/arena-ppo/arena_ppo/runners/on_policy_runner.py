@@ -27,9 +27,10 @@ from arena.match import AgentFailure, check_device
 from arena.progress import Progress
 from arena.threads import apply_threads
 from arena.training import (
-    EvalResult, MetricLogger, OpponentPool, OpponentSpec, SelfPlayPool, StopRequest, checkpoint_name,
-    clean_stale_temp_files, evaluate, league_agents, league_partners, list_checkpoints, with_floor,
-    parse_opponent_specs, save_checkpoint, tensorboard_writer, to_plain, write_config,
+    BEST_CHECKPOINT, BestRecord, EvalResult, MetricLogger, OpponentPool, OpponentSpec, SelfPlayPool, StopRequest,
+    checkpoint_name, clean_stale_temp_files, evaluate, keep_best, league_agents, league_partners, list_checkpoints,
+    load_checkpoint, parse_opponent_specs, read_best, save_checkpoint, tensorboard_writer, to_plain, with_floor,
+    write_config,
 )
 from arena.training.distributed import Group, Rank, process_device, rank_seed, split_count
 from arena.training.opponents import Slot
@@ -168,6 +169,7 @@ class OnPolicyRunner:
                            if self.agent.network.obs_delta else None)
         self.obs = self.env.reset()
         self._eval_opponents: dict[str, Any] = {}
+        self.best: BestRecord | None = None  # the evaluated weights kept in best.pt (--keep-best)
 
     def build_agent(self) -> PPOAgent:
         run = self.cfg.run
@@ -378,6 +380,7 @@ class OnPolicyRunner:
         run = self.cfg.run
         stop = stop or StopRequest()
         self.prepare_outputs()
+        self.sync_best()
         if self.group is not None:  # whatever each process initialized or loaded, they start equal
             distributed.broadcast_weights(self.group, self.agent)
         start = time.perf_counter()
@@ -433,11 +436,12 @@ class OnPolicyRunner:
                     if not math.isfinite(metrics[key]):
                         raise FloatingPointError(f"{key} is {metrics[key]} at update {self.counters.updates}; "
                                                  f"lower --learning-rate or enable --clip-value-loss")
-                if self.counters.env_steps - self.counters.last_save >= run.save_interval:
-                    self.save()
+                # Evaluate first, so that a checkpoint holds its own evaluation (metrics, the best record).
                 eval_every = run.eval_interval or run.save_interval
                 if run.eval_games > 0 and self.counters.env_steps - self.counters.last_eval >= eval_every:
                     self.evaluate()
+                if self.counters.env_steps - self.counters.last_save >= run.save_interval:
+                    self.save()
         except KeyboardInterrupt:
             if self.group is not None:
                 # The processes stopped at different points of the update: there is no state to save.
@@ -504,10 +508,39 @@ class OnPolicyRunner:
             self._echo(f"eval vs {spec.label} after {self.counters.env_steps:,} steps: "
                        f"{result.wins}W {result.draws}D {result.losses}L of {result.games} (deterministic)")
         self.agent.train(True)
+        if run.keep_best:
+            self.keep_if_best(BestRecord.of(self.counters.env_steps, {s.label: r for s, r in zip(specs, results)}))
         if self.eval_log is not None:
             self.eval_log.log(row, step=self.counters.env_steps, prefix="eval/")
         self.last_metrics.update({k: v for k, v in row.items() if k.startswith("eval_")})
         return row
+
+    def keep_if_best(self, record: BestRecord | None) -> None:
+        """Write the evaluated weights to best.pt when they beat the kept ones (arena.training.best).
+        Every process holds the same summed results, so all agree; only the main one writes."""
+        if record is None or not record.beats(self.best):
+            return
+        self.best = record
+        if self.main:
+            keep_best(self.out_dir, self.agent.checkpoint(counters=asdict(self.counters)), record)
+
+    def sync_best(self) -> None:
+        """Make best.pt hold the kept weights of a resumed run: a branch folder, or a run whose best.pt is
+        missing or from a line abandoned by resuming an older checkpoint, gets them from the checkpoint of
+        that step. Without one (evaluations between checkpoints) the record starts again."""
+        kept = self.out_dir / BEST_CHECKPOINT
+        if self.best is None or (read_best_quietly(self.out_dir) == self.best and kept.is_file()):
+            return
+        source = self.out_dir / checkpoint_name(self.best.step)
+        if not source.is_file():
+            self._echo(f"note: no checkpoint of step {self.best.step:,} holds the best weights so far; "
+                       f"{BEST_CHECKPOINT} starts again from the next evaluation")
+            self.best = None
+            return
+        if self.main:
+            keys = set(self.agent.checkpoint()) | {"counters"}  # the weights, not the trainer's state
+            data = load_checkpoint(source)
+            keep_best(self.out_dir, {k: v for k, v in data.items() if k in keys}, self.best)
 
     def eval_specs(self) -> list[OpponentSpec]:
         """Who evaluation plays: every fixed ``--vs`` opponent, and with ``--vs league`` every ladder agent."""
@@ -555,6 +588,7 @@ class OnPolicyRunner:
                 "hidden": {k: v.clone() for k, v in self.hidden.items()},
                 **({"teacher": self.teacher.state_dict()} if self.teacher is not None else {}),
                 **({"obs_change": self.obs_change.state_dict()} if self.obs_change is not None else {}),
+                **({"best": self.best.to_dict()} if self.best is not None else {}),
                 "metrics": {k: float(v) for k, v in self.last_metrics.items()}}
 
     def save_if_new(self) -> Path:
@@ -645,6 +679,8 @@ class OnPolicyRunner:
             if self.teacher is not None:
                 stage = "teacher"
                 self.teacher.load_state_dict(data.get("teacher"))
+            stage = "best"
+            self.best = BestRecord.from_dict(data["best"]) if data.get("best") is not None else None
         except AgentFailure:
             raise
         except Exception as exc:  # noqa: BLE001 - any damage to any part: one line naming the part
@@ -659,6 +695,14 @@ class OnPolicyRunner:
         if self.device.type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
         return rng
+
+
+def read_best_quietly(out_dir: Path) -> BestRecord | None:
+    """The record in ``out_dir``'s best.json; None when it is missing or unreadable (it is then rewritten)."""
+    try:
+        return read_best(out_dir)
+    except ValueError:
+        return None
 
 
 def expect_dict(data: dict[str, Any], key: str) -> dict[str, Any]:
