@@ -41,7 +41,7 @@ import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 # Trainer options the main runs take from this script's flags of the same name; None: the trainer's default.
 MAIN_RUN_OPTIONS = ("floor", "reward", "ladder_share", "kickstart", "kickstart_steps", "kickstart_coef",
                     "kickstart_final", "kickstart_trigger", "lr_anneal", "tenure", "handover", "obs_delta", "gamma",
-                    "eval_games")
+                    "eval_games", "pfsp_memory", "pfsp_power")
 WARM_UP_SEED = 100  # the league stage after a warm-up draws its own streams: seed + this
 
 
@@ -193,6 +193,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="--obs-delta of the main runs: each observation with its change (default: the trainer's)")
     parser.add_argument("--handover", action=argparse.BooleanOptionalAction, default=None,
                         help="--handover or --no-handover in the main runs (default: the trainer's)")
+    parser.add_argument("--pfsp-memory", type=float, default=None,
+                        help="--pfsp-memory of the main runs: games over which a PFSP record fades (default: the "
+                             "trainer's)")
+    parser.add_argument("--pfsp-power", type=float, default=None,
+                        help="--pfsp-power of the main runs (default: the trainer's)")
     parser.add_argument("--gamma", type=float, default=None, help="--gamma of the main runs (default: the trainer's)")
     parser.add_argument("--league-vs", action="append", default=[], metavar="NAME[=WEIGHT]",
                         help="another opponent of the league run beside --vs league (repeatable), e.g. ace")

@@ -254,6 +254,9 @@ class SelfPlayPool:
     fixed_share: float | None = None
     power: float = 2.0
     floor: float = 0.05
+    # Games against an opponent over which its record fades (exponentially); None: every game counts alike.
+    # A record of thousands of games lags: a skill the learner loses late keeps the old, high score.
+    memory: float | None = None
     cache_size: int = 8
     records: dict[str, Tally] = field(default_factory=dict)  # file name -> record
     warn: Callable[[str], None] = field(default=lambda text: print(f"warning: {text}", file=sys.stderr))
@@ -311,6 +314,9 @@ class SelfPlayPool:
 
     def record(self, name: str, wins: float, draws: float, losses: float) -> None:
         rec = self.records.setdefault(name, Tally())
+        if self.memory:
+            fade = math.exp(-(wins + draws + losses) / self.memory)
+            rec.wins, rec.draws, rec.losses = rec.wins * fade, rec.draws * fade, rec.losses * fade
         rec.wins += wins
         rec.draws += draws
         rec.losses += losses

@@ -126,6 +126,34 @@ def test_self_play_prefers_checkpoints_the_learner_beats_least(tmp_path):
     assert other.weights() == pfsp.weights()
 
 
+def test_with_a_memory_a_record_follows_the_recent_games(tmp_path):
+    """2,000 old wins then 100 losses: every game counting alike, the opponent still reads as beaten
+    (weight at the floor); with a memory of 100 games it reads as lost to, and gets the draws."""
+    pools = {memory: SelfPlayPool(tmp_path, lambda p: Constant(0.0), memory=memory) for memory in (None, 100.0)}
+    for pool in pools.values():
+        for _ in range(100):
+            pool.record("ace", wins=20, draws=0, losses=0)
+        for _ in range(10):
+            pool.record("ace", wins=0, draws=0, losses=10)
+    assert pools[None].records["ace"].win_probability() > 0.95 and pools[None].weights()["ace"] == 0.05
+    faded = pools[100.0].records["ace"]
+    assert faded.games < 200 and faded.win_probability() < 0.45
+    assert pools[100.0].weights()["ace"] > 0.3
+
+
+def test_the_pfsp_power_sets_how_soon_a_slipping_score_gets_more_games(tmp_path):
+    """At a score of 0.8 the squared weight (0.04) is under the floor, as for a mastered opponent; the
+    linear weight (0.2) is four times it."""
+    weights = {}
+    for power in (2.0, 1.0):
+        pool = SelfPlayPool(tmp_path, lambda p: Constant(0.0), power=power)
+        pool.record("slipping", wins=799, draws=0, losses=199)  # with the prior: 0.8
+        pool.record("mastered", wins=998, draws=0, losses=0)
+        weights[power] = pool.weights()
+    assert weights[2.0]["slipping"] == weights[2.0]["mastered"] == 0.05
+    assert weights[1.0]["slipping"] == pytest.approx(0.2) and weights[1.0]["mastered"] == 0.05
+
+
 def test_league_keeps_the_ladder_share_however_many_checkpoints_pile_up(tmp_path):
     ladder = {"crank": Constant(0.0), "sniper": Constant(0.0)}
     pools = {share: SelfPlayPool(tmp_path, lambda p: Constant(0.0), fixed=ladder, fixed_share=share)

@@ -106,6 +106,9 @@ class RunConfig:
     # the run has checkpoints; the rest are its checkpoints. Without it the checkpoints, piling up at
     # one every 2 M steps, crowd the rungs out (docs/training.md). None: one pool (runs saved before).
     ladder_share: float | None = 0.8
+    # --vs self / league: games against an opponent over which its PFSP record fades; 0: all games count alike.
+    pfsp_memory: float = 0.0
+    pfsp_power: float = 2.0  # PFSP weight (1 - score)^power, floored at 0.05
     # Kickstarting: an agent (name or ckpt:PATH) whose actions on the learner's states are an extra loss,
     # weighted from PPOConfig.kickstart_coef to kickstart_final over kickstart_steps (arena_ppo.kickstart). "": none.
     kickstart: str = ""

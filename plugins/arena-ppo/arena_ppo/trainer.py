@@ -146,6 +146,14 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
                      show_default=True,
                      help="--vs league: share of the drawn opponents taken from the ladder and training partners "
                           "once the run has checkpoints; the rest are its own checkpoints."),
+        click.option("--pfsp-memory", type=FiniteFloat(0, 1e12), default=R.pfsp_memory, show_default=True,
+                     metavar="GAMES",
+                     help="--vs self / league: games against an opponent over which its PFSP record fades "
+                          "(exponentially), so priorities follow what the learner does now; 0: every game "
+                          "counts alike."),
+        click.option("--pfsp-power", type=FiniteFloat(0, 16), default=R.pfsp_power, show_default=True,
+                     help="--vs self / league: an opponent's PFSP weight is (1 - the learner's score against it) "
+                          "to this power, floored at 0.05 (2: only scores below 0.78 rise above the floor)."),
         click.option("--kickstart", metavar="NAME|ckpt:PATH", default=R.kickstart,
                      help="Kickstarting: a teacher agent whose actions, on the learner's own states, are an extra "
                           "loss, weighted from --kickstart-coef to --kickstart-final over --kickstart-steps "

@@ -136,7 +136,8 @@ class OnPolicyRunner:
                           for name in [*league_agents(), *league_partners()]}
             quiet = {} if self.main else {"warn": lambda text: None}  # one warning per run, not per process
             self_play = SelfPlayPool(self.out_dir, self._load_snapshot, fixed=ladder,
-                                     fixed_share=run.ladder_share if ladder else None, **quiet)
+                                     fixed_share=run.ladder_share if ladder else None,
+                                     memory=run.pfsp_memory or None, power=run.pfsp_power, **quiet)
         tenure = math.ceil((run.tenure or self.env_config.max_steps) / ppo.n_steps)  # in rollouts
         if self_play is not None and not run.handover and tenure * ppo.n_steps < self.env_config.max_steps:
             self._echo(f"warning: --no-handover with --tenure {run.tenure}: a battle longer than {tenure * ppo.n_steps} "
