@@ -43,6 +43,7 @@ MAIN_RUN_OPTIONS = ("floor", "reward", "ladder_share", "kickstart", "kickstart_s
                     "kickstart_final", "kickstart_trigger", "lr_anneal", "tenure", "handover", "obs_delta", "gamma",
                     "eval_games", "pfsp_memory", "pfsp_power")
 WARM_UP_SEED = 100  # the league stage after a warm-up draws its own streams: seed + this
+WARM_UP_DIR = "warm-up"  # the warm-up's folder inside the league run's
 
 
 def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None, self_slots: int = 4,
@@ -82,7 +83,7 @@ def train_warmed_up(out: Path, vs: list[str], minutes: float, seed: int, threads
     ``minutes`` (in ``out``) from those weights: the doctrine that beats the top rung, held while the
     league teaches the rest. ``warm_up_teaches``: the warm-up's final checkpoint is the league stage's
     kickstart teacher; otherwise ``options``' teacher (if any) teaches both stages."""
-    first = train(out / "warm-up", [rung], warm_up, seed, threads, self_slots, obs_mode, options)
+    first = train(out / WARM_UP_DIR, [rung], warm_up, seed, threads, self_slots, obs_mode, options)
     teacher = final_checkpoint(first["out"])
     rest = max(minutes - first["minutes"], 0.0)
     taught = {**(options or {}), "kickstart": f"ckpt:{teacher}"} if warm_up_teaches else options
@@ -131,6 +132,8 @@ def rating_over_training(run: Path, ladder: list[str], games_per_pairing: int, s
     """A league of the run's checkpoints and the ladder; Spearman of step against Elo among checkpoints, and
     of step against each checkpoint's mean score (draws half) against the ladder alone.
 
+    A run with a warm-up (``run/warm-up``) is rated whole: the warm-up's checkpoints first, then the league
+    stage's, whose steps count on from the warm-up's last (``*_league`` figures: the league stage alone).
     The two can disagree: the Elo also counts the checkpoints' games against each other, where a later
     policy can lose to an earlier one it is stronger than on the ladder (their strategies cycle).
     """
@@ -140,23 +143,30 @@ def rating_over_training(run: Path, ladder: list[str], games_per_pairing: int, s
     from arena.tournament.report import rank_correlation
     from arena.training import checkpoint_step, list_checkpoints
 
+    warm_up = list_checkpoints(run / WARM_UP_DIR)
+    offset = (checkpoint_step(warm_up[-1]) or 0) if warm_up else 0
     league = run / "league.yaml"
     league.write_text(yaml.safe_dump({
         "name": "rating-over-training", "output": "rating", "seed": seed, "device": "cpu", "max_envs": 16384,
         "games_per_pairing": games_per_pairing, "rating": {"bootstrap_rounds": 200}, "env": {"obs_mode": obs_mode},
-        "participants": [*ladder, {"agent": "ppo", "checkpoints": "ckpt_*.pt"}]}))
+        # one glob: its labels are the paths below run/ (ckpt_…, warm-up/ckpt_…), unique across both stages
+        "participants": [*ladder, {"agent": "ppo", "checkpoints": f"{'**/' if warm_up else ''}ckpt_*.pt"}]}))
     report = run_tournament(load_config(league), progress=False, notify=False)
     board, h2h = report.leaderboard, report.head_to_head
-    steps, elos, ladder_scores = [], [], []
-    for ckpt in list_checkpoints(run):
-        name = f"ppo:{ckpt.stem}"
+    steps, elos, ladder_scores, stage = [], [], [], []
+    for ckpt, name, base in [*[(c, f"ppo:{WARM_UP_DIR}/{c.stem}", 0) for c in warm_up],
+                             *[(c, f"ppo:{c.stem}", offset) for c in list_checkpoints(run)]]:
         row = board[board["name"] == name]
         if len(row):
-            steps.append(checkpoint_step(ckpt))
+            steps.append(base + (checkpoint_step(ckpt) or 0))
             elos.append(float(row["elo"].iloc[0]))
             ladder_scores.append(float(h2h.loc[name, ladder].mean()))
+            stage.append(base > 0 or not warm_up)
+    league_only = [i for i, s in enumerate(stage) if s]
     return {"checkpoints": len(steps), "spearman": rank_correlation(steps, elos), "steps": steps, "elo": elos,
             "ladder_score": ladder_scores, "spearman_ladder": rank_correlation(steps, ladder_scores),
+            "warm_up_checkpoints": len(steps) - len(league_only),
+            "spearman_league": rank_correlation([steps[i] for i in league_only], [elos[i] for i in league_only]),
             "report": str(report.output_dir / "report.md")}
 
 
@@ -282,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nrating over training: {rating['checkpoints']} checkpoints of the league run, Spearman(step, Elo) "
               f"= {rating['spearman']:.3f}, Spearman(step, mean score against the ladder) = "
               f"{rating['spearman_ladder']:.3f}; report {rating['report']}")
+        if rating["warm_up_checkpoints"]:
+            print(f"  ({rating['warm_up_checkpoints']} of them from the warm-up; the league stage's alone: "
+                  f"Spearman(step, Elo) = {rating['spearman_league']:.3f})")
     if args.json:
         print(json.dumps(result))
     return 0
