@@ -296,6 +296,21 @@ def test_a_resumed_run_keeps_the_same_best_weights(tmp_path):
     assert torch.load(branch / "best.pt", weights_only=True)["best"] == older
 
 
+def test_best_weights_in_no_checkpoint_of_the_folder_start_again(tmp_path):
+    """Evaluated between checkpoints, the kept weights may be in no file a resumed run can reach: it says so
+    and keeps the best of its own evaluations instead of naming a best.pt it cannot write."""
+    common = ["--vs", "crank", "--num-envs", "12", "--seed", "4", "--save-interval", "192", *TINY, "--eval-games", "4"]
+    assert run(common + ["--max-steps", "192"], tmp_path / "run").exit_code == 0
+    data = torch.load(tmp_path / "run" / "ckpt_000000192.pt", weights_only=True)
+    data["best"] = {"step": 96, "worst": 1.0, "mean": 1.0, "scores": {"crank": 1.0}}  # unbeatable, at no checkpoint
+    (tmp_path / "alone").mkdir()
+    torch.save(data, tmp_path / "alone" / "ckpt_000000192.pt")
+    result = run(["--resume", str(tmp_path / "alone" / "ckpt_000000192.pt"), "--max-steps", "384", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "no checkpoint of step 96 holds the best weights so far; best.pt starts again" in result.output
+    assert json.loads((tmp_path / "alone" / "best.json").read_text())["step"] == 384
+
+
 def test_a_tenure_shorter_than_a_battle_without_handover_is_warned_of(tmp_path):
     result = run(["--vs", "self", "--num-envs", "4", "--max-steps", "64", "--no-handover", "--tenure", "100",
                   "--device", "cpu", *TINY], tmp_path)
