@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-league-<time>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = parser.parse_args(argv)
-    from arena.training import BEST_CHECKPOINT, default_run_dir, league_agents, read_best
+    from arena.training import BEST_CHECKPOINT, checkpoint_step, default_run_dir, league_agents, read_best
 
     ladder = league_agents()
     root = Path(args.out or default_run_dir("bench-league"))
@@ -256,8 +256,9 @@ def main(argv: list[str] | None = None) -> int:
                "scores": score(finals[n], ladder, args.games, args.seed, args.obs_mode)}
         kept = read_best(trained[n]["out"])
         if kept is not None:  # chosen on the evaluation's games (seed + 10,000), scored on fresh ones
-            row["best"] = {**kept.to_dict(), "scores": score(Path(trained[n]["out"]) / BEST_CHECKPOINT, ladder,
-                                                             args.games, args.seed, args.obs_mode)}
+            same = kept.step == checkpoint_step(finals[n])  # the final weights: their scores are in hand
+            row["best"] = {**kept.to_dict(), "scores": row["scores"] if same else score(
+                Path(trained[n]["out"]) / BEST_CHECKPOINT, ladder, args.games, args.seed, args.obs_mode)}
         if "warm_up" in row:  # what the league stage started from
             row["warm_up"]["scores"] = score(Path(row["warm_up"]["final"]), ladder, args.games, args.seed,
                                              args.obs_mode)

@@ -23,6 +23,7 @@ from typing import Any
 
 from arena.training.checkpoint import save_checkpoint
 from arena.training.evaluation import EvalResult
+from arena.training.metrics import write_text_atomically
 
 BEST_CHECKPOINT = "best.pt"
 BEST_RECORD = "best.json"
@@ -82,10 +83,8 @@ def keep_best(out_dir: str | os.PathLike[str], payload: Mapping[str, Any], recor
     ``best.json``, each atomically; the record also travels inside ``best.pt`` under ``"best"``."""
     root = Path(out_dir)
     path = save_checkpoint({**payload, "best": record.to_dict()}, root / BEST_CHECKPOINT)
-    target = root / BEST_RECORD
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.w.tmp")  # pid: see clean_stale_temp_files
-    tmp.write_text(json.dumps({"checkpoint": BEST_CHECKPOINT, **record.to_dict()}, indent=2) + "\n")
-    os.replace(tmp, target)
+    write_text_atomically(root / BEST_RECORD, json.dumps({"checkpoint": BEST_CHECKPOINT, **record.to_dict()},
+                                                         indent=2) + "\n")
     return path
 
 

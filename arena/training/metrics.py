@@ -122,9 +122,15 @@ def write_config(path: str | os.PathLike[str], config: Mapping[str, Any]) -> Pat
     """The resolved run configuration as YAML, so a run can be read back and repeated."""
     import yaml
 
+    return write_text_atomically(path, yaml.safe_dump(to_plain(config), sort_keys=False))
+
+
+def write_text_atomically(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``: readers see the old
+    file or the new one, never half of it."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.w.tmp")  # pid: see clean_stale_temp_files
-    tmp.write_text(yaml.safe_dump(to_plain(config), sort_keys=False))
+    tmp.write_text(text)
     os.replace(tmp, target)
     return target
