@@ -13,7 +13,9 @@ Three parts:
    worst-case score in its evaluations, ``--eval-games`` a rung at each checkpoint, inside the budget),
    on the same fresh games. ``--league-vs ace`` adds an opponent beside the league;
    ``--warm-up-minutes M`` trains the league run M minutes against the top rung alone first, then the
-   league from those weights, taught by that warm-up's final checkpoint (docs/training.md).
+   league from those weights, taught by that warm-up's final checkpoint (docs/training.md);
+   ``--rollback MARGIN`` sends a run back to its kept weights when an evaluation slips below them, and
+   the table says how often it did.
 2. **Rating over training.** A round-robin tournament of the league run's checkpoints (and the
    ladder), then the Spearman correlation of training step against Elo among the checkpoints.
 3. **Exploitability.** For each final checkpoint, a fresh PPO trained ``--exploit-minutes`` against it
@@ -41,7 +43,7 @@ import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 # Trainer options the main runs take from this script's flags of the same name; None: the trainer's default.
 MAIN_RUN_OPTIONS = ("floor", "reward", "ladder_share", "kickstart", "kickstart_steps", "kickstart_coef",
                     "kickstart_final", "kickstart_trigger", "lr_anneal", "tenure", "handover", "obs_delta", "gamma",
-                    "eval_games", "pfsp_memory", "pfsp_power")
+                    "eval_games", "pfsp_memory", "pfsp_power", "fire_entropy_penalty", "rollback")
 WARM_UP_SEED = 100  # the league stage after a warm-up draws its own streams: seed + this
 WARM_UP_DIR = "warm-up"  # the warm-up's folder inside the league run's
 
@@ -73,7 +75,18 @@ def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | No
     runner.save_if_new()
     elapsed = time.perf_counter() - start
     return {"out": str(out), "vs": " ".join(vs), "env_steps": runner.counters.env_steps, "minutes": elapsed / 60,
-            "steps_per_s": runner.counters.env_steps / elapsed}
+            "steps_per_s": runner.counters.env_steps / elapsed, "rollbacks": count_rollbacks(out)}
+
+
+def count_rollbacks(out: Path) -> int:
+    """How many evaluations of a run sent it back to its kept weights (``--rollback``; eval.csv)."""
+    import csv
+
+    path = out / "eval.csv"
+    if not path.is_file():
+        return 0
+    with path.open(newline="") as f:
+        return sum(float(row.get("rollback") or 0) > 0 for row in csv.DictReader(f))
 
 
 def train_warmed_up(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None, warm_up: float,
@@ -209,6 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pfsp-power", type=float, default=None,
                         help="--pfsp-power of the main runs (default: the trainer's)")
     parser.add_argument("--gamma", type=float, default=None, help="--gamma of the main runs (default: the trainer's)")
+    parser.add_argument("--rollback", type=float, default=None, metavar="MARGIN",
+                        help="--rollback of the main runs (default: the trainer's)")
+    parser.add_argument("--fire-entropy-penalty", type=float, default=None,
+                        help="--fire-entropy-penalty of the main runs (default: the trainer's)")
     parser.add_argument("--league-vs", action="append", default=[], metavar="NAME[=WEIGHT]",
                         help="another opponent of the league run beside --vs league (repeatable), e.g. ace")
     parser.add_argument("--warm-up-minutes", type=float, default=0.0,
@@ -284,6 +301,10 @@ def main(argv: list[str] | None = None) -> int:
         if "best" in row:
             print(f"{'  best':<8} {row['best']['step']:>12,} {'':>8}  " + cells(row["best"]["scores"]))
     for n, row in result["runs"].items():
+        warm_rollbacks = row.get("warm_up", {}).get("rollbacks", 0)
+        if row["rollbacks"] or warm_rollbacks:
+            print(f"{n} went back to its kept weights {row['rollbacks']} time(s)"
+                  + (f", and {warm_rollbacks} in its warm-up" if "warm_up" in row else ""))
         if "warm_up" in row:
             warm, scores = row["warm_up"], row["warm_up"]["scores"]
             print(f"{n} after its warm-up ({warm['env_steps']:,} steps): " + ", ".join(

@@ -59,6 +59,11 @@ class PPOConfig:
     clip_epsilon: float = 0.2
     value_loss_coef: float = 0.5
     entropy_coef: float = 0.001  # seed: 0.01, which let noise do the evading and left the mean policy helpless
+    # Weight of a penalty on the trigger's entropy (a Bernoulli's, at most ln 2 a step). Training samples the
+    # trigger every step; play fires at the median of that launch time. A moderate p held over several steps
+    # spreads the sampled launches widely, so training scores a policy that play never uses. The penalty
+    # pushes p toward 0 or 1, where the two agree. 0: off.
+    fire_entropy_penalty: float = 0.0
     max_grad_norm: float = 0.5
     clip_value_loss: bool = False
     normalize_advantages: bool = True
@@ -96,6 +101,11 @@ class RunConfig:
     eval_games: int = 200
     # After each evaluation, keep the weights with the best worst-case score in best.pt (arena.training.best).
     keep_best: bool = True
+    # When an evaluation's worst score falls more than this below the kept weights', training goes back to
+    # them (population-based training's "exploit" step, against the run's own past). A league policy's score
+    # against the ace swings between neighbouring checkpoints and drifts down late (docs/training.md); going
+    # back keeps what the run reached. 0: off.
+    rollback: float = 0.0
     reward: str = "pursuit"
     vs: tuple[str, ...] = ("crank",)
     # Share of the envs that play the league's floor (the random placeholder) whatever --vs says: a

@@ -88,6 +88,10 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
                      show_default=True),
         click.option("--value-loss-coef", type=FiniteFloat(0), default=P.value_loss_coef, show_default=True),
         click.option("--entropy-coef", type=FiniteFloat(0), default=P.entropy_coef, show_default=True),
+        click.option("--fire-entropy-penalty", type=FiniteFloat(0), default=P.fire_entropy_penalty,
+                     show_default=True,
+                     help="Weight of a penalty on the trigger's entropy: launch probabilities near 0 or 1, so the "
+                          "sampled launch time of training nears the deterministic one of play. 0: off."),
         click.option("--max-grad-norm", type=FiniteFloat(0, min_open=True), default=P.max_grad_norm,
                      show_default=True),
         click.option("--clip-value-loss/--no-clip-value-loss", default=P.clip_value_loss, show_default=True,
@@ -133,6 +137,9 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
         click.option("--keep-best/--no-keep-best", default=R.keep_best, show_default=True,
                      help="After each evaluation keep the weights with the best worst-case score over the "
                           "evaluation opponents (wins plus half the draws) in best.pt; best.json names the step."),
+        click.option("--rollback", type=FiniteFloat(0, 1), default=R.rollback, show_default=True, metavar="MARGIN",
+                     help="When an evaluation's worst score (wins plus half the draws) falls more than MARGIN below "
+                          "that of the weights in best.pt, training goes back to those weights. 0: off."),
         click.option("--self-slots", type=click.IntRange(1, 1024), default=R.self_slots, show_default=True,
                      help="Past checkpoints playing at once for --vs self (opponents drawn at once for --vs league)."),
         click.option("--tenure", type=click.IntRange(0, MAX_STEPS), default=R.tenure, show_default=True,
@@ -468,6 +475,9 @@ def prepare(ctx: click.Context, params: dict[str, Any], algorithm: str, rank: An
     if cfg.network.recurrent and cfg.ppo.n_steps % cfg.ppo.data_chunk_length:
         raise fail(f"--data-chunk-length {cfg.ppo.data_chunk_length} must divide --n-steps {cfg.ppo.n_steps}: the "
                    f"rollout is cut into whole sequences")
+    if cfg.run.rollback > 0 and (not cfg.run.keep_best or cfg.run.eval_games == 0):
+        raise fail(f"--rollback {cfg.run.rollback:g} goes back to the weights in best.pt: it needs --keep-best and "
+                   f"--eval-games above 0")
     if algorithm == "mappo":
         cfg.run.privileged_critic = True  # the central critic is what makes it MAPPO
     if rank is not None:

@@ -47,7 +47,8 @@ def test_update_moves_the_policy_and_reports_metrics():
     before = [p.detach().clone() for p in model.parameters()]
     algo = PPO(model, PPOConfig(batch_size=32, n_epochs=3, lr_schedule="adaptive", value_norm=True), ValueNormalizer())
     out = algo.update(filled_storage(model), torch.Generator().manual_seed(0))
-    assert set(out) == {"policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "learning_rate"}
+    assert set(out) == {"policy_loss", "value_loss", "entropy", "fire_entropy", "approx_kl", "clip_fraction",
+                        "learning_rate"}
     assert all(torch.isfinite(torch.tensor(v)) and -100 < v < 100 for v in out.values())
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
     assert 1e-5 <= out["learning_rate"] <= 3e-4  # the adaptive rate never rises above --learning-rate
@@ -88,3 +89,19 @@ def test_kl_helpers():
     ref = torch.distributions.kl_divergence(torch.distributions.Normal(0.0, 1.0), torch.distributions.Normal(1.0, 0.5))
     assert torch.allclose(gaussian_kl(torch.tensor(0.0), torch.tensor(0.0), torch.tensor(1.0),
                                       torch.tensor(0.5).log()), ref)
+
+
+@pytest.mark.parametrize("penalty", [0.0, 1.0])
+def test_the_fire_entropy_penalty_sharpens_the_trigger(penalty):
+    """With the PPO terms off (no advantages, no value or entropy weight) only the penalty moves the
+    trigger: it lowers the Bernoulli's entropy, and without it the trigger stays where it was."""
+    torch.manual_seed(0)
+    model = ActorCritic(NetworkConfig(init_fire_logit=-1.0))
+    storage = filled_storage(model)
+    storage.advantages = torch.zeros_like(storage.advantages)
+    algo = PPO(model, PPOConfig(batch_size=32, n_epochs=10, learning_rate=1e-2, lr_schedule="constant",
+                                value_loss_coef=0.0, entropy_coef=0.0, normalize_advantages=False,
+                                fire_entropy_penalty=penalty))
+    first = algo.update(storage, torch.Generator().manual_seed(0))["fire_entropy"]
+    last = algo.update(storage, torch.Generator().manual_seed(0))["fire_entropy"]
+    assert last < 0.5 * first if penalty else last == pytest.approx(first, abs=1e-6)

@@ -282,6 +282,41 @@ def test_the_evaluated_weights_with_the_best_worst_score_are_kept(tmp_path):
     assert not (tmp_path / "none" / "best.pt").exists() and not (tmp_path / "none" / "best.json").exists()
 
 
+def test_rollback_goes_back_to_the_kept_weights_when_an_evaluation_falls_below_them(tmp_path):
+    out = tmp_path / "run"
+    args = ["--vs", "crank", "--num-envs", "16", "--seed", "2", "--save-interval", str(16 * 16), *TINY,
+            "--eval-games", "8", "--rollback", "0.001"]
+    result = run(args + ["--max-steps", str(16 * 16 * 6)], out)
+    assert result.exit_code == 0, result.output
+    kept, rolled = None, 0
+    for row in rows(out / "eval.csv"):
+        step, worst = int(row["step"]), worst_and_mean(row)[0]
+        expected = kept is not None and worst < kept[1] - 0.001
+        assert float(row["rollback"]) == float(expected), row
+        model = torch.load(out / f"ckpt_{step:09d}.pt", weights_only=True)["model"]
+        if expected:  # the checkpoint of this step holds the kept weights, and training went on from them
+            rolled += 1
+            source = torch.load(out / f"ckpt_{kept[0]:09d}.pt", weights_only=True)["model"]
+            assert all(torch.equal(value, source[key]) for key, value in model.items())
+            assert f"back to the weights of step {kept[0]:,}" in result.output
+        if kept is None or worst_and_mean(row) > kept[1:]:
+            kept = (step, *worst_and_mean(row))
+    assert rolled >= 1  # the seed was chosen so that the test sees one
+
+    refused = run(args + ["--max-steps", "256", "--no-keep-best"], tmp_path / "refused")
+    assert refused.exit_code != 0 and "--rollback 0.001 goes back to the weights in best.pt" in refused.output
+
+
+def test_a_resumed_run_rolls_back_as_one_that_never_stopped(tmp_path):
+    common = ["--vs", "crank", "--num-envs", "12", "--seed", "1", "--save-interval", "192", *TINY, "--eval-games", "6",
+              "--rollback", "0.001"]
+    a, b = straight_and_resumed(common, tmp_path)
+    assert [row["rollback"] for row in rows(tmp_path / "straight" / "eval.csv")] == ["0.0", "0.0", "1.0"]
+    assert rows(tmp_path / "split" / "eval.csv")[-1]["rollback"] == "1.0"  # after the resume, from its best.pt
+    assert all(torch.equal(value, b["model"][key]) for key, value in a["model"].items())
+    assert a["best"] == b["best"]
+
+
 def test_a_resumed_run_keeps_the_same_best_weights(tmp_path):
     common = ["--vs", "crank", "--num-envs", "12", "--seed", "4", "--save-interval", "192", *TINY, "--eval-games", "6"]
     a, b = straight_and_resumed(common, tmp_path)

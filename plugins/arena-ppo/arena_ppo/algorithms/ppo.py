@@ -14,6 +14,7 @@ from torch import nn
 
 from arena_ppo.config import PPOConfig
 from arena_ppo.modules import ActorCritic, ValueNormalizer
+from arena_ppo.modules.actor_critic import bernoulli_entropy
 from arena_ppo.storage import RolloutStorage
 
 if TYPE_CHECKING:
@@ -114,7 +115,9 @@ class PPO:
             value_loss = avg((value - returns).square())
 
         entropy_mean = avg(entropy)
-        total = policy_loss + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy_mean
+        fire_entropy = avg(bernoulli_entropy(logit))
+        total = (policy_loss + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy_mean
+                 + cfg.fire_entropy_penalty * fire_entropy)
         teacher = None
         if self.kickstart_coef > 0 and "teacher_rudder" in batch:
             teacher = avg(distillation_loss(mean, logit, batch["teacher_rudder"], batch["teacher_fire"],
@@ -125,6 +128,7 @@ class PPO:
                 "policy_loss": policy_loss.detach(),
                 "value_loss": value_loss.detach(),
                 "entropy": entropy_mean.detach(),
+                "fire_entropy": fire_entropy.detach(),
                 "approx_kl": avg((ratio - 1) - log_ratio),  # cleanrl's low-variance estimator
                 "clip_fraction": avg(((ratio - 1).abs() > cfg.clip_epsilon).float()),
                 "kl": avg(gaussian_kl(batch["mean"], batch["log_std"], mean, log_std)

@@ -27,10 +27,10 @@ from arena.match import AgentFailure, check_device
 from arena.progress import Progress
 from arena.threads import apply_threads
 from arena.training import (
-    BEST_CHECKPOINT, BestRecord, EvalResult, MetricLogger, OpponentPool, OpponentSpec, SelfPlayPool, StopRequest,
-    checkpoint_name, clean_stale_temp_files, evaluate, keep_best, league_agents, league_partners, list_checkpoints,
-    load_checkpoint, parse_opponent_specs, read_best, save_checkpoint, tensorboard_writer, to_plain, with_floor,
-    write_config,
+    BEST_CHECKPOINT, BestRecord, CheckpointError, EvalResult, MetricLogger, OpponentPool, OpponentSpec, SelfPlayPool,
+    StopRequest, checkpoint_name, clean_stale_temp_files, evaluate, keep_best, league_agents, league_partners,
+    list_checkpoints, load_checkpoint, parse_opponent_specs, read_best, save_checkpoint, tensorboard_writer, to_plain,
+    with_floor, write_config,
 )
 from arena.training.distributed import Group, Rank, process_device, rank_seed, split_count
 from arena.training.opponents import Slot
@@ -411,7 +411,7 @@ class OnPolicyRunner:
                 metrics = {"step": self.counters.env_steps, "update": self.counters.updates,
                            "time": round(self.counters.elapsed + wall, 3),
                            **{k: episode_stats[k] for k in ("episode_return", "episode_length")},
-                           **{k: losses[k] for k in METRIC_KEYS[2:8]},
+                           **{k: losses[k] for k in METRIC_KEYS[2:8]}, "fire_entropy": losses["fire_entropy"],
                            "win_rate": episode_stats["win_rate"], "draw_rate": episode_stats["draw_rate"],
                            "missiles_fired": episode_stats["missiles_fired"], "episodes": episode_stats["episodes"],
                            "sps": steps / max(t2 - t0, 1e-9), "collect_sps": steps / max(t1 - t0, 1e-9)}
@@ -510,7 +510,11 @@ class OnPolicyRunner:
                        f"{result.wins}W {result.draws}D {result.losses}L of {result.games} (deterministic)")
         self.agent.train(True)
         if run.keep_best:
-            self.keep_if_best(BestRecord.of(self.counters.env_steps, {s.label: r for s, r in zip(specs, results)}))
+            record = BestRecord.of(self.counters.env_steps, {s.label: r for s, r in zip(specs, results)})
+            kept = self.best
+            self.keep_if_best(record)
+            if run.rollback > 0:
+                row["rollback"] = float(self.roll_back_if_worse(record, kept))
         if self.eval_log is not None:
             self.eval_log.log(row, step=self.counters.env_steps, prefix="eval/")
         self.last_metrics.update({k: v for k, v in row.items() if k.startswith("eval_")})
@@ -524,6 +528,23 @@ class OnPolicyRunner:
         self.best = record
         if self.main:
             keep_best(self.out_dir, self.agent.checkpoint(counters=asdict(self.counters)), record)
+
+    def roll_back_if_worse(self, record: BestRecord | None, kept: BestRecord | None) -> bool:
+        """Load the kept weights (and their normalizers) when ``record`` is more than ``--rollback`` below
+        them. Every process holds the same summed results and reads the same best.pt, so all go back
+        together; the optimizer, PFSP records and pools carry on."""
+        margin = self.cfg.run.rollback
+        if record is None or kept is None or record.worst >= kept.worst - margin:
+            return False
+        source = self.out_dir / BEST_CHECKPOINT
+        try:
+            self.agent.load_weights(load_checkpoint(source))
+        except (CheckpointError, ValueError) as exc:
+            self._echo(f"note: --rollback: cannot read the kept weights ({exc}); training goes on from these")
+            return False
+        self._echo(f"rollback: worst evaluation score {record.worst:.3f} (against {record.weakest()}), more than "
+                   f"{margin:g} below the kept {kept.worst:.3f}: back to the weights of step {kept.step:,}")
+        return True
 
     def sync_best(self) -> None:
         """Make best.pt hold the kept weights of a resumed run: a branch folder, or a run whose best.pt is
