@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from arena.agents import build_agent
+    from arena.agents import AgentSpecError, build_agent
     from arena.env import EnvConfig
     from arena.match import play_match
     from arena.training.checkpoint import CheckpointError
@@ -75,11 +75,15 @@ def main(argv: list[str] | None = None) -> int:
                 torch.manual_seed(args.seed)
                 try:
                     agent = build_agent(f"ppo:{path}", "cpu", cfg)
-                except (CheckpointError, ValueError, OSError) as exc:
-                    print(f"error: {path}: {exc}", file=sys.stderr)
+                    opponent = build_agent(rival, "cpu", cfg)
+                except (AgentSpecError, CheckpointError, ValueError, OSError) as exc:
+                    print(f"error: {exc}", file=sys.stderr)
+                    return 2
+                if agent.recurrent:
+                    print(f"error: {path}: a recurrent policy; this benchmark plays feed-forward ones", file=sys.stderr)
                     return 2
                 mixed_act(agent, rudder_sampled, fire_sampled, launch_p)
-                result = play_match(agent, build_agent(rival, "cpu", cfg), args.games, env_config=cfg, seed=args.seed)
+                result = play_match(agent, opponent, args.games, env_config=cfg, seed=args.seed)
                 scores.append(f"{(result.wins + 0.5 * result.draws) / result.games:.3f}")
             p = torch.cat(launch_p) if launch_p else torch.zeros(0)
             spread = (f"{float(p.median()):.3f}", f"{float((p < 0.05).float().mean()):.0%}") if p.numel() else ("-", "-")
