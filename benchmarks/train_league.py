@@ -15,7 +15,8 @@ Three parts:
    ``--warm-up-minutes M`` trains the league run M minutes against the top rung alone first, then the
    league from those weights, taught by that warm-up's final checkpoint (docs/training.md);
    ``--rollback MARGIN`` sends a run back to its kept weights when an evaluation slips below them, and
-   the table says how often it did.
+   the table says how often it did; ``--gate TIE`` breaks ladder ties with a duel against the kept
+   weights.
 2. **Rating over training.** A round-robin tournament of the league run's checkpoints (and the
    ladder), then the Spearman correlation of training step against Elo among the checkpoints.
 3. **Exploitability.** For each final checkpoint, a fresh PPO trained ``--exploit-minutes`` against it
@@ -43,7 +44,7 @@ import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 # Trainer options the main runs take from this script's flags of the same name; None: the trainer's default.
 MAIN_RUN_OPTIONS = ("floor", "reward", "ladder_share", "kickstart", "kickstart_steps", "kickstart_coef",
                     "kickstart_final", "kickstart_trigger", "lr_anneal", "tenure", "handover", "obs_delta", "gamma",
-                    "eval_games", "pfsp_memory", "pfsp_power", "fire_entropy_penalty", "rollback")
+                    "eval_games", "pfsp_memory", "pfsp_power", "fire_entropy_penalty", "rollback", "gate")
 WARM_UP_SEED = 100  # the league stage after a warm-up draws its own streams: seed + this
 WARM_UP_DIR = "warm-up"  # the warm-up's folder inside the league run's
 
@@ -140,6 +141,23 @@ def score(checkpoint: Path, rivals: list[str], games: int, seed: int, obs_mode: 
     return out
 
 
+def first_of_each_weights(checkpoints: list[Path]) -> list[bool]:
+    """For each checkpoint, whether no earlier one holds the same weights. A run that went back to its
+    kept weights (``--rollback``) saves them again at a later step: one policy, rated at two steps."""
+    import torch
+
+    from arena.training.distributed import fingerprint
+
+    seen, first = set(), []
+    for path in checkpoints:
+        data = torch.load(path, map_location="cpu", weights_only=False)
+        key = tuple(sorted(fingerprint({**data["model"], **{f"obs_normalizer.{k}": v for k, v in
+                                                           (data.get("obs_normalizer") or {}).items()}}).items()))
+        first.append(key not in seen)
+        seen.add(key)
+    return first
+
+
 def rating_over_training(run: Path, ladder: list[str], games_per_pairing: int, seed: int, obs_mode: str
                          ) -> dict[str, Any]:
     """A league of the run's checkpoints and the ladder; Spearman of step against Elo among checkpoints, and
@@ -166,17 +184,22 @@ def rating_over_training(run: Path, ladder: list[str], games_per_pairing: int, s
         "participants": [*ladder, {"agent": "ppo", "checkpoints": f"{'**/' if warm_up else ''}ckpt_*.pt"}]}))
     report = run_tournament(load_config(league), progress=False, notify=False)
     board, h2h = report.leaderboard, report.head_to_head
-    steps, elos, ladder_scores, stage = [], [], [], []
-    for ckpt, name, base in [*[(c, f"ppo:{WARM_UP_DIR}/{c.stem}", 0) for c in warm_up],
-                             *[(c, f"ppo:{c.stem}", offset) for c in list_checkpoints(run)]]:
+    steps, elos, ladder_scores, stage, distinct = [], [], [], [], []
+    checkpoints = [*[(c, f"ppo:{WARM_UP_DIR}/{c.stem}", 0) for c in warm_up],
+                   *[(c, f"ppo:{c.stem}", offset) for c in list_checkpoints(run)]]
+    for (ckpt, name, base), first in zip(checkpoints, first_of_each_weights([c for c, _, _ in checkpoints])):
         row = board[board["name"] == name]
         if len(row):
+            if first:
+                distinct.append(len(steps))
             steps.append(base + (checkpoint_step(ckpt) or 0))
             elos.append(float(row["elo"].iloc[0]))
             ladder_scores.append(float(h2h.loc[name, ladder].mean()))
             stage.append(base > 0 or not warm_up)
     league_only = [i for i, s in enumerate(stage) if s]
     return {"checkpoints": len(steps), "spearman": rank_correlation(steps, elos), "steps": steps, "elo": elos,
+            "distinct": len(distinct),
+            "spearman_distinct": rank_correlation([steps[i] for i in distinct], [elos[i] for i in distinct]),
             "ladder_score": ladder_scores, "spearman_ladder": rank_correlation(steps, ladder_scores),
             "warm_up_checkpoints": len(steps) - len(league_only),
             "spearman_league": rank_correlation([steps[i] for i in league_only], [elos[i] for i in league_only]),
@@ -224,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gamma", type=float, default=None, help="--gamma of the main runs (default: the trainer's)")
     parser.add_argument("--rollback", type=float, default=None, metavar="MARGIN",
                         help="--rollback of the main runs (default: the trainer's)")
+    parser.add_argument("--gate", type=float, default=None, metavar="TIE",
+                        help="--gate of the main runs: ladder scores within TIE of the kept weights' are a tie, "
+                             "broken by a duel against them (default: the trainer's)")
     parser.add_argument("--fire-entropy-penalty", type=float, default=None,
                         help="--fire-entropy-penalty of the main runs (default: the trainer's)")
     parser.add_argument("--league-vs", action="append", default=[], metavar="NAME[=WEIGHT]",
@@ -314,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nrating over training: {rating['checkpoints']} checkpoints of the league run, Spearman(step, Elo) "
               f"= {rating['spearman']:.3f}, Spearman(step, mean score against the ladder) = "
               f"{rating['spearman_ladder']:.3f}; report {rating['report']}")
+        if rating["distinct"] < rating["checkpoints"]:
+            print(f"  ({rating['distinct']} distinct weights; each at its first step: Spearman(step, Elo) = "
+                  f"{rating['spearman_distinct']:.3f})")
         if rating["warm_up_checkpoints"]:
             print(f"  ({rating['warm_up_checkpoints']} of them from the warm-up; the league stage's alone: "
                   f"Spearman(step, Elo) = {rating['spearman_league']:.3f})")

@@ -3,7 +3,9 @@
 Nothing here names a plugin: agents are found through the registries in :mod:`arena.agents`.
 """
 
-from arena.training.best import BEST_CHECKPOINT, BEST_RECORD, BestRecord, keep_best, read_best
+from arena.training.best import (
+    BEST_CHECKPOINT, BEST_RECORD, KEPT_LABEL, BestRecord, falls_behind, keep_best, read_best, replaces,
+)
 from arena.training.checkpoint import (
     CheckpointError, checkpoint_name, checkpoint_step, clean_stale_temp_files, list_checkpoints, load_checkpoint,
     save_checkpoint,
@@ -21,11 +23,12 @@ from arena.training.opponents import (
 )
 
 __all__ = [
-    "BEST_CHECKPOINT", "BEST_RECORD", "BestRecord", "CheckpointError", "DistributedError", "DivergenceError", "EvalResult", "Group", "MetricLogger",
-    "OpponentPool", "OpponentSpec", "OpponentSpecError", "PeerFailure", "Rank", "SelfPlayPool", "SnapshotError",
-    "StopRequest", "Tally", "capture_agent_memory", "checkpoint_name", "checkpoint_step",
-    "clean_stale_temp_files", "default_run_dir", "describe_split", "evaluate", "keep_best", "league_agents", "league_partners",
-    "list_checkpoints", "load_checkpoint", "parse_opponent_spec", "parse_opponent_specs", "process_device",
-    "rank_from_env", "rank_seed", "read_best", "restore_agent_memory", "save_checkpoint", "split_envs", "tensorboard_writer",
+    "BEST_CHECKPOINT", "BEST_RECORD", "KEPT_LABEL", "BestRecord", "capture_agent_memory", "checkpoint_name",
+    "checkpoint_step", "CheckpointError", "clean_stale_temp_files", "default_run_dir", "describe_split",
+    "DistributedError", "DivergenceError", "EvalResult", "evaluate", "falls_behind", "Group", "keep_best",
+    "league_agents", "league_partners", "list_checkpoints", "load_checkpoint", "MetricLogger", "OpponentPool",
+    "OpponentSpec", "OpponentSpecError", "parse_opponent_spec", "parse_opponent_specs", "PeerFailure",
+    "process_device", "Rank", "rank_from_env", "rank_seed", "read_best", "replaces", "restore_agent_memory",
+    "save_checkpoint", "SelfPlayPool", "SnapshotError", "split_envs", "StopRequest", "Tally", "tensorboard_writer",
     "to_plain", "with_floor", "write_config",
 ]

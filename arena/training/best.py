@@ -27,6 +27,7 @@ from arena.training.metrics import write_text_atomically
 
 BEST_CHECKPOINT = "best.pt"
 BEST_RECORD = "best.json"
+KEPT_LABEL = "kept"  # the kept weights as an evaluation opponent (--gate): eval.csv's eval_kept_* columns
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,37 @@ class BestRecord:
             if not is_fraction(data.get(name)):
                 raise ValueError(f"{name}: expected a fraction 0..1, got {data.get(name)!r}"[:200])
         return cls(step, float(data["worst"]), float(data["mean"]), {k: float(v) for k, v in scores.items()})
+
+
+def replaces(record: BestRecord | None, kept: BestRecord | None, head_to_head: float | None = None,
+             tie: float = 0.0) -> bool:
+    """Whether evaluated weights (``record``) replace the kept ones.
+
+    The ladder decides: a higher worst score (:meth:`BestRecord.beats`). With a head-to-head score
+    (``--gate TIE``: the evaluated weights played the kept ones), worst scores within ``tie`` of each
+    other are a tie, which the duel breaks: above 0.5 replaces, as a challenger beats the champion in
+    AlphaGo Zero's evaluator. Once a league policy beats every rung, its ladder scores sit at their
+    ceiling, and only the checkpoints' duels (10–90 % between neighbours, docs/training.md) still tell
+    them apart. The ladder comes first because a duel alone misleads: a checkpoint that barely beats
+    the top rung can beat a later one that sweeps it.
+    """
+    if record is None:
+        return False
+    if kept is None or head_to_head is None or abs(record.worst - kept.worst) > tie:
+        return record.beats(kept)
+    return head_to_head > 0.5
+
+
+def falls_behind(record: BestRecord | None, kept: BestRecord | None, head_to_head: float | None = None,
+                 margin: float = 0.0, tie: float = 0.0) -> bool:
+    """Whether evaluated weights are more than ``margin`` worse than the kept ones: a worst score further
+    below theirs, or (with a head-to-head score, the worst scores tied within ``tie``) a duel against
+    them lost by more than ``margin``."""
+    if record is None or kept is None:
+        return False
+    if record.worst < kept.worst - margin:
+        return True
+    return head_to_head is not None and abs(record.worst - kept.worst) <= tie and head_to_head < 0.5 - margin
 
 
 def is_fraction(value: Any) -> bool:

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from arena.training import BestRecord, EvalResult, keep_best, read_best
+from arena.training import BestRecord, EvalResult, falls_behind, keep_best, read_best, replaces
 
 
 def record(step, **scores_in_games_of_ten):
@@ -29,6 +29,38 @@ def test_the_worst_matchup_decides_then_the_mean():
     assert same_worst_higher_mean.beats(even)
     assert not record(4, crank=(6, 0), ace=(5, 0)).beats(even)  # a tie keeps the earlier weights
     assert even.beats(None)
+
+
+def test_without_a_duel_the_ladder_alone_decides():
+    kept = record(1, crank=(10, 0), ace=(9, 0))
+    assert replaces(record(2, crank=(10, 0), ace=(10, 0)), kept)
+    assert not replaces(record(3, crank=(10, 0), ace=(9, 0)), kept)
+    assert replaces(kept, None) and not replaces(None, kept)
+    assert falls_behind(record(4, crank=(10, 0), ace=(8, 0)), kept, margin=0.05)
+    assert not falls_behind(record(5, crank=(10, 0), ace=(9, 0)), kept, margin=0.05)
+    assert not falls_behind(record(6, ace=(0, 0)), None, margin=0.05)
+
+
+def test_a_gated_tie_on_the_ladder_is_broken_by_the_duel():
+    kept = record(1, crank=(10, 0), ace=(10, 0))  # the ladder at its ceiling: only the duel can tell
+    same_ladder = record(2, crank=(10, 0), ace=(10, 0))
+    assert replaces(same_ladder, kept, head_to_head=0.6, tie=0.05)
+    assert not replaces(same_ladder, kept, head_to_head=0.5, tie=0.05)  # a drawn duel keeps the champion
+    assert replaces(same_ladder, kept, head_to_head=0.6)  # equal worst scores are a tie even at 0
+    assert not falls_behind(same_ladder, kept, head_to_head=0.46, margin=0.05, tie=0.05)
+    assert falls_behind(same_ladder, kept, head_to_head=0.44, margin=0.05, tie=0.05)
+    assert not falls_behind(record(4, crank=(9, 0), ace=(10, 0)), kept, head_to_head=0.0, margin=0.2, tie=0.05)
+    within = record(3, crank=(10, 0), ace=(9, 0))  # 0.1 below: a tie at 0.1, not at 0.05
+    assert replaces(within, kept, head_to_head=0.6, tie=0.1) and not replaces(within, kept, head_to_head=0.6, tie=0.05)
+
+
+def test_beyond_the_tie_the_ladder_decides_whatever_the_duel():
+    kept = record(1, crank=(10, 0), ace=(6, 0))
+    better, worse = record(2, crank=(10, 0), ace=(9, 0)), record(3, crank=(10, 0), ace=(3, 0))
+    assert replaces(better, kept, head_to_head=0.0, tie=0.1)  # an early policy can beat a later one it trails
+    assert not falls_behind(better, kept, head_to_head=0.0, margin=0.05, tie=0.1)
+    assert not replaces(worse, kept, head_to_head=1.0, tie=0.1)
+    assert falls_behind(worse, kept, head_to_head=1.0, margin=0.05, tie=0.1)
 
 
 def test_an_evaluation_without_games_is_no_record():

@@ -106,6 +106,10 @@ class RunConfig:
     # against the ace swings between neighbouring checkpoints and drifts down late (docs/training.md); going
     # back keeps what the run reached. 0: off.
     rollback: float = 0.0
+    # Evaluations also play the kept weights, and worst scores within this of theirs are a tie that the duel
+    # breaks (arena.training.best.replaces; with --rollback, a duel lost by more than the margin goes back).
+    # Once the ladder is beaten its scores no longer tell checkpoints apart; their duels still do. 0: off.
+    gate: float = 0.0
     reward: str = "pursuit"
     vs: tuple[str, ...] = ("crank",)
     # Share of the envs that play the league's floor (the random placeholder) whatever --vs says: a

@@ -140,6 +140,10 @@ def _options(func: Any, algorithm: str = "ppo") -> Any:
         click.option("--rollback", type=FiniteFloat(0, 1), default=R.rollback, show_default=True, metavar="MARGIN",
                      help="When an evaluation's worst score (wins plus half the draws) falls more than MARGIN below "
                           "that of the weights in best.pt, training goes back to those weights. 0: off."),
+        click.option("--gate", type=FiniteFloat(0, 1), default=R.gate, show_default=True, metavar="TIE",
+                     help="Evaluations also play the weights in best.pt; worst scores within TIE of theirs are a tie, "
+                          "which the duel breaks: new weights replace them by scoring above 0.5 (with --rollback, "
+                          "below 0.5 - MARGIN goes back). 0: off."),
         click.option("--self-slots", type=click.IntRange(1, 1024), default=R.self_slots, show_default=True,
                      help="Past checkpoints playing at once for --vs self (opponents drawn at once for --vs league)."),
         click.option("--tenure", type=click.IntRange(0, MAX_STEPS), default=R.tenure, show_default=True,
@@ -478,6 +482,9 @@ def prepare(ctx: click.Context, params: dict[str, Any], algorithm: str, rank: An
     if cfg.run.rollback > 0 and (not cfg.run.keep_best or cfg.run.eval_games == 0):
         raise fail(f"--rollback {cfg.run.rollback:g} goes back to the weights in best.pt: it needs --keep-best and "
                    f"--eval-games above 0")
+    if cfg.run.gate > 0 and (not cfg.run.keep_best or cfg.run.eval_games == 0):
+        raise fail(f"--gate {cfg.run.gate:g} plays the weights in best.pt at each evaluation: it needs --keep-best "
+                   f"and --eval-games above 0")
     if algorithm == "mappo":
         cfg.run.privileged_critic = True  # the central critic is what makes it MAPPO
     if rank is not None:

@@ -11,7 +11,7 @@ import torch
 from click.testing import CliRunner
 
 from arena.cli import main
-from arena.training import list_checkpoints
+from arena.training import KEPT_LABEL, BestRecord, falls_behind, list_checkpoints, replaces
 from arena_ppo.agent import PPOAgent
 
 TINY = ["--n-steps", "16", "--batch-size", "64", "--n-epochs", "2", "--eval-games", "0", "--no-progress",
@@ -313,6 +313,52 @@ def test_a_resumed_run_rolls_back_as_one_that_never_stopped(tmp_path):
     a, b = straight_and_resumed(common, tmp_path)
     assert [row["rollback"] for row in rows(tmp_path / "straight" / "eval.csv")] == ["0.0", "0.0", "1.0"]
     assert rows(tmp_path / "split" / "eval.csv")[-1]["rollback"] == "1.0"  # after the resume, from its best.pt
+    assert all(torch.equal(value, b["model"][key]) for key, value in a["model"].items())
+    assert a["best"] == b["best"]
+
+
+def replay_gate(eval_rows, margin, tie, gated=True):
+    """What the run should have decided at each evaluation of eval.csv, by arena.training.best's rules:
+    (step of the weights kept after it, whether it went back). ``gated=False``: ignoring the duels."""
+    kept, decisions = None, []
+    for row in eval_rows:
+        ladder = {k: v for k, v in row.items() if not k.startswith(f"eval_{KEPT_LABEL}_")}
+        record = BestRecord(int(row["step"]), *worst_and_mean(ladder))
+        played = bool(row.get(f"eval_{KEPT_LABEL}_win"))
+        assert played == (kept is not None) or not gated  # every evaluation but the first plays the kept weights
+        duel = (float(row[f"eval_{KEPT_LABEL}_win"]) + 0.5 * float(row[f"eval_{KEPT_LABEL}_draw"])
+                if played and gated else None)
+        back = falls_behind(record, kept, duel, margin, tie)
+        if replaces(record, kept, duel, tie):
+            kept = record
+        decisions.append((kept.step, back))
+    return decisions
+
+
+def test_a_gated_run_keeps_only_weights_that_beat_the_kept_ones_head_to_head(tmp_path):
+    out = tmp_path / "run"
+    args = ["--vs", "crank", "--num-envs", "16", "--seed", "4", "--save-interval", str(16 * 16), *TINY,
+            "--eval-games", "8", "--rollback", "0.2", "--gate", "0.3"]
+    result = run(args + ["--max-steps", str(16 * 16 * 6)], out)
+    assert result.exit_code == 0, result.output
+    logged = rows(out / "eval.csv")
+    decisions = replay_gate(logged, 0.2, 0.3)
+    assert [float(row["rollback"]) for row in logged] == [float(back) for _, back in decisions]
+    assert json.loads((out / "best.json").read_text())["step"] == decisions[-1][0]
+    # The seed was chosen so that a duel decides, and sends the run back.
+    assert decisions != replay_gate(logged, 0.2, 0.3, gated=False)
+    assert "against the kept weights, more than 0.2 below 0.5: back to the weights of step" in result.output
+
+    refused = run(args + ["--max-steps", "256", "--rollback", "0", "--eval-games", "0"], tmp_path / "refused")
+    assert refused.exit_code != 0 and "--gate 0.3 plays the weights in best.pt" in refused.output
+
+
+def test_a_resumed_gated_run_plays_and_decides_as_one_that_never_stopped(tmp_path):
+    common = ["--vs", "crank", "--num-envs", "12", "--seed", "1", "--save-interval", "192", *TINY, "--eval-games", "6",
+              "--rollback", "0.1", "--gate", "0.2"]
+    a, b = straight_and_resumed(common, tmp_path)
+    straight, split = rows(tmp_path / "straight" / "eval.csv"), rows(tmp_path / "split" / "eval.csv")
+    assert straight[-1] == split[-1] and straight[-1][f"eval_{KEPT_LABEL}_win"] != ""  # the duel after the resume
     assert all(torch.equal(value, b["model"][key]) for key, value in a["model"].items())
     assert a["best"] == b["best"]
 

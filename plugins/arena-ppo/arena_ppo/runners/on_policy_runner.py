@@ -27,10 +27,10 @@ from arena.match import AgentFailure, check_device
 from arena.progress import Progress
 from arena.threads import apply_threads
 from arena.training import (
-    BEST_CHECKPOINT, BestRecord, CheckpointError, EvalResult, MetricLogger, OpponentPool, OpponentSpec, SelfPlayPool,
-    StopRequest, checkpoint_name, clean_stale_temp_files, evaluate, keep_best, league_agents, league_partners,
-    list_checkpoints, load_checkpoint, parse_opponent_specs, read_best, save_checkpoint, tensorboard_writer, to_plain,
-    with_floor, write_config,
+    BEST_CHECKPOINT, KEPT_LABEL, BestRecord, CheckpointError, EvalResult, MetricLogger, OpponentPool, OpponentSpec,
+    SelfPlayPool, StopRequest, checkpoint_name, clean_stale_temp_files, evaluate, falls_behind, keep_best,
+    league_agents, league_partners, list_checkpoints, load_checkpoint, parse_opponent_specs, read_best, replaces,
+    save_checkpoint, tensorboard_writer, to_plain, with_floor, write_config,
 )
 from arena.training.distributed import Group, Rank, process_device, rank_seed, split_count
 from arena.training.opponents import Slot
@@ -170,6 +170,7 @@ class OnPolicyRunner:
                            if self.agent.network.obs_delta else None)
         self.obs = self.env.reset()
         self._eval_opponents: dict[str, Any] = {}
+        self._champion: tuple[int, Any] | None = None  # (step, agent): the kept weights as an opponent (--gate)
         self.best: BestRecord | None = None  # the evaluated weights kept in best.pt (--keep-best)
 
     def build_agent(self) -> PPOAgent:
@@ -492,49 +493,57 @@ class OnPolicyRunner:
         self.counters.last_eval = self.counters.env_steps
         row: dict[str, float] = {"step": self.counters.env_steps, "update": self.counters.updates}
         specs = self.eval_specs()
+        opponents = []
+        for spec in specs:
+            if spec.label not in self._eval_opponents:
+                self._eval_opponents[spec.label] = self.make_opponent(spec)
+            opponents.append((spec.label, self._eval_opponents[spec.label]))
+        champion = self.kept_opponent() if run.gate > 0 else None
+        if champion is not None:
+            opponents.append((KEPT_LABEL, champion))
         games = split_count(run.eval_games, self.rank)
-        results = []
         with torch.random.fork_rng(devices=[]):
-            for spec in specs:
-                opponent = self._eval_opponents.get(spec.label)
-                if opponent is None:
-                    opponent = self._eval_opponents[spec.label] = self.make_opponent(spec)
-                results.append(evaluate(self.agent, opponent, games, env_config=self.env_config, device=self.device,
-                                        seed=self.seed + 10_000) if games else EvalResult(0, 0, 0, 0))
-        if self.group is not None and specs:
+            results = [evaluate(self.agent, opponent, games, env_config=self.env_config, device=self.device,
+                                seed=self.seed + 10_000) if games else EvalResult(0, 0, 0, 0)
+                       for _, opponent in opponents]
+        if self.group is not None and opponents:
             counts = torch.tensor([[r.games, r.wins, r.draws, r.losses] for r in results], dtype=torch.float64)
             results = [EvalResult(*map(int, c)) for c in self.group.all_reduce_(counts).tolist()]
-        for spec, result in zip(specs, results):
-            row.update(result.as_row(spec.label))
-            self._echo(f"eval vs {spec.label} after {self.counters.env_steps:,} steps: "
+        for (label, _), result in zip(opponents, results):
+            row.update(result.as_row(label))
+            self._echo(f"eval vs {label} after {self.counters.env_steps:,} steps: "
                        f"{result.wins}W {result.draws}D {result.losses}L of {result.games} (deterministic)")
         self.agent.train(True)
         if run.keep_best:
             record = BestRecord.of(self.counters.env_steps, {s.label: r for s, r in zip(specs, results)})
+            head_to_head = results[-1].score if champion is not None and results[-1].games else None
             kept = self.best
-            self.keep_if_best(record)
+            self.keep_if_best(record, head_to_head)
             if run.rollback > 0:
-                row["rollback"] = float(self.roll_back_if_worse(record, kept))
+                row["rollback"] = float(self.roll_back_if_worse(record, kept, head_to_head))
         if self.eval_log is not None:
             self.eval_log.log(row, step=self.counters.env_steps, prefix="eval/")
         self.last_metrics.update({k: v for k, v in row.items() if k.startswith("eval_")})
         return row
 
-    def keep_if_best(self, record: BestRecord | None) -> None:
-        """Write the evaluated weights to best.pt when they beat the kept ones (arena.training.best).
-        Every process holds the same summed results, so all agree; only the main one writes."""
-        if record is None or not record.beats(self.best):
+    def keep_if_best(self, record: BestRecord | None, head_to_head: float | None = None) -> None:
+        """Write the evaluated weights to best.pt when they replace the kept ones (arena.training.best;
+        ``head_to_head``: their score against them, with --gate). Every process holds the same summed
+        results, so all agree; only the main one writes."""
+        if not replaces(record, self.best, head_to_head, self.cfg.run.gate):
             return
         self.best = record
         if self.main:
             keep_best(self.out_dir, self.agent.checkpoint(counters=asdict(self.counters)), record)
 
-    def roll_back_if_worse(self, record: BestRecord | None, kept: BestRecord | None) -> bool:
+    def roll_back_if_worse(self, record: BestRecord | None, kept: BestRecord | None,
+                           head_to_head: float | None = None) -> bool:
         """Load the kept weights (and their normalizers) when ``record`` is more than ``--rollback`` below
-        them. Every process holds the same summed results and reads the same best.pt, so all go back
-        together; the optimizer, PFSP records and pools carry on."""
+        them, or (--gate, the ladder tied) lost to them by more than that. Every process holds the same
+        summed results and reads the same best.pt, so all go back together; the optimizer, PFSP records
+        and pools carry on."""
         margin = self.cfg.run.rollback
-        if record is None or kept is None or record.worst >= kept.worst - margin:
+        if record is None or kept is None or not falls_behind(record, kept, head_to_head, margin, self.cfg.run.gate):
             return False
         source = self.out_dir / BEST_CHECKPOINT
         try:
@@ -542,9 +551,29 @@ class OnPolicyRunner:
         except (CheckpointError, ValueError) as exc:
             self._echo(f"note: --rollback: cannot read the kept weights ({exc}); training goes on from these")
             return False
-        self._echo(f"rollback: worst evaluation score {record.worst:.3f} (against {record.weakest()}), more than "
-                   f"{margin:g} below the kept {kept.worst:.3f}: back to the weights of step {kept.step:,}")
+        if record.worst < kept.worst - margin:
+            why = (f"worst evaluation score {record.worst:.3f} (against {record.weakest()}), more than {margin:g} "
+                   f"below the kept {kept.worst:.3f}")
+        else:
+            why = f"score {head_to_head:.3f} against the kept weights, more than {margin:g} below 0.5"
+        self._echo(f"rollback: {why}: back to the weights of step {kept.step:,}")
         return True
+
+    def kept_opponent(self) -> Any:
+        """The weights in best.pt as a frozen opponent (--gate), reloaded when they change; None before
+        the first evaluation kept any, or when best.pt cannot be read (that evaluation then has no duel)."""
+        if self.best is None:
+            return None
+        if self._champion is not None and self._champion[0] == self.best.step:
+            return self._champion[1]
+        try:
+            champion = self._load_snapshot(self.out_dir / BEST_CHECKPOINT)
+        except (CheckpointError, ValueError, OSError) as exc:
+            self._echo(f"note: --gate: cannot read the kept weights ({exc}); this evaluation does not play them")
+            return None
+        champion.train(False)
+        self._champion = (self.best.step, champion)
+        return champion
 
     def sync_best(self) -> None:
         """Make best.pt hold the kept weights of a resumed run: a branch folder, or a run whose best.pt is
