@@ -54,6 +54,28 @@ def test_a_gated_tie_on_the_ladder_is_broken_by_the_duel():
     assert replaces(within, kept, head_to_head=0.6, tie=0.1) and not replaces(within, kept, head_to_head=0.6, tie=0.05)
 
 
+def test_duels_won_one_after_another_cannot_slide_the_ladder_more_than_the_tie():
+    kept = record(1, crank=(10, 0), ace=(10, 0))
+    for step, ace in enumerate(((10, 0), (9, 1), (9, 1)), start=2):  # 1.0, 0.95, 0.95: within a tie of 0.05
+        challenger = record(step, crank=(10, 0), ace=ace)
+        assert replaces(challenger, kept, head_to_head=0.6, tie=0.05)
+        kept = challenger.succeeding(kept)
+    assert (kept.worst, kept.peak, kept.bar) == (0.95, 1.0, 1.0)
+    lower = record(9, crank=(10, 0), ace=(9, 0))  # 0.9: within 0.05 of 0.95, not of 1.0
+    assert not replaces(lower, kept, head_to_head=0.9, tie=0.05)
+    assert not falls_behind(lower, kept, head_to_head=0.9, margin=0.05, tie=0.05)  # nor does it go back
+    assert replaces(record(10, crank=(10, 0), ace=(10, 0)), kept, head_to_head=0.6, tie=0.05)
+    assert record(10, ace=(10, 0)).succeeding(kept).peak is None  # a new high carries no peak
+
+
+def test_the_peak_travels_with_the_record(tmp_path):
+    kept = record(2, ace=(9, 0)).succeeding(record(1, ace=(10, 0)))
+    assert kept.peak == 1.0 and BestRecord.from_dict(kept.to_dict()) == kept
+    assert "peak" not in record(3, ace=(9, 0)).to_dict()  # best.json as before when there is none
+    with pytest.raises(ValueError, match="peak"):
+        BestRecord.from_dict({**kept.to_dict(), "peak": 1.5})
+
+
 def test_beyond_the_tie_the_ladder_decides_whatever_the_duel():
     kept = record(1, crank=(10, 0), ace=(6, 0))
     better, worse = record(2, crank=(10, 0), ace=(9, 0)), record(3, crank=(10, 0), ace=(3, 0))

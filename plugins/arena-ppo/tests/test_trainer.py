@@ -330,7 +330,7 @@ def replay_gate(eval_rows, margin, tie, gated=True):
                 if played and gated else None)
         back = falls_behind(record, kept, duel, margin, tie)
         if replaces(record, kept, duel, tie):
-            kept = record
+            kept = record.succeeding(kept)
         decisions.append((kept.step, back))
     return decisions
 

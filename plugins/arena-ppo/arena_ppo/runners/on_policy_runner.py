@@ -530,9 +530,9 @@ class OnPolicyRunner:
         """Write the evaluated weights to best.pt when they replace the kept ones (arena.training.best;
         ``head_to_head``: their score against them, with --gate). Every process holds the same summed
         results, so all agree; only the main one writes."""
-        if not replaces(record, self.best, head_to_head, self.cfg.run.gate):
+        if record is None or not replaces(record, self.best, head_to_head, self.cfg.run.gate):
             return
-        self.best = record
+        self.best = record = record.succeeding(self.best)
         if self.main:
             keep_best(self.out_dir, self.agent.checkpoint(counters=asdict(self.counters)), record)
 
