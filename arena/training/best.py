@@ -105,8 +105,9 @@ def replaces(record: BestRecord | None, kept: BestRecord | None, head_to_head: f
     kept so far (:attr:`BestRecord.bar`): duels won one after another would otherwise let the ladder
     slide by a tie at a time (0.96 to 0.81 in four evaluations, docs/training.md). Once a league
     policy beats every rung, its ladder scores sit at their ceiling, and only the checkpoints' duels
-    (10–90 % between neighbours, docs/training.md) still tell them apart. The ladder comes first because a duel alone misleads: a checkpoint that barely beats
-    the top rung can beat a later one that sweeps it.
+    (10–90 % between neighbours, docs/training.md) still tell them apart. The ladder comes first
+    because a duel alone misleads: a checkpoint that barely beats the top rung can beat a later one that
+    sweeps it.
     """
     if record is None:
         return False
