@@ -144,13 +144,12 @@ def score(checkpoint: Path, rivals: list[str], games: int, seed: int, obs_mode: 
 def first_of_each_weights(checkpoints: list[Path]) -> list[bool]:
     """For each checkpoint, whether no earlier one holds the same weights. A run that went back to its
     kept weights (``--rollback``) saves them again at a later step: one policy, rated at two steps."""
-    import torch
-
+    from arena.training import load_checkpoint
     from arena.training.distributed import fingerprint
 
     seen, first = set(), []
     for path in checkpoints:
-        data = torch.load(path, map_location="cpu", weights_only=False)
+        data = load_checkpoint(path)
         key = tuple(sorted(fingerprint({**data["model"], **{f"obs_normalizer.{k}": v for k, v in
                                                            (data.get("obs_normalizer") or {}).items()}}).items()))
         first.append(key not in seen)

@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                 result = play_match(agent, opponent, args.games, env_config=cfg, seed=args.seed)
                 scores.append(f"{(result.wins + 0.5 * result.draws) / result.games:.3f}")
             p = torch.cat(launch_p) if launch_p else torch.zeros(0)
-            spread = (f"{float(p.median()):.3f}", f"{float((p < 0.05).float().mean()):.0%}") if p.numel() else ("-", "-")
+            spread = ((f"{float(p.median()):.3f}", f"{float((p < 0.05).float().mean()):.0%}") if p.numel()
+                      else ("-", "-"))
             print(" | ".join([path.name, rival, *scores, *spread]), flush=True)
     return 0
 
