@@ -197,6 +197,20 @@ class OnPolicyRunner:
         """``raw`` with its change since the last step appended (``--obs-delta``), else as it is."""
         return raw if self.obs_change is None else self.obs_change.stack(raw, commit)
 
+    def _features(self, rows: dict[str, torch.Tensor], commit: bool = True) -> torch.Tensor:
+        """The learner's actor input for p1's rows: observation vector, its change, normalized, seats.
+
+        ``commit``: the step being played, which moves the change memory and the normalizer's
+        statistics; otherwise a look at the next observation (bootstrap values) that leaves both alone.
+        """
+        agent = self.agent
+        raw = self._with_change(obs_vector(rows, agent.obs_keys), commit)
+        if agent.obs_normalizer is not None:
+            if commit:
+                agent.obs_normalizer.update(raw)
+            raw = agent.obs_normalizer(raw)
+        return agent.with_seats(raw)
+
     def _critic_input(self, features: torch.Tensor) -> torch.Tensor:
         if not self.agent.privileged_critic:
             return features
@@ -215,7 +229,6 @@ class OnPolicyRunner:
         loop = GameLoop(env, self.pool.seating(self.device))
         stat_names = ("done", "ret", "len", "win", "draw", "loss", "missiles")
         stats = {k: torch.zeros(n, device=self.device) for k in stat_names}
-        keys = agent.obs_keys
         recurrent = agent.recurrent
         teacher = self.teacher if self.algorithm.kickstart_coef > 0 else None
         storage.clear()
@@ -223,13 +236,7 @@ class OnPolicyRunner:
             distributed.track_rollout(self.group, agent)
         for _ in range(storage.n_steps):
             obs_p1 = flatten_seats(self.obs["p1"])  # [N·T] rows: every aircraft of p1
-            raw = self._with_change(obs_vector(obs_p1, keys))
-            if agent.obs_normalizer is not None:
-                agent.obs_normalizer.update(raw)
-                features = agent.obs_normalizer(raw)
-            else:
-                features = raw
-            features = agent.with_seats(features)
+            features = self._features(obs_p1)
             critic_in = self._critic_input(features)
             if recurrent:
                 actor_h, critic_h = self.hidden["actor"], self.hidden["critic"]
@@ -255,9 +262,7 @@ class OnPolicyRunner:
             if self.reward_fn is not None:
                 reward = reward + self.reward_fn(obs_p1, final_p1, env_reward, seat_dones, infos)
             truncated = self._seat_rows(infos["truncated"])
-            final_raw = self._with_change(obs_vector(final_p1, keys), commit=False)  # the step after raw's
-            final_features = agent.obs_normalizer(final_raw) if agent.obs_normalizer is not None else final_raw
-            final_features = agent.with_seats(final_features)
+            final_features = self._features(final_p1, commit=False)  # the step after features'
             final_state = (self._seat_rows(infos["final_global_state"]["p1"]) if agent.privileged_critic
                            else None)
             final_critic = agent.critic_features(final_features, final_state)
@@ -290,8 +295,7 @@ class OnPolicyRunner:
             stats["draw"] += (dones & (winner == 0)).float()
             self.obs = next_obs
 
-        raw = self._with_change(obs_vector(flatten_seats(self.obs["p1"]), keys), commit=False)
-        features = agent.with_seats(agent.obs_normalizer(raw) if agent.obs_normalizer is not None else raw)
+        features = self._features(flatten_seats(self.obs["p1"]), commit=False)
         last_critic = self._critic_input_no_update(features)
         if recurrent:
             last_values = agent.value_step(last_critic, self.hidden["critic"])[0]
