@@ -479,12 +479,10 @@ def prepare(ctx: click.Context, params: dict[str, Any], algorithm: str, rank: An
     if cfg.network.recurrent and cfg.ppo.n_steps % cfg.ppo.data_chunk_length:
         raise fail(f"--data-chunk-length {cfg.ppo.data_chunk_length} must divide --n-steps {cfg.ppo.n_steps}: the "
                    f"rollout is cut into whole sequences")
-    if cfg.run.rollback > 0 and (not cfg.run.keep_best or cfg.run.eval_games == 0):
-        raise fail(f"--rollback {cfg.run.rollback:g} goes back to the weights in best.pt: it needs --keep-best and "
-                   f"--eval-games above 0")
-    if cfg.run.gate > 0 and (not cfg.run.keep_best or cfg.run.eval_games == 0):
-        raise fail(f"--gate {cfg.run.gate:g} plays the weights in best.pt at each evaluation: it needs --keep-best "
-                   f"and --eval-games above 0")
+    for flag, value, use in (("--rollback", cfg.run.rollback, "goes back to the weights in best.pt"),
+                             ("--gate", cfg.run.gate, "plays the weights in best.pt at each evaluation")):
+        if value > 0 and (not cfg.run.keep_best or cfg.run.eval_games == 0):
+            raise fail(f"{flag} {value:g} {use}: it needs --keep-best and --eval-games above 0")
     if algorithm == "mappo":
         cfg.run.privileged_critic = True  # the central critic is what makes it MAPPO
     if rank is not None:

@@ -211,11 +211,13 @@ class OnPolicyRunner:
             raw = agent.obs_normalizer(raw)
         return agent.with_seats(raw)
 
-    def _critic_input(self, features: torch.Tensor) -> torch.Tensor:
+    def _critic_input(self, features: torch.Tensor, commit: bool = True) -> torch.Tensor:
+        """The critic's input: ``features``, or with a privileged critic p1's global state (``commit``: the
+        step being played, which moves the critic normalizer's statistics, as in :meth:`_features`)."""
         if not self.agent.privileged_critic:
             return features
         state = self._seat_rows(self.env.global_state("p1"))
-        if self.agent.critic_normalizer is not None:
+        if commit and self.agent.critic_normalizer is not None:
             self.agent.critic_normalizer.update(state)
         return self.agent.critic_features(features, state)
 
@@ -296,7 +298,7 @@ class OnPolicyRunner:
             self.obs = next_obs
 
         features = self._features(flatten_seats(self.obs["p1"]), commit=False)
-        last_critic = self._critic_input_no_update(features)
+        last_critic = self._critic_input(features, commit=False)
         if recurrent:
             last_values = agent.value_step(last_critic, self.hidden["critic"])[0]
         else:
@@ -342,11 +344,6 @@ class OnPolicyRunner:
         if self.hidden:
             keep = (~self._seat_rows(mask)).unsqueeze(-1).to(self.hidden["actor"].dtype)
             self.hidden = {k: v * keep for k, v in self.hidden.items()}
-
-    def _critic_input_no_update(self, features: torch.Tensor) -> torch.Tensor:
-        if not self.agent.privileged_critic:
-            return features
-        return self.agent.critic_features(features, self._seat_rows(self.env.global_state("p1")))
 
     # -- the loop ---------------------------------------------------------------------------------
 
