@@ -7,7 +7,7 @@ expects; the opponent is any agent spec ``arena play`` accepts.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -19,6 +19,48 @@ from arena.loop import Controller, GameLoop, Seating, observation_config
 OBS_LOW, OBS_HIGH = -1.0, 2.0  # every standard and extended feature lies in this range (docs/env.md)
 ACTION_LOW = np.array([-1.0, 0.0, -1.0], dtype=np.float32)  # rudder, throttle, fire (fires above 0)
 ACTION_HIGH = np.array([1.0, 1.0, 1.0], dtype=np.float32)
+ACTION_SHAPE = (3,)  # one aircraft's action
+NUMERIC_KINDS = "biuf"  # numpy dtype kinds that are real numbers: bool, signed, unsigned, float
+WANTED = "an array of real numbers (bool, int or float)"
+
+
+def action_array(action: Any, shape: tuple[int, ...], who: str) -> np.ndarray | torch.Tensor:
+    """``action`` as a numpy array (a torch tensor stays one) of exactly ``shape``, else a ValueError.
+
+    Nothing is reshaped: a flat ``[12]`` or a ``[2, 6]`` read as ``[4, 3]`` would hand one battle's
+    values to another without a word. Only real numbers pass; a string or a complex value is a
+    mistake, not an action. The message names ``who`` (the method, or the PettingZoo agent), the shape
+    expected and what came, as the core env's action check does. An array or tensor of the right shape
+    passes as it is: only its shape and dtype are read (no copy, no sync with a GPU).
+    """
+    if isinstance(action, torch.Tensor):
+        if not action.dtype.is_complex and tuple(action.shape) == shape:
+            return action
+        raise ValueError(f"{who}: expected {WANTED} of shape {shape}, "
+                         f"got Tensor of dtype {action.dtype} and shape {tuple(action.shape)}")
+    try:
+        array = np.asarray(action)
+    except (TypeError, ValueError) as exc:  # ragged nested lists, objects numpy cannot read
+        raise ValueError(f"{who}: expected {WANTED} of shape {shape}, "
+                         f"got {type(action).__name__} that numpy cannot read as an array ({exc})") from exc
+    if array.dtype.kind in NUMERIC_KINDS and array.shape == shape:
+        return array
+    if array.ndim == 0:
+        got = f"{type(action).__name__} {action!r:.40}"
+    else:
+        got = f"{type(action).__name__} of dtype {array.dtype} and shape {array.shape}"
+    raise ValueError(f"{who}: expected {WANTED} of shape {shape}, got {got}")
+
+
+class LearnerStep(NamedTuple):
+    """What one step gives the learner (p1); every tensor is ``[n]`` but the observations ``[n, K]``."""
+
+    obs: torch.Tensor  # after the step; finished battles have already restarted
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    final_obs: torch.Tensor  # before the restart
+    nan_actions: torch.Tensor  # int32: NaN values in each battle's action, flown as 0 (no fire)
 
 
 class LearnerBattles:
@@ -49,19 +91,23 @@ class LearnerBattles:
         self.loop.reset_agents()
         return self.vector(self.obs["p1"])
 
-    def step(self, actions: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(next obs, reward, terminated, truncated, final obs) for p1; finished battles restart at once."""
+    def step(self, actions: np.ndarray | torch.Tensor) -> LearnerStep:
+        """Step p1's ``[n, 3]`` actions (checked by :func:`action_array`); finished battles restart at once.
+
+        NaNs are counted here: the fire value becomes a bool below, where the core env can no longer see
+        a NaN in it. The env replaces the rest (NaN fire compares False: no fire).
+        """
         if self.obs is None:
             raise RuntimeError("call reset() before step()")
-        a = torch.as_tensor(np.asarray(actions) if not isinstance(actions, torch.Tensor) else actions,
-                            dtype=torch.float32, device=self.device).reshape(self.num_envs, 3)
+        a = torch.as_tensor(actions, dtype=torch.float32, device=self.device)
+        nan_actions = torch.isnan(a).sum(-1, dtype=torch.int32)
         given = {"p1": {"rudder": a[:, 0], "throttle": a[:, 1], "fire": a[:, 2] > 0}}
         with torch.no_grad():
             turn = self.loop.step(self.obs, given=given)
         self.obs = turn.next_obs
         infos = turn.infos
-        return (self.vector(turn.next_obs["p1"]), turn.rewards["p1"], infos["terminated"], infos["truncated"],
-                self.vector(infos["final_obs"]["p1"]))
+        return LearnerStep(self.vector(turn.next_obs["p1"]), turn.rewards["p1"], infos["terminated"],
+                           infos["truncated"], self.vector(infos["final_obs"]["p1"]), nan_actions)
 
     def vector(self, observation: dict[str, torch.Tensor]) -> torch.Tensor:
         return obs_vector(observation, self.keys)

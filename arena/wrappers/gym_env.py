@@ -12,7 +12,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from arena.env import EnvConfig
-from arena.wrappers.battles import ACTION_HIGH, ACTION_LOW, OBS_HIGH, OBS_LOW, LearnerBattles
+from arena.wrappers.battles import (ACTION_HIGH, ACTION_LOW, ACTION_SHAPE, OBS_HIGH, OBS_LOW, LearnerBattles,
+                                    action_array)
 
 
 def observation_space(size: int) -> spaces.Box:
@@ -31,6 +32,9 @@ class ArenaVectorEnv(VectorEnv):
     the returned observation is already the next battle's and ``info["final_obs"]`` (with the mask
     ``info["_final_obs"]``) holds the last one. ``as_torch=True`` returns torch tensors on ``device``
     instead of numpy arrays and takes torch actions, with no copy to the host.
+
+    Actions of any other shape, or not real numbers, raise ``ValueError``. NaN values fly as 0 (no fire)
+    and are counted per battle in ``info["nan_actions"]``, as the core env counts them.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
@@ -50,10 +54,11 @@ class ArenaVectorEnv(VectorEnv):
         return self._out(self.battles.reset(seed)), {}
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
-        obs, reward, terminated, truncated, final = self.battles.step(actions)
-        done = terminated | truncated
-        info: dict[str, Any] = {"final_obs": self._out(final), "_final_obs": self._out(done)}
-        return self._out(obs), self._out(reward), self._out(terminated), self._out(truncated), info
+        out = self.battles.step(action_array(actions, self.action_space.shape, "ArenaVectorEnv.step"))
+        done = out.terminated | out.truncated
+        info: dict[str, Any] = {"final_obs": self._out(out.final_obs), "_final_obs": self._out(done),
+                                "nan_actions": self._out(out.nan_actions)}
+        return self._out(out.obs), self._out(out.reward), self._out(out.terminated), self._out(out.truncated), info
 
     def _out(self, t: torch.Tensor) -> Any:
         return t if self.as_torch else t.cpu().numpy()
@@ -63,7 +68,8 @@ class ArenaEnv(gymnasium.Env):
     """One duel as a plain Gymnasium env (``gymnasium.make("Arena/Duel-v0")``): the learner flies p1.
 
     Spaces as :class:`ArenaVectorEnv`'s single spaces. After ``terminated`` or ``truncated`` call
-    ``reset()``; ``reset(seed=S)`` replays the same battle start and the same opponent moves.
+    ``reset()``; ``reset(seed=S)`` replays the same battle start and the same opponent moves. Actions are
+    checked as the vector env's; ``info["nan_actions"]`` counts the NaN values flown as 0.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
@@ -87,11 +93,11 @@ class ArenaEnv(gymnasium.Env):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if self._done:
             raise RuntimeError("the battle is over: call reset() first")
-        obs, reward, terminated, truncated, final = self.battles.step(np.asarray(action, dtype=np.float32)[None])
-        term, trunc = bool(terminated[0]), bool(truncated[0])
+        out = self.battles.step(action_array(action, ACTION_SHAPE, "ArenaEnv.step")[None])
+        term, trunc = bool(out.terminated[0]), bool(out.truncated[0])
         self._done = term or trunc
-        shown = final if self._done else obs  # the env has already started the next battle
-        return shown[0].cpu().numpy(), float(reward[0]), term, trunc, {}
+        shown = out.final_obs if self._done else out.obs  # the env has already started the next battle
+        return shown[0].cpu().numpy(), float(out.reward[0]), term, trunc, {"nan_actions": int(out.nan_actions[0])}
 
     def render(self) -> np.ndarray | None:
         """``rgb_array``: a 256 × 256 top-down picture of the arena (p1 blue, p2 red, missiles white); the

@@ -4,6 +4,8 @@ Each agent observes its own aircraft (the standard keys against its nearest enem
 neighbour slots of team battles) as one float32 vector and acts with ``[rudder, throttle, fire]``. An
 aircraft that is shot down (or leaves the arena) is terminated and leaves ``agents``; when the battle
 ends every aircraft still flying is terminated (a side was destroyed) or truncated (time limit).
+An action of another shape, or not real numbers, raises ``ValueError`` naming the agent; NaN values
+fly as 0 (no fire) and are counted in ``infos[agent]["nan_actions"]``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pettingzoo import ParallelEnv
 
 from arena.env import EnvConfig, TensorEnv, obs_vector
 from arena.env.observations import obs_keys
-from arena.wrappers.battles import ACTION_HIGH, ACTION_LOW, OBS_HIGH, OBS_LOW
+from arena.wrappers.battles import ACTION_HIGH, ACTION_LOW, ACTION_SHAPE, OBS_HIGH, OBS_LOW, action_array
 
 SIDE_NAMES = ("p1", "p2")
 
@@ -62,7 +64,9 @@ class ArenaParallelEnv(ParallelEnv):
         table = np.zeros((2, t, 3), dtype=np.float32)
         for name, action in actions.items():
             side, seat = self._where(name)
-            table[side, seat] = np.asarray(action, dtype=np.float32).reshape(3)
+            checked = action_array(action, ACTION_SHAPE, f"action of agent {name!r}")
+            table[side, seat] = checked.detach().cpu().numpy() if isinstance(checked, torch.Tensor) else checked
+        nan_actions = np.isnan(table).sum(-1)  # [2, T]; fire becomes a bool below, hiding its NaN from the env
         moves = []
         for side in range(2):
             a = torch.as_tensor(table[side], device=self.env.device)
@@ -84,7 +88,7 @@ class ArenaParallelEnv(ParallelEnv):
             out_rew[name] = float(rewards[side_name].reshape(-1)[seat])
             out_term[name] = dead or (ended and not truncated)
             out_trunc[name] = ended and truncated and not dead
-            out_info[name] = {}
+            out_info[name] = {"nan_actions": int(nan_actions[side, seat])}
         self.agents = [a for a in self.agents if not (out_term[a] or out_trunc[a])]
         self._obs = obs
         return out_obs, out_rew, out_term, out_trunc, out_info
