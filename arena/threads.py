@@ -10,9 +10,14 @@ was faster with one). docs/performance.md has the table.
 So the default count depends on the batch and on the machine: batches under ``LARGE_BATCH`` envs get
 one thread; larger ones get one thread per core that sat idle over 50 ms at start (one when the
 other cores are busy). ``--threads N`` or ``ARENA_THREADS=N`` fix the count (0: torch's own choice;
-``ARENA_THREADS=auto`` asks for the idle-core count whatever the batch). ``import arena`` also sets
-``OMP_WAIT_POLICY=PASSIVE`` before torch loads, unless the variable is already set, so that threads
-that find no work sleep instead of spinning. This module never imports torch at import time.
+``ARENA_THREADS=auto`` asks for the idle-core count whatever the batch).
+
+The count is decided when work starts, not when ``arena`` is imported: a command applies it before
+it plays (:func:`apply_threads`), and a ``TensorEnv`` on the CPU settles it for its batch
+(:func:`settle_threads`) unless someone already chose, so a library user who imported torch first
+(a notebook, a Gymnasium script) steps as fast as the command line. ``import arena`` also sets
+``OMP_WAIT_POLICY=PASSIVE`` when it comes before torch, unless the variable is already set, so that
+threads that find no work sleep instead of spinning. This module never imports torch at import time.
 """
 
 from __future__ import annotations
@@ -111,15 +116,45 @@ def default_threads(batch: int | None = None, processes: int = 1) -> int:
     return check_threads(value, ENV_VAR)
 
 
+_chosen = False  # a command (or a script through apply_threads) decided the count
+_settled: int | None = None  # the count settle_threads last set on its own
+
+
 def apply_threads(threads: int | None = None, batch: int | None = None, processes: int = 1) -> int:
     """Set torch's intra-op thread count and return the count in force.
 
     ``None`` takes the default for a batch of ``batch`` envs in each of ``processes`` processes on
-    this machine (see :func:`default_threads`); 0 keeps torch's own choice (one per core).
+    this machine (see :func:`default_threads`); 0 keeps torch's own choice (one per core). The count
+    is then the caller's: envs built afterwards leave it as it is.
     """
     import torch
 
+    global _chosen
     count = default_threads(batch, processes) if threads is None else check_threads(threads)
     if count > 0:
         torch.set_num_threads(count)
+    _chosen = True
     return torch.get_num_threads()
+
+
+def settle_threads(batch: int) -> int:
+    """Apply the default count for an env of ``batch`` battles on the CPU, unless a count was chosen.
+
+    A choice is a command's or a script's :func:`apply_threads`, ``OMP_NUM_THREADS``, or a
+    ``torch.set_num_threads`` that left a count other than torch's own (one per core) and other than
+    the one this function set last; ``ARENA_THREADS`` always applies. Returns the count in force.
+    """
+    import torch
+
+    global _settled
+    current = torch.get_num_threads()
+    if not os.environ.get(ENV_VAR, "").strip():
+        if _chosen or os.environ.get("OMP_NUM_THREADS"):
+            return current
+        if current != (_settled if _settled is not None else usable_cores()):
+            return current  # the user's own torch.set_num_threads
+    count = default_threads(batch)
+    if count > 0:
+        torch.set_num_threads(count)
+    _settled = torch.get_num_threads()
+    return _settled

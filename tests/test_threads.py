@@ -15,13 +15,18 @@ from arena.cli import main
 import arena.threads as threads
 from arena.threads import (
     ENV_VAR, LARGE_BATCH, MAX_THREADS, ThreadsError, apply_threads, auto_threads, check_threads, default_threads,
+    settle_threads, usable_cores,
 )
+from arena.env import TensorEnv
 
 
 @pytest.fixture(autouse=True)
 def restore_threads(monkeypatch: pytest.MonkeyPatch):
     before = torch.get_num_threads()
     monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads, "_chosen", False)  # as in a fresh process
+    monkeypatch.setattr(threads, "_settled", None)
     yield
     torch.set_num_threads(before)
 
@@ -127,3 +132,40 @@ def test_a_wait_policy_the_user_chose_is_kept() -> None:
 def test_too_late_once_torch_is_loaded() -> None:
     # OpenMP has read its policy by then; setting the variable would only mislead child processes.
     assert probe("import torch, arena") == [None, True]
+
+
+def test_an_env_settles_the_default_for_its_batch_unless_a_count_was_chosen(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads, "usable_cores", lambda: 3)  # torch's own default: one per core
+    monkeypatch.setattr(threads, "auto_threads", lambda: 2)
+    torch.set_num_threads(3)
+    TensorEnv(8, device="cpu")
+    assert torch.get_num_threads() == 1  # small batch: one thread
+    assert settle_threads(LARGE_BATCH) == 2  # still the env's own count: a larger batch takes the idle cores
+    torch.set_num_threads(3)  # the user's choice now: kept
+    TensorEnv(8, device="cpu")
+    assert torch.get_num_threads() == 3
+
+
+def test_a_count_the_user_or_a_command_chose_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads, "usable_cores", lambda: 3)
+    torch.set_num_threads(2)  # not torch's default: someone chose it
+    TensorEnv(8, device="cpu")
+    assert torch.get_num_threads() == 2
+    apply_threads(3)
+    TensorEnv(8, device="cpu")
+    assert torch.get_num_threads() == 3
+    monkeypatch.setenv(ENV_VAR, "1")  # the variable always applies
+    TensorEnv(8, device="cpu")
+    assert torch.get_num_threads() == 1
+
+
+THREADS_PROBE = ("{first}; import torch; from arena.env import TensorEnv; TensorEnv(64, device='cpu'); "
+                 "print(torch.get_num_threads())")
+
+
+@pytest.mark.skipif(usable_cores() < 2, reason="one core: one thread whatever the order")
+def test_import_order_does_not_change_the_thread_count() -> None:
+    clean = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", ENV_VAR)}
+    counts = [subprocess.run([sys.executable, "-c", THREADS_PROBE.format(first=first)], env=clean, check=True,
+                             capture_output=True, text=True).stdout.strip() for first in ("import arena", "import torch")]
+    assert counts == ["1", "1"]

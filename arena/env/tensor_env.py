@@ -14,6 +14,7 @@ from arena.env.observations import PLAYERS, Observation, global_state, global_st
 from arena.env.spawn import sample_spawn, seeded_spawn
 from arena.env.state import WorldState
 from arena.env.teams import side_view
+from arena.threads import settle_threads
 
 Obs = dict[str, Observation]
 
@@ -58,6 +59,8 @@ class TensorEnv:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         self.num_envs = num_envs
         self.device = resolve_device(device)
+        if self.device.type == "cpu":
+            settle_threads(num_envs)  # whoever imported torch first, unless a count was chosen
         self.config = config if config is not None else EnvConfig()
         self.obs_keys = obs_keys(self.config)
         # Also hand back the global state before auto-reset: privileged critics bootstrap time-outs from it.
