@@ -3,12 +3,21 @@
 The agent hands over its actor as one stateless module (``export_module()``: observation vector in,
 action out, normalizer included); this module writes it and then checks the file against the agent
 itself on random observations: the exported graph must give the agent's own actions.
+
+The file is written under a temporary name beside the target and renamed onto it only once it is
+complete and has passed the check, so a failed export leaves no file behind and an existing target
+as it was. An output that is a checkpoint (the one exported, or any other file ``torch.save`` wrote)
+is refused: an export must never cost the weights it came from.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 import warnings
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,20 +56,26 @@ def exportable(agent: Any) -> Any:
 
 
 def write(module: Any, obs_size: int, fmt: str, path: str | Path) -> Path:
-    """Write ``module`` (obs [n, obs_size] -> action, fire_logit) as ``fmt`` to ``path``."""
+    """Write ``module`` (obs [n, obs_size] -> action, fire_logit) as ``fmt`` to ``path``, atomically."""
+    target = Path(path)
+    with staged(target) as temp:
+        write_file(module, obs_size, fmt, temp)
+    return target
+
+
+def write_file(module: Any, obs_size: int, fmt: str, path: Path) -> None:
+    """Write ``module`` as ``fmt`` straight to ``path`` (see :func:`staged` for the atomic version)."""
     import torch
 
     if fmt not in FORMATS:
         raise ExportError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     example = torch.zeros(4, obs_size)
     with torch.no_grad():
         if fmt == "torchscript":  # deprecated by torch in favour of torch.export, still what many runtimes load
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
                 torch.jit.trace(module, example).save(str(path))
-            return path
+            return
         try:
             import onnx  # noqa: F401
         except ImportError:
@@ -70,7 +85,117 @@ def write(module: Any, obs_size: int, fmt: str, path: str | Path) -> Path:
             torch.onnx.export(module, (example,), str(path), input_names=["obs"],
                               output_names=["action", "fire_logit"], dynamo=False,
                               dynamic_axes={"obs": {0: "batch"}, "action": {0: "batch"}, "fire_logit": {0: "batch"}})
-    return path
+
+
+@contextmanager
+def staged(target: Path) -> Iterator[Path]:
+    """A fresh temporary path beside ``target``, renamed onto it when the block ends without an error.
+
+    The temp name is a checkpoint temp name (``.<name>.<pid>.<random>.tmp``), so a run that finds one
+    left by a killed export in its folder cleans it up like its own. On any error the temp file goes
+    and ``target`` stays as it was (or absent).
+    """
+    from arena.training.checkpoint import temp_prefix
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = target.parent / f"{temp_prefix(target)}{secrets.token_hex(4)}.tmp"
+    os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # reserved; mode as a plain write
+    try:
+        yield temp
+        with temp.open("r+b") as handle:  # on disk before it takes the target's name
+            os.fsync(handle.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def refuse_output(out: str | Path, source: str | Path | None = None) -> Path:
+    """``out`` as the target of an export, or a one-line :class:`ExportError` if writing it could lose weights.
+
+    Refused: the exported checkpoint itself, any existing file ``torch.save`` wrote (a checkpoint of a
+    run, ``best.pt``, another tool's weights; told by its structure, not its name), and a name of the
+    ``ckpt_<step>.pt`` form, which a run would take for one of its checkpoints. A symlink is followed,
+    so the file it points to is what is judged and replaced.
+    """
+    from arena.torchfile import is_torch_save_file
+    from arena.training.checkpoint import CHECKPOINT_PATTERN
+
+    target = Path(out)
+    if target.is_symlink():
+        target = target.resolve()
+    if source is not None and Path(source).is_file() and target.exists() and os.path.samefile(source, target):
+        raise ExportError(f"--out {out}: is the checkpoint being exported; export never overwrites a "
+                          f"checkpoint, choose another file name")
+    if is_torch_save_file(target):
+        raise ExportError(f"--out {out}: is a torch checkpoint (a file written by torch.save); export never "
+                          f"overwrites a checkpoint, choose another file name")
+    if CHECKPOINT_PATTERN.match(target.name):
+        raise ExportError(f"--out {out}: named like a run's checkpoint (ckpt_<step>.pt), which a resume or an "
+                          f"opponent pool would try to load; choose another file name")
+    return target
+
+
+def finite_actions(module: Any, obs_size: int, samples: int = 1024, seed: int = 0) -> None:
+    """Refuse a policy whose actions are NaN or infinite on random observations, before anything is written.
+
+    Such a policy is broken in the checkpoint (weights or normalizer statistics), not by the export,
+    and a file of it would steer NaN; this holds with ``--no-check`` too.
+    """
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    obs = torch.rand(samples, obs_size, generator=generator) * 2.0 - 1.0
+    try:
+        with torch.no_grad():
+            action, logit = module(obs)
+    except Exception as exc:  # noqa: BLE001 - a plugin's module: its fault, told in one line
+        text = str(exc).strip().splitlines()
+        raise ExportError(f"the export module fails on observations [n, {obs_size}] ({type(exc).__name__}"
+                          f"{': ' + text[0] if text else ''}); nothing was written") from exc
+    if not (bool(torch.isfinite(action).all()) and bool(torch.isfinite(logit).all())):
+        raise ExportError("the policy's actions are NaN or infinite for random observations: its weights or "
+                          "normalizer statistics are damaged; nothing was written")
+
+
+@dataclass
+class Exported:
+    """What :func:`export_policy` wrote, and how its check went (None with ``verify=False``)."""
+
+    path: Path
+    fmt: str
+    obs_keys: tuple[str, ...]
+    check: ExportCheck | None
+
+    def to_dict(self, source: str) -> dict[str, Any]:
+        """The ``--json`` object: input, output, format, the input's layout, and what the check measured."""
+        return {"input": source, "output": str(self.path), "format": self.fmt, "obs_keys": list(self.obs_keys),
+                "checked": self.check is not None,
+                "check": None if self.check is None else {**asdict(self.check), "ok": self.check.ok}}
+
+
+def export_policy(agent: Any, fmt: str, out: str | Path, *, source: str | Path | None = None, verify: bool = True,
+                  samples: int = CHECK_SAMPLES) -> Exported:
+    """Write ``agent``'s policy as ``fmt`` to ``out`` and (``verify``) check it against the agent.
+
+    ``out`` is refused where :func:`refuse_output` says so; the file takes its name only once written
+    and checked. A failed check raises :class:`ExportError` with its measurements and writes nothing.
+    """
+    target = refuse_output(out, source)
+    keys = tuple(getattr(agent, "obs_keys", ()))
+    module = exportable(agent)
+    finite_actions(module, len(keys))
+    result = None
+    with staged(target) as temp:
+        write_file(module, len(keys), fmt, temp)
+        if verify:
+            result = check(agent, keys, fmt, temp, samples=samples)
+            if not result.ok:
+                raise ExportError(f"the exported policy does not act like the agent on {result.samples:,} random "
+                                  f"observations with {result.runtime} (max rudder difference "
+                                  f"{result.max_rudder_diff:.2e}, {result.fire_mismatches} fire decisions differ); "
+                                  f"nothing was written to {out}")
+    return Exported(target, fmt, keys, result)
 
 
 def check(agent: Any, obs_keys: tuple[str, ...], fmt: str, path: str | Path, samples: int = CHECK_SAMPLES,

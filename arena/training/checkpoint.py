@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from arena.agents import head
+from arena.torchfile import TorchFileError, read_torch_file
 from arena.training.distributed import to_cpu
 
 if TYPE_CHECKING:
@@ -137,18 +137,11 @@ def load_checkpoint(path: str | os.PathLike[str], *, map_location: "str | torch.
     ``expect_agent`` refuses a file written by another agent; ``max_version`` refuses a layout newer
     than the reader understands. Every failure is a :class:`CheckpointError` naming the file.
     """
-    import torch
-
     file = Path(path)
-    if not file.exists():
-        raise CheckpointError(f"checkpoint {file}: no such file")
-    if not file.is_file():
-        raise CheckpointError(f"checkpoint {file}: not a file")
     try:
-        data = torch.load(file, map_location=map_location, weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file; all mean "unreadable"
-        reason = head(str(exc)) or type(exc).__name__
-        raise CheckpointError(f"checkpoint {file}: not a readable torch checkpoint ({reason[:200]})") from exc
+        data = read_torch_file(file, map_location=map_location)
+    except TorchFileError as exc:
+        raise CheckpointError(str(exc)) from exc
     if not isinstance(data, dict) or any(k not in data for k in REQUIRED_KEYS):
         raise CheckpointError(f"checkpoint {file}: not an arena checkpoint (expected a dict with keys "
                               f"{list(REQUIRED_KEYS)}; is it a file from another tool?)")
@@ -163,4 +156,3 @@ def load_checkpoint(path: str | os.PathLike[str], *, map_location: "str | torch.
         raise CheckpointError(f"checkpoint {file}: format version {version!r} is newer than this reader "
                               f"understands (<= {max_version}); upgrade the plugin that wrote it")
     return data
-

@@ -61,18 +61,55 @@ def test_missing_file(tmp_path):
         load_checkpoint(tmp_path / "nope.pt")
 
 
-def test_corrupt_file(tmp_path):
-    bad = tmp_path / "bad.pt"
-    bad.write_bytes(b"\x00garbage" * 10)
-    with pytest.raises(CheckpointError, match=r"bad\.pt: not a readable torch checkpoint"):
-        load_checkpoint(bad)
-
-
-def test_truncated_file(tmp_path):
-    path = save_checkpoint(payload(), tmp_path / "t.pt")
-    path.write_bytes(path.read_bytes()[:100])
-    with pytest.raises(CheckpointError, match="not a readable torch checkpoint"):
+def unreadable_error(path) -> str:
+    """The message of loading ``path``, checked to be one whole line free of torch's own wording."""
+    with pytest.raises(CheckpointError) as exc:
         load_checkpoint(path)
+    text = str(exc.value)
+    assert "\n" not in text and "weights_only" not in text and "torch.load" not in text, text
+    assert "PytorchStreamReader" not in text and "Unpickl" not in text and text.endswith("of the run"), text
+    return text
+
+
+@pytest.mark.parametrize("content", [b"\x00garbage" * 10, b"", b"hello world"], ids=["garbage", "empty", "text"])
+def test_corrupt_file(tmp_path, content):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(content)
+    text = unreadable_error(bad)
+    assert text.startswith(f"checkpoint {bad}: not a readable torch checkpoint (truncated, corrupt, or not a file")
+
+
+@pytest.mark.parametrize("keep", [100, -50])
+def test_truncated_file(tmp_path, keep):
+    path = save_checkpoint(payload(), tmp_path / "t.pt")
+    path.write_bytes(path.read_bytes()[:keep])
+    assert "t.pt: not a readable torch checkpoint" in unreadable_error(path)
+
+
+def test_torchscript_file_is_named_as_such(tmp_path):
+    path = tmp_path / "policy.pt"
+    torch.jit.trace(torch.nn.Linear(2, 1), torch.zeros(1, 2)).save(str(path))
+    with pytest.raises(CheckpointError, match=r"policy\.pt: a TorchScript file \(an exported policy\), not a "
+                                              r"checkpoint"):
+        load_checkpoint(path)
+
+
+def test_torch_save_files_are_told_by_their_structure(tmp_path):
+    import io
+
+    from arena.torchfile import is_torch_save_file
+
+    best = save_checkpoint(payload(), tmp_path / "best.pt")  # not named like a checkpoint: still one
+    legacy = io.BytesIO()
+    torch.save({"w": torch.zeros(2)}, legacy, _use_new_zipfile_serialization=False)
+    (tmp_path / "old.pt").write_bytes(legacy.getvalue())
+    torch.jit.trace(torch.nn.Linear(2, 1), torch.zeros(1, 2)).save(str(tmp_path / "script.pt"))
+    (tmp_path / "policy.onnx").write_bytes(b"\x08\x07\x12\x07pytorch")
+    (tmp_path / "ckpt_000000001.pt").write_bytes(b"partial")
+    assert is_torch_save_file(best) and is_torch_save_file(tmp_path / "old.pt")
+    for name in ("script.pt", "policy.onnx", "ckpt_000000001.pt", "missing.pt"):
+        assert not is_torch_save_file(tmp_path / name), name
+    assert not is_torch_save_file(tmp_path)
 
 
 class Evil:
@@ -80,11 +117,13 @@ class Evil:
         return (print, ("pwned",))
 
 
-def test_pickled_objects_are_refused(tmp_path):
+def test_pickled_objects_are_refused(tmp_path, capsys):
     path = tmp_path / "evil.pt"
     torch.save({"agent": "ppo", "format_version": 1, "x": Evil()}, path)
-    with pytest.raises(CheckpointError, match="evil.pt"):
+    with pytest.raises(CheckpointError, match=r"evil\.pt: holds Python objects besides tensors") as exc:
         load_checkpoint(path)
+    assert "weights_only" not in str(exc.value) and "\n" not in str(exc.value)
+    assert "pwned" not in capsys.readouterr().out
 
 
 def test_foreign_checkpoint(tmp_path):

@@ -267,7 +267,8 @@ class PPOAgent(BaseAgent):
 
         Each state dict is compared with this agent's before loading, so a damaged file is refused
         with the first mismatched key and both shapes (torch's own message lists them on lines that a
-        one-line error cuts off), and NaN or infinite weights are refused instead of playing NaN moves.
+        one-line error cuts off), and NaN or infinite weights are refused instead of playing NaN moves,
+        as are normalizer statistics no run can produce (a negative variance: NaN for every input).
         """
         from arena.training.state import check_like
 
@@ -278,6 +279,9 @@ class PPOAgent(BaseAgent):
             if key not in data:
                 raise ValueError(f"{key!r} missing; expected the {key} state of this network")
             check_like(data[key], dict(module.state_dict()), key)
+            check_state = getattr(module, "check_state", None)  # the normalizers' own bounds
+            if check_state is not None:
+                check_state(data[key], key)
             module.load_state_dict(data[key])
 
     @classmethod

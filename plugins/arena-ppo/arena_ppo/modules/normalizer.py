@@ -6,7 +6,7 @@ later sees inputs scaled exactly as during training.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import torch
 from torch import nn
@@ -36,6 +36,24 @@ def fold(parts: torch.Tensor) -> Moments:
     for row in rows[1:]:
         total = combine(total, row)
     return total
+
+
+# Saved statistics that cannot be negative, by buffer name, as a message names them.
+STATISTICS = {"var": "variance", "count": "count", "running_mean_sq": "mean square",
+              "debiasing_term": "sum of weights"}
+
+
+def refuse_negative(state: Mapping[str, object], names: tuple[str, ...], key: str) -> None:
+    """Raise ``ValueError`` naming ``key.name`` where a statistic that cannot be negative is.
+
+    A negative variance passes every finiteness check, yet its square root is NaN: the policy would
+    act NaN for every input. Such a file was damaged or edited; it is refused when loaded.
+    """
+    for name in names:
+        value = state.get(name)
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and bool((value < 0).any()):
+            raise ValueError(f"{key}.{name}: holds negative values ({float(value.min()):.3g}); a "
+                             f"{STATISTICS[name]} is never below 0")
 
 
 class RunningNormalizer(nn.Module):
@@ -127,6 +145,11 @@ class RunningNormalizer(nn.Module):
         count, mean, m2 = self._moments(n, b_mean, b_var)
         return torch.cat([count.reshape(1), mean, m2])
 
+    @staticmethod
+    def check_state(state: Mapping[str, object], key: str) -> None:
+        """Refuse saved statistics no run can produce: a negative variance or count."""
+        refuse_negative(state, ("var", "count"), key)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return ((x - self.mean) / torch.sqrt(self.var + self.eps)).clamp(-self.clip, self.clip)
 
@@ -171,6 +194,11 @@ class ValueNorm(nn.Module):
         self.register_buffer("running_mean_sq", torch.zeros((), dtype=torch.float64))
         self.register_buffer("debiasing_term", torch.zeros((), dtype=torch.float64))
         self.gather: Gather | None = None  # as RunningNormalizer.gather: every process's minibatch, merged
+
+    @staticmethod
+    def check_state(state: Mapping[str, object], key: str) -> None:
+        """Refuse saved statistics no run can produce: a negative mean square or sum of weights."""
+        refuse_negative(state, ("running_mean_sq", "debiasing_term"), key)
 
     def mean_var(self) -> tuple[torch.Tensor, torch.Tensor]:
         weight = self.debiasing_term.clamp(min=self.eps)
