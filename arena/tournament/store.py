@@ -7,8 +7,12 @@ flew it (a single aircraft or a whole team, ``team_size`` of the game), its scor
 missiles and kills; ratings rate the participant that flew a side. Ratings and reports are computed
 from the database alone, so they can be rebuilt at any time (``arena leaderboard``).
 
-Schema 1 (before team battles: returns and missiles as p1/p2 columns) is upgraded in place on open,
-after a copy of the file is kept as ``results.sqlite.schema1.bak``; a newer schema is refused.
+Opening checks the file before anything is written to it: that it is arena's, of a schema version
+this arena reads, and whole (``PRAGMA quick_check``). A file that fails is refused and left byte for
+byte as it was. Schema 1 (before team battles: returns and missiles as p1/p2 columns) is upgraded in
+place, in one transaction, after a byte-for-byte copy of the file is kept as
+``results.sqlite.schema1.bak``; a newer schema is refused. ``read_only`` opens (``arena leaderboard``)
+never write: a schema-1 file is then upgraded in memory only.
 
 Games are committed as they arrive
 (one small transaction per env step that finished any; WAL mode makes that cheap), so a killed run
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,6 +43,7 @@ SCHEMA_VERSION = "2"
 MIGRATIONS = ("1",)  # older schema versions this arena upgrades in place (after a backup copy)
 APPLICATION_ID = 0x41524E41  # "ARNA" in PRAGMA application_id: marks the file as arena's own
 TABLES = frozenset({"meta", "participants", "runs", "run_participants", "batches", "games", "sides"})
+REQUIRED = {SCHEMA_VERSION: TABLES, "1": TABLES - {"sides"}}  # the tables a database of each version holds
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -69,11 +75,22 @@ CREATE INDEX IF NOT EXISTS sides_by_participant ON sides (participant);
 """
 
 
-# Schema 1 kept return and missiles as p1/p2 columns of ``games``; schema 2 keeps them per side.
-# executescript commits first and runs the script as is: the BEGIN/COMMIT make it all or nothing.
-# The table is rebuilt rather than renamed: a rename would carry the references of ``sides`` along.
-MIGRATE_FROM_1 = """
+# A new database: its tables, version and mark in one transaction, so a crash leaves none of them.
+INITIALIZE = f"""
 BEGIN;
+{SCHEMA}
+INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
+PRAGMA application_id = {APPLICATION_ID};
+COMMIT;
+"""
+
+# Schema 1 kept return and missiles as p1/p2 columns of ``games``; schema 2 keeps them per side.
+# The script opens a transaction and leaves it open: the caller checks the references, then commits or
+# rolls back, so a failed upgrade leaves the file as it was. ``sides`` comes from SCHEMA.
+# The table is rebuilt rather than renamed: a rename would carry the references of ``sides`` along.
+MIGRATE_FROM_1 = f"""
+BEGIN;
+{SCHEMA}
 CREATE TABLE games_schema2 (
     id INTEGER PRIMARY KEY,
     p1 INTEGER NOT NULL REFERENCES participants(id), p2 INTEGER NOT NULL REFERENCES participants(id),
@@ -95,7 +112,7 @@ INSERT OR REPLACE INTO sides (game_id, side, participant, score, return, missile
 DROP TABLE games;
 ALTER TABLE games_schema2 RENAME TO games;
 UPDATE meta SET value = '2' WHERE key = 'schema_version';
-COMMIT;
+PRAGMA application_id = {APPLICATION_ID};
 """
 
 
@@ -134,78 +151,116 @@ class ResultStore:
     """A thin typed layer over the SQLite file; one instance per process, used from one thread."""
 
     def __init__(self, path: str | os.PathLike[str], *, fresh: bool = False, create: bool = True,
-                 commit_every: float = 0.0) -> None:
+                 commit_every: float = 0.0, read_only: bool = False) -> None:
+        """``create=False`` requires the file to exist; ``read_only`` (implies it) never writes to the file,
+        its ``-wal`` or ``-shm``, so that a report can be rebuilt from a store that is refused, damaged,
+        in use or on read-only media without changing it."""
         self.path = Path(path)
+        self.read_only = read_only
+        self.migrated_from: str | None = None  # the schema version this open upgraded (in memory if read_only)
         try:
-            self.conn = self._open(fresh, create)
+            self.conn = self._open_read_only() if read_only else self._open(fresh, create)
         except (OSError, sqlite3.Error) as exc:  # an output path that is a file, unwritable, not a database
-            raise StoreError(f"{self.path}: cannot be used as the results database ({_reason(exc)}); expected a "
-                             f"writable output directory holding {DB_NAME} written by `arena tournament`") from None
-        version = self.meta("schema_version")
-        self.migrated_from: str | None = None  # the schema version this open upgraded, if any
-        if version is None:
-            self.set_meta("schema_version", SCHEMA_VERSION)
-        elif version in MIGRATIONS:
-            self._migrate(version)
-        elif version != SCHEMA_VERSION:
-            self.conn.close()
-            raise StoreError(f"{self.path}: schema version {version}, this arena reads {SCHEMA_VERSION} (and "
-                             f"upgrades {', '.join(MIGRATIONS)}); use a newer arena, --fresh or another output "
-                             f"directory")
-        self.conn.commit()
+            place = "" if read_only else "a writable output directory holding "
+            raise StoreError(f"{self.path}: cannot be used as the results database ({_reason(exc)}); expected "
+                             f"{place}{DB_NAME} written by `arena tournament`") from None
         self.commit_every = commit_every
         self._last_commit = time.monotonic()
         self._pending = 0
 
     def _open(self, fresh: bool, create: bool) -> sqlite3.Connection:
+        """A writable connection, opened only once a read-only look found the file fit to write to."""
         if self.path.exists() and fresh:
             _check_ours(self.path)  # --fresh deletes arena's database, never someone else's file
             for suffix in ("", "-wal", "-shm", "-journal"):
                 Path(str(self.path) + suffix).unlink(missing_ok=True)
-        if not self.path.exists():
-            if not create:
-                raise StoreError(f"{self.path}: no results database here (expected {DB_NAME} written by "
-                                 f"`arena tournament`)")
+        version: str | None = None
+        if self.path.exists():
+            probe = _connect_read_only(self.path)
+            try:  # every check before the first write: a file that fails them is left as it was
+                version = _inspect(self.path, probe, reader=not create)
+            finally:
+                probe.close()
+        elif not create:
+            raise StoreError(f"{self.path}: no results database here (expected {DB_NAME} written by "
+                             f"`arena tournament`)")
+        else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        backup = self._keep_copy(version) if version in MIGRATIONS else None
         conn = sqlite3.connect(str(self.path))
         try:
-            tables = _check_ours(self.path, conn)  # before anything is written to the file
-            if not create and not {"meta", "games"} <= tables:  # an empty file: nothing to report
-                raise StoreError(f"{self.path}: not an arena results database (expected {DB_NAME} written by "
-                                 f"`arena tournament`)")
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            if version is None:
+                conn.execute("PRAGMA journal_mode=WAL")  # first: a crash while creating tables leaves no -journal
+                conn.executescript(INITIALIZE)
+            elif backup is not None:
+                self._upgrade(conn, version, f"the database is unchanged and a copy is in {backup}")
+            if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:  # from before the mark
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
-            conn.executescript(SCHEMA)
+            conn.executescript(SCHEMA)  # indexes added within this schema version
+            conn.commit()
         except BaseException:
             conn.close()
             raise
         return conn
 
-    def _migrate(self, version: str) -> None:
-        """Upgrade a schema-1 database in place, in one transaction, after keeping a copy of the file."""
-        import shutil
-
-        backup = self.path.with_name(f"{self.path.name}.schema{version}.bak")
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the copy must hold every committed game
-        shutil.copyfile(self.path, backup)
+    def _open_read_only(self) -> sqlite3.Connection:
+        """A connection that cannot write; a schema-1 file is copied into memory and upgraded there."""
+        if not self.path.is_file():
+            raise StoreError(f"{self.path}: no results database here (expected {DB_NAME} written by "
+                             f"`arena tournament`)")
+        conn = _connect_read_only(self.path)
         try:
-            self.conn.execute("PRAGMA foreign_keys=OFF")  # the games table is rebuilt under its references
-            try:
-                self.conn.executescript(MIGRATE_FROM_1)
-            except sqlite3.Error:
-                if self.conn.in_transaction:
-                    self.conn.rollback()
-                raise
-            broken = self.conn.execute("PRAGMA foreign_key_check").fetchall()
-            self.conn.execute("PRAGMA foreign_keys=ON")
+            version = _inspect(self.path, conn, reader=True)
+            if version not in MIGRATIONS:
+                return conn
+            memory = sqlite3.connect(":memory:")
+            conn.backup(memory)
+        except BaseException:
+            conn.close()
+            raise
+        conn.close()
+        assert version is not None  # one of MIGRATIONS
+        self._upgrade(memory, version, "the file is unchanged")
+        return memory
+
+    def _keep_copy(self, version: str) -> Path:
+        """Copy the file byte for byte (with its ``-wal``, holding games not yet written into it) to
+        ``<name>.schema<version>.bak`` before an upgrade changes it. The caller holds the folder's lock,
+        so nothing is writing to the file meanwhile."""
+        backup = self.path.with_name(f"{self.path.name}.schema{version}.bak")
+        wal, backup_wal = Path(f"{self.path}-wal"), Path(f"{backup}-wal")
+        try:
+            for stale in (backup_wal, Path(f"{backup}-shm")):  # SQLite would replay a stale log into the copy
+                stale.unlink(missing_ok=True)
+            shutil.copyfile(self.path, backup)
+            if wal.is_file() and wal.stat().st_size:
+                shutil.copyfile(wal, backup_wal)
+        except OSError as exc:
+            for partial in (backup, backup_wal):
+                partial.unlink(missing_ok=True)
+            raise StoreError(f"{self.path}: cannot keep a copy as {backup.name} before upgrading schema {version} "
+                             f"to {SCHEMA_VERSION} ({_reason(exc)}); the database is unchanged") from None
+        return backup
+
+    def _upgrade(self, conn: sqlite3.Connection, version: str, unchanged: str) -> None:
+        """Upgrade an older schema through ``conn`` in one transaction, committed only when every reference
+        still holds; otherwise rolled back, and a :class:`StoreError` that ends with ``unchanged``."""
+        conn.execute("PRAGMA foreign_keys=OFF")  # the games table is rebuilt under its references
+        try:
+            conn.executescript(MIGRATE_FROM_1)
+            broken = conn.execute("PRAGMA foreign_key_check").fetchall()
             if broken:
                 raise sqlite3.IntegrityError(f"{len(broken)} row(s) refer to missing rows")
+            conn.commit()
         except sqlite3.Error as exc:
-            self.conn.close()
+            if conn.in_transaction:
+                conn.rollback()
+            conn.close()
             raise StoreError(f"{self.path}: cannot upgrade schema {version} to {SCHEMA_VERSION} ({_reason(exc)}); "
-                             f"the database is unchanged and a copy is in {backup}") from None
+                             f"{unchanged}") from None
         self.migrated_from = version
 
     # -- metadata ------------------------------------------------------------------------------------
@@ -438,7 +493,7 @@ def _check_ours(path: Path, conn: sqlite3.Connection | None = None) -> set[str]:
     own = conn is None
     try:
         if own:
-            conn = sqlite3.connect(str(path))
+            conn = _connect_read_only(path)
         assert conn is not None
         app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
         tables = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -458,6 +513,89 @@ def _check_ours(path: Path, conn: sqlite3.Connection | None = None) -> set[str]:
             f"tables {', '.join(sorted(tables)[:5])}{', …' if len(tables) > 5 else ''}")
     raise StoreError(f"{path}: not an arena results database ({what}); expected {DB_NAME} written by "
                      f"`arena tournament`; move it away or use another output (arena neither changes nor deletes it)")
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A connection to ``path`` that cannot write to it. Without a ``-wal`` or ``-journal`` beside the
+    file, no one is writing it and every committed game is in the file itself: it is opened
+    ``immutable``, which reads it as it is and creates no ``-wal``/``-shm`` files. Otherwise
+    ``mode=ro``, which reads the games a live or killed writer left in the log."""
+    busy = any(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-journal"))
+    uri = f"{path.resolve().as_uri()}?{'mode=ro' if busy else 'immutable=1'}"
+    return sqlite3.connect(uri, uri=True)
+
+
+def _inspect(path: Path, conn: sqlite3.Connection, reader: bool) -> str | None:
+    """The schema version of the arena database ``conn`` reads (None for an empty file or one never
+    initialised), once it is known to be arena's, of a version this arena reads or upgrades, whole and
+    holding that version's tables; a one-line :class:`StoreError` otherwise. ``reader``: the file must
+    hold games to report. Only reads, so that a refused file is left byte for byte as it was."""
+    cut = _truncation(path)
+    if cut is not None:
+        raise StoreError(_damaged(path, cut))
+    try:
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.Error as exc:  # anything else is reported by _check_ours, naming what SQLite says
+        if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_ROLLBACK":
+            raise StoreError(f"{path}: a write to it was interrupted and {path.name}-journal holds what it changed; "
+                             f"arena reads a file before it writes to it, so roll that back first by opening it "
+                             f"once with SQLite (`sqlite3 {path.name} 'PRAGMA quick_check'`), then run again") from None
+    tables = _check_ours(path, conn)
+    if reader and not {"meta", "games"} <= tables:  # an empty file: nothing to report
+        raise StoreError(f"{path}: not an arena results database (expected {DB_NAME} written by "
+                         f"`arena tournament`)")
+    version: str | None = None
+    try:
+        if "meta" in tables:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            version = None if row is None else str(row[0])
+        if version is not None and version != SCHEMA_VERSION and version not in MIGRATIONS:
+            raise StoreError(f"{path}: schema version {version[:40]}, this arena reads {SCHEMA_VERSION} (and "
+                             f"upgrades {', '.join(MIGRATIONS)}); use a newer arena, --fresh or another output "
+                             f"directory (arena has not changed it)")
+        problem = _integrity_problem(conn)
+    except sqlite3.Error as exc:
+        problem = _reason(exc)
+    if problem is None and (version is not None or reader):
+        missing = REQUIRED[version or SCHEMA_VERSION] - tables
+        problem = f"missing table {', '.join(sorted(missing))}" if missing else None
+    if problem is not None:
+        raise StoreError(_damaged(path, problem))
+    return version
+
+
+def _damaged(path: Path, problem: str) -> str:
+    return (f"{path}: damaged ({problem}); arena has not changed it: restore it from a copy, or move it away "
+            f"or use another output directory")
+
+
+def _truncation(path: Path) -> str | None:
+    """How much of ``path`` is missing when it is shorter than its header says; None otherwise. SQLite
+    reads the missing end as zeros, so ``quick_check`` can pass on a file cut short in unused space."""
+    if Path(f"{path}-wal").exists():  # pages live in the log too, and a checkpoint may be growing the file
+        return None
+    with open(path, "rb") as f:
+        header = f.read(100)
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\0"):
+        return None  # not a database at all: SQLite's own error says so
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    if header[24:28] != header[92:96] or not pages:  # the page count is only valid when these agree
+        return None
+    expected, size = pages * page_size, path.stat().st_size
+    return f"cut short: {size} of {expected} bytes" if size < expected else None
+
+
+def _integrity_problem(conn: sqlite3.Connection) -> str | None:
+    """The first problem ``PRAGMA quick_check`` finds, on one line; None when the file is whole. It reads
+    every page (about 0.6 s for a million games) but none of the indexes' contents."""
+    rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(10)")]
+    if rows == ["ok"]:
+        return None
+    first = " ".join(rows[0].replace("*** in database main ***", "").split())
+    first = first if len(first) <= 160 else first[:159] + "…"
+    return first + (f"; {len(rows) - 1} more problem(s)" if len(rows) > 1 else "")
 
 
 class FolderLock:

@@ -83,24 +83,33 @@ def test_a_league_of_teams_is_a_league(write_league, registry) -> None:
     assert all(g.kills_p1 == 2 or g.length >= 60 for g in decisive)  # a side wins by kills or by numbers at time
 
 
-def test_a_schema_1_database_is_upgraded_with_a_backup_and_reads_the_same(write_league, registry, tmp_path,
-                                                                           capsys) -> None:
+def test_a_schema_1_database_is_read_as_is_by_reports_and_upgraded_with_a_byte_copy(write_league, registry,
+                                                                                     tmp_path, capsys) -> None:
     config = load_config(write_league(LEAGUE))
     played = run_tournament(config, registry=registry, progress=False)
     new_db = config.output / "results.sqlite"
     with ResultStore(new_db, create=False) as store:
         expected = store.games()
     old = schema_1_copy(new_db, tmp_path / "old" / "results.sqlite")
-    report = rebuild_report(old.parent)
-    assert "upgraded from schema 1 to 2" in capsys.readouterr().err
-    assert (old.parent / "results.sqlite.schema1.bak").exists()
+    original = old.read_bytes()
+    stores = lambda: sorted(p.name for p in old.parent.iterdir() if p.name.startswith("results.sqlite"))  # noqa: E731
+
+    report = rebuild_report(old.parent)  # `arena leaderboard`: reads it as schema 2 in memory, writes nothing
+    assert "is schema 1; read as schema 2 without changing the file" in capsys.readouterr().err
+    assert old.read_bytes() == original and stores() == ["results.sqlite"]
+    pd.testing.assert_frame_equal(report.leaderboard, played.leaderboard)
+
+    with ResultStore(old) as store:  # a tournament's open upgrades it, after copying the file as it was
+        assert store.migrated_from == "1"
+    assert (old.parent / "results.sqlite.schema1.bak").read_bytes() == original
+    assert stores() == ["results.sqlite", "results.sqlite.schema1.bak"]
     with ResultStore(old, create=False) as store:
         assert store.meta("schema_version") == SCHEMA_VERSION and store.migrated_from is None
         upgraded = store.games()
     strip = lambda g: GameResult(**{**vars(g), "kills_p1": None, "kills_p2": None,  # noqa: E731 - schema 1 had none
                                     "batch": g.batch})
     assert [strip(g) for g in upgraded] == [strip(g) for g in expected]
-    pd.testing.assert_frame_equal(report.leaderboard, played.leaderboard)
+    pd.testing.assert_frame_equal(rebuild_report(old.parent).leaderboard, played.leaderboard)
 
 
 def test_a_newer_schema_is_refused_and_left_alone(tmp_path) -> None:
