@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 LEADERBOARD_COLUMNS = ("rank", "name", "agent", "checkpoint", "elo", "elo_low", "elo_high", "rank_low", "rank_high",
-                       "record", "games", "wins", "draws", "losses", "forfeits", "score", "mu", "sigma",
+                       "note", "games", "wins", "draws", "losses", "forfeits", "score", "mu", "sigma",
                        "mu_minus_3sigma")
 ORDER_NOTE = ("Ordered by Bradley-Terry Elo (maximum likelihood over all games; a draw is half a win), which does "
               "not depend on the order the games were played in. The Elo interval and the rank bounds are 95 % "
@@ -139,7 +139,7 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
             "mu": skills[i].mu, "sigma": skills[i].sigma, "mu_minus_3sigma": skills[i].conservative,
             **t, "score": (t["wins"] + 0.5 * t["draws"]) / t["games"] if t["games"] else math.nan,
             "elo": float(fit.elo[i]), "elo_low": float(fit.low[i]), "elo_high": float(fit.high[i]),
-            "rank_low": _maybe(fit.rank_low, i), "rank_high": _maybe(fit.rank_high, i), "record": fit.flags[i],
+            "rank_low": _maybe(fit.rank_low, i), "rank_high": _maybe(fit.rank_high, i), "note": fit.flags[i],
         })
     board = pd.DataFrame(rows)
     board["_unrated"] = board["elo"].isna()
@@ -187,7 +187,7 @@ def display_frame(board: "pd.DataFrame") -> "pd.DataFrame":
         "elo": board["elo"].map(lambda x: "unknown" if x != x else f"{x:.0f}"),
         "elo 95% CI": [_interval(lo, hi) for lo, hi in zip(board["elo_low"], board["elo_high"])],
         "rank 95%": [_ranks(lo, hi) for lo, hi in zip(board["rank_low"], board["rank_high"])],
-        "record": board["record"],
+        "note": board["note"],
         "games": board["games"], "W": board["wins"], "D": board["draws"], "L": board["losses"],
         "forfeits": board["forfeits"], "score": board["score"].map(_pct),
         "mu": board["mu"].map("{:.2f}".format), "sigma": board["sigma"].map("{:.2f}".format),
@@ -203,7 +203,23 @@ def _ranks(lo: float, hi: float) -> str:
 
 
 def _pct(x: float) -> str:
-    return "" if x != x else f"{100.0 * x:.1f}%"
+    return percent(x, 1)
+
+
+def percent(x: float, decimals: int = 0) -> str:
+    """A fraction as a percentage for people, rounded to ``decimals`` but never to 0 or 100 unless it is
+    exactly that: one upset in 256 games is ``0.4%``, not ``0%``, and ``100%`` means every game won.
+    Where rounding would still say 0 or 100 it adds a decimal, then gives ``<0.1%`` or ``>99.9%``."""
+    if x != x:
+        return ""
+    text = f"{100.0 * x:.{decimals}f}"
+    if 0.0 < x < 1.0 and float(text) in (0.0, 100.0):
+        finer = decimals + 1
+        text = f"{100.0 * x:.{finer}f}"
+        if float(text) in (0.0, 100.0):
+            step = 10.0 ** -finer
+            return f"<{step:g}%" if x < 0.5 else f">{100.0 - step:g}%"
+    return text + "%"
 
 
 def _interval(lo: float, hi: float) -> str:
@@ -255,7 +271,7 @@ def _plain(value: Any) -> Any:
 
 
 def markdown_report(report: TournamentReport) -> str:
-    h2h = report.head_to_head.map(lambda x: "" if x != x else f"{100.0 * x:.0f}%")
+    h2h = report.head_to_head.map(percent)
     parts = [
         f"# Tournament {report.name}",
         "",
@@ -277,6 +293,7 @@ def markdown_report(report: TournamentReport) -> str:
            "likelihood of superiority (LOS) from the decisive games, and the draw ratio.", "",
            markdown_table(report.matchups), ""] if report.matchups is not None and not report.matchups.empty
           else []),
+        *sprt_section(report.run),
         "## Head to head",
         "",
         "Score of the row's player against the column's player.",
@@ -308,6 +325,47 @@ def markdown_report(report: TournamentReport) -> str:
             watch = f"[html]({r.html}) · [acmi]({r.acmi})" if r.html else f"not recorded: {r.skipped}"
             parts.append(f"| {_cell(r.p1)} | {_cell(r.p2)} | {r.game} | {_cell(r.reason)} | {watch} |")
     return "\n".join(parts) + "\n"
+
+
+SPRT_NOTE = ("Each candidate's sequential test against the field: H0 says its logistic Elo advantage is elo0, H1 "
+             "says elo1; the log-likelihood ratio (LLR) accepts H1 at the upper bound and H0 at the lower one. "
+             "Game g against an opponent and game g with the sides swapped start alike, so their outcomes are "
+             "correlated: together they count as one pair (pentanomial model; pairs scoring 0, ½, 1, 1½, 2 "
+             "points), and a game whose twin was not played yet counts alone (trinomial model).")
+VERDICTS = {"H1": "H1 accepted", "H0": "H0 accepted", "": "undecided"}
+
+
+def sprt_section(run: dict[str, Any]) -> list[str]:
+    """The report.md lines of a gauntlet's SPRT (none without one)."""
+    tests = run.get("sprt")
+    if not tests:
+        return []
+    rows = ["| candidate | elo0 | elo1 | W-D-L | pairs 0-½-1-1½-2 | unpaired games | model | LLR | bounds | verdict |",
+            "|---|---:|---:|---|---|---:|---|---:|---|---|"]
+    for t in tests:
+        pairs = "-".join(str(c) for c in t.get("pentanomial", ()))
+        elo0, elo1 = (f"{t[k]:g}" if isinstance(t.get(k), (int, float)) else "" for k in ("elo0", "elo1"))
+        rows.append(f"| {_cell(t['candidate'])} | {elo0} | {elo1} | "
+                    f"{t['wins']}-{t['draws']}-{t['losses']} | {pairs} | {t.get('unpaired', '')} | "
+                    f"{t.get('model', '')} | {t['llr']:+.2f} | {t['lower']:+.2f}, {t['upper']:+.2f} | "
+                    f"{VERDICTS[t['verdict']]} |")
+    stopped = " Every candidate was decided, so the rest of the schedule was not played." \
+        if run.get("stopped_by_sprt") else ""
+    return ["## SPRT", "", SPRT_NOTE + stopped, "", *rows, ""]
+
+
+def sprt_lines(run: dict[str, Any]) -> list[str]:
+    """The console lines of a gauntlet's SPRT: record, pairs, the model the ratio used, verdict."""
+    head = "SPRT (log-likelihood ratio against its bounds; side-swapped twin games count as one pair)"
+    if run.get("stopped_by_sprt"):
+        head += ": every candidate decided, the rest of the schedule was not played"
+    lines = [head + ":"]
+    for t in run["sprt"]:
+        pairs = "-".join(str(c) for c in t.get("pentanomial", ()))
+        lines.append(f"  {t['candidate']}: W-D-L {t['wins']}-{t['draws']}-{t['losses']}, pairs 0-2 points "
+                     f"{pairs or '?'}, {t.get('unpaired', '?')} unpaired; {t.get('model', '')} LLR {t['llr']:+.2f} "
+                     f"({t['lower']:+.2f}, {t['upper']:+.2f}): {VERDICTS[t['verdict']]}")
+    return lines
 
 
 # -- files -------------------------------------------------------------------------------------------
@@ -410,7 +468,7 @@ def plot_head_to_head(h2h: "pd.DataFrame", path: str | os.PathLike[str], title: 
         for i in range(n):
             for j in range(n):
                 if values[i, j] == values[i, j]:
-                    ax.text(j, i, f"{100 * values[i, j]:.0f}", ha="center", va="center", fontsize=7,
+                    ax.text(j, i, percent(values[i, j]).rstrip("%"), ha="center", va="center", fontsize=7,
                             color="white" if abs(values[i, j] - 0.5) > 0.3 else "black")
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="score (draw = ½)")
     if title:
@@ -460,14 +518,7 @@ def render(report: TournamentReport, fmt: str = "table") -> str:
         lines.append("forfeits:")
         lines.extend(f"  {r.participant}: {r.games} game(s) — {r.reason}" for r in report.forfeits.itertuples())
     if run.get("sprt"):
-        head_sprt = "SPRT (log-likelihood ratio against its bounds)"
-        if run.get("stopped_by_sprt"):
-            head_sprt += ": every candidate decided, the rest of the schedule was not played"
-        lines.append(head_sprt + ":")
-        for t in run["sprt"]:
-            said = {"H1": "H1 accepted", "H0": "H0 accepted", "": "undecided"}[t["verdict"]]
-            lines.append(f"  {t['candidate']}: W-D-L {t['wins']}-{t['draws']}-{t['losses']}, LLR {t['llr']:+.2f} "
-                         f"({t['lower']:+.2f}, {t['upper']:+.2f}): {said}")
+        lines.extend(sprt_lines(run))
     if run.get("retried_forfeits"):
         lines.append(f"{run['retried_forfeits']:,} stored forfeit(s) deleted and played again (--retry-forfeits)")
     if run.get("left_after_failure"):

@@ -36,6 +36,13 @@ class GameResult:
     def forfeit(self) -> bool:
         return self.forfeit_by is not None
 
+    @property
+    def pair(self) -> tuple[int, int, int]:
+        """``(lower id, higher id, game_index)``: shared by game g of (a, b) and game g of (b, a) and by no
+        other game. The two start from the same seed with the sides swapped (``executor.GameSeeds``), so
+        they are one side-swapped pair, and their outcomes are correlated through that start."""
+        return min(self.p1, self.p2), max(self.p1, self.p2), self.game_index
+
     def score(self, side: int) -> float:
         """Points of the participant that flew ``side`` (1 or 2): a win 1, a draw ½, a loss 0."""
         if self.winner == DRAW:

@@ -56,7 +56,7 @@ class _StoreSink:
         self.count += count
         if self.sprt is not None:
             for r in results:
-                self.sprt.add(r.p1, r.p2, r.winner)
+                self.sprt.add(r)
 
     def leader(self) -> str:
         """``name elo`` of the best participant on the games so far (Bradley-Terry, no bootstrap)."""
@@ -162,8 +162,12 @@ def league_seeds(config: TournamentConfig, participants: Sequence[Participant]) 
 
 
 def note_migration(store: ResultStore) -> None:
-    """Say so when opening the store upgraded an older database (the old file is kept beside it)."""
-    if store.migrated_from is not None:
+    """Say so when opening the store upgraded an older database (the old file is kept beside it), or
+    read one as the current schema without changing it (a read-only open)."""
+    if store.migrated_from is not None and store.read_only:
+        print(f"note: {store.path} is schema {store.migrated_from}; read as schema {SCHEMA_VERSION} without "
+              f"changing the file (the next `arena tournament` into this folder upgrades it)", file=sys.stderr)
+    elif store.migrated_from is not None:
         print(f"note: {store.path} upgraded from schema {store.migrated_from} to {SCHEMA_VERSION}: games are now "
               f"stored by side; the old file is kept as {store.path.name}.schema{store.migrated_from}.bak",
               file=sys.stderr)
@@ -336,7 +340,7 @@ def rebuild_report(directory: str | Path, write: bool = True) -> TournamentRepor
     """The report of the latest run stored in ``directory`` (no games played); files rewritten there."""
     directory = Path(directory)
     path = directory if directory.name.endswith(".sqlite") else db_path(directory)
-    store = ResultStore(path, create=False)
+    store = ResultStore(path, read_only=True)  # a report never changes the games it is built from
     note_migration(store)
     try:
         report = league_report(store, store.latest_run())

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
-from arena.tournament import LEADERBOARD_COLUMNS, load_config, run_tournament
+from arena.tournament import LEADERBOARD_COLUMNS, GameResult, RatingConfig, load_config, run_tournament
+from arena.tournament.report import Entrant, build_report, display_frame, markdown_report, percent, render
+from arena.tournament.results import P1_WINS, P2_WINS
 from tourney_helpers import LEAGUE
 
 
@@ -36,6 +40,40 @@ def test_report_files_columns_and_forfeits(write_league, registry) -> None:
     assert "## Forfeits" in md and "returned NaN" in md and "shaky" in md
     assert report.forfeits["games"].sum() == 12
     assert report.to_json()["leaderboard"][0]["rank"] == 1
+    assert list(csv["note"].fillna("")) == [r["note"] for r in report.to_json()["leaderboard"]]
+
+
+def test_small_shares_are_not_rounded_away() -> None:
+    shares = (0.0, 1 / 256, 1 / 2560, 0.5, 255 / 256, 1 - 1 / 2560, 1.0)
+    assert [percent(x) for x in shares] == ["0%", "0.4%", "<0.1%", "50%", "99.6%", ">99.9%", "100%"]
+    assert percent(math.nan) == "" and percent(1 / 5000, 1) == "0.02%" and percent(0.25, 1) == "25.0%"
+
+
+def upset_league(tmp_path) -> "object":
+    """a beats b in 255 of 256 games; c loses its 4 games to a (winless)."""
+    games = [GameResult(0, 1, i, P2_WINS if i == 7 else P1_WINS, 10, 0.0, 0.0) for i in range(256)]
+    games += [GameResult(2, 0, i, P2_WINS, 10, 0.0, 0.0) for i in range(4)]
+    entrants = [Entrant(name, "pursuer") for name in ("a", "b", "c")]
+    return build_report("upsets", tmp_path, entrants, games, RatingConfig(bootstrap_rounds=20))
+
+
+def test_head_to_head_shows_one_upset_in_256(tmp_path) -> None:
+    md = markdown_report(upset_league(tmp_path))
+    table = md.split("## Head to head")[1].split("## Forfeits")[0]
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in table.splitlines() if line.startswith("| ") and not line.startswith("| player")}
+    assert rows["a"] == ["", "99.6%", "100%"], "100 % only when every game was won"
+    assert rows["b"] == ["0.4%", "", ""] and rows["c"] == ["0%", "", ""]
+
+
+def test_the_flag_column_is_a_note_everywhere(tmp_path) -> None:
+    report = upset_league(tmp_path)
+    assert "note" in LEADERBOARD_COLUMNS and "record" not in LEADERBOARD_COLUMNS
+    notes = dict(zip(report.leaderboard["name"], report.leaderboard["note"]))
+    assert notes == {"a": "", "b": "", "c": "winless"}
+    assert "note" in display_frame(report.leaderboard).columns
+    assert {r["name"]: r["note"] for r in report.to_json()["leaderboard"]} == notes
+    assert render(report, "csv").splitlines()[0].split(",")[9] == "note"
 
 
 def test_checkpoints_of_one_run_get_a_rating_over_training_plot(write_league, registry, tmp_path):
