@@ -22,12 +22,20 @@ Using it (the tournament executor can adopt it the same way)::
 
 A handler that turns another signal into ``KeyboardInterrupt`` (the tournament's SIGTERM) should call
 :func:`note_interrupt` before raising, so that the guard treats it as the user's.
+
+A call that never returns cannot be stopped from the same process: Python has no way to kill a thread.
+:class:`Watchdog` runs calls on a daemon worker thread and stops waiting after a deadline; the caller
+then abandons the call (and must never call that agent again), and a late answer is dropped. What
+no thread can contain — ``os._exit``, a crash in native code, a call that holds the GIL in C code —
+needs the agent in a process of its own (docs/plugins.md, *What the arena contains*).
 """
 
 from __future__ import annotations
 
+import queue
 import signal
 import threading
+import weakref
 from collections.abc import Callable
 from types import FrameType
 from typing import Any, TypeVar
@@ -126,3 +134,96 @@ def call_agent(agent: str, what: str, fn: Callable[..., T], *args: Any, **kwargs
         raise AgentCodeError(agent, what, f"SystemExit (called sys.exit({exc.code!r}))") from None
     except BaseException as exc:  # noqa: BLE001 - Exception, GeneratorExit, odd BaseException subclasses
         raise AgentCodeError(agent, what, first_line(exc)) from exc
+
+
+class CallTimedOut(Exception):
+    """A call did not return within ``waited`` seconds. It may still be running in its abandoned
+    daemon thread; whatever it returns or raises from now on is dropped."""
+
+    def __init__(self, waited: float) -> None:
+        self.waited = waited
+        super().__init__(f"no return within {waited:.3g} s")
+
+
+class _Job:
+    """One call handed to the worker, and its outcome (written by the worker before ``done`` is set)."""
+
+    __slots__ = ("fn", "done", "value", "error")
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+        self.done = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+
+def _serve(jobs: "queue.SimpleQueue[_Job | None]") -> None:
+    """The worker: run jobs until told to stop (None). It holds no reference to its Watchdog, so a
+    Watchdog nobody uses any more is collected, and its finalizer stops the worker."""
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        try:
+            job.value = job.fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, which re-raises it
+            job.error = exc
+        job.done.set()
+        job = None  # drop the outcome while idle: an abandoned job's late answer is not kept alive here
+
+
+class Watchdog:
+    """Run calls on a daemon worker thread and wait for each at most a given time.
+
+    The worker is started on the first call and reused: handing a call over costs tens of
+    microseconds, where starting a thread per call costs hundreds. A call that misses its deadline
+    is abandoned together with its worker (the next call starts a fresh one): its late outcome goes
+    to a job nobody reads, so it cannot reach a later result. The worker is a daemon thread and
+    never keeps the process from exiting.
+    """
+
+    def __init__(self, name: str = "arena-watchdog") -> None:
+        self.name = name
+        self._jobs: "queue.SimpleQueue[_Job | None] | None" = None
+        self._stop: Callable[[], Any] | None = None
+        self.abandoned = 0  # calls given up on so far
+
+    def call(self, timeout: float, fn: Callable[[], T]) -> T:
+        """``fn()`` on the worker thread: its value, or what it raised (re-raised here).
+
+        Raises :class:`CallTimedOut` when it has not returned after ``timeout`` seconds. Thread-local
+        state (torch's grad mode, the current CUDA device) is the worker's own: ``fn`` sets what it needs.
+        """
+        if self._jobs is None:
+            self._start()
+        assert self._jobs is not None
+        job = _Job(fn)
+        self._jobs.put(job)
+        finished = False
+        try:
+            finished = job.done.wait(timeout)
+        finally:
+            if not finished:  # timed out, or the wait itself was interrupted (Ctrl-C)
+                self._abandon()
+        if not finished:
+            raise CallTimedOut(timeout)
+        if job.error is not None:
+            raise job.error
+        return job.value  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Stop the idle worker now (it also stops when the Watchdog is collected)."""
+        if self._stop is not None:
+            self._stop()
+        self._jobs, self._stop = None, None
+
+    def _start(self) -> None:
+        jobs: "queue.SimpleQueue[_Job | None]" = queue.SimpleQueue()
+        threading.Thread(target=_serve, args=(jobs,), name=self.name, daemon=True).start()
+        self._jobs = jobs
+        self._stop = weakref.finalize(self, jobs.put, None)
+
+    def _abandon(self) -> None:
+        """Leave the busy worker to its call: it stops once the call returns, if it ever does."""
+        self.abandoned += 1
+        self.close()

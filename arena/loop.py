@@ -18,12 +18,17 @@ enemy.
 
 Faults are the caller's to judge: ``arena play`` and training stop with the agents named, a tournament
 forfeits the participant's games and plays on (:meth:`Seating.disable`).
+
+With a move limit, each ``act`` runs on a watchdog thread (:class:`arena.guard.Watchdog`), so that a
+move that never returns is a time forfeit too instead of a hung league: the agent is then abandoned
+(:func:`abandon`) and never called again in this process.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,9 +37,40 @@ if TYPE_CHECKING:
 
     from arena.env import EnvConfig, TensorEnv
     from arena.env.actions import CleanAction
+    from arena.guard import Watchdog
 
 SIDES: tuple[str, str] = ("p1", "p2")
 ACTION_KEYS: tuple[str, ...] = ("rudder", "throttle", "fire")
+
+# With a move limit, a move is deemed hung (and its agent abandoned) once it has run for the limit plus
+# a grace of max(HANG_GRACE_MIN_S, limit): a move that merely ran over is measured and forfeited, and
+# its agent plays its next batch. The first move of a seating may pay one-time costs (CUDA kernels,
+# compilation) and is not timed, only bounded: max(FIRST_MOVE_MIN_S, FIRST_MOVE_FACTOR × limit).
+HANG_GRACE_MIN_S = 1.0
+FIRST_MOVE_MIN_S = 60.0
+FIRST_MOVE_FACTOR = 100.0
+
+# Agents whose act() never returned, by id (kept alive, so the id is not reused). The same instance
+# serves every batch of a league, and calling it while its earlier call still runs in another thread
+# would race with that call: it is never called again.
+_abandoned: dict[int, Any] = {}
+
+
+def abandon(agent: Any) -> None:
+    """Never call ``agent`` again: one of its calls is still running in an abandoned thread."""
+    _abandoned[id(agent)] = agent
+
+
+def abandoned(agent: Any) -> bool:
+    """Whether ``agent`` was abandoned after a call that never returned."""
+    return _abandoned.get(id(agent)) is agent
+
+
+def hang_bound(move_limit: float, first: bool) -> float:
+    """Seconds to wait for one move before abandoning it (see HANG_GRACE_MIN_S and FIRST_MOVE_MIN_S)."""
+    if first:
+        return max(FIRST_MOVE_MIN_S, FIRST_MOVE_FACTOR * move_limit)
+    return move_limit + max(HANG_GRACE_MIN_S, move_limit)
 
 
 class AgentFailure(RuntimeError):
@@ -206,7 +242,7 @@ class Seating:
         self.num_envs = int(owner.shape[1])
         self.team_size = team_size
         self.device = device
-        self.move_limit = move_limit  # seconds per act() call after the first; None: unlimited
+        self.move_limit = move_limit  # seconds per act() call after the first (see _timed); None: unlimited
         self.owner = owner.to("cpu", torch.long)
         self.rows: list[Rows] = []
         for k, c in enumerate(self.controllers):
@@ -217,7 +253,8 @@ class Seating:
         self.extended_only = EXTENDED_ONLY_KEYS  # left out for agents that did not ask for them
         self.covered = bool((self.owner >= 0).all())
         self.nans = torch.zeros(len(self.controllers), dtype=torch.int64, device=device)
-        self.moves = 0  # act() rounds so far: the first may pay one-time costs and is never timed
+        self.moves = 0  # act() rounds so far: the first may pay one-time costs and is only bounded (hang_bound)
+        self.watchdog: Watchdog | None = None  # started with the first timed move
 
     # -- acting -------------------------------------------------------------------------------------
 
@@ -236,30 +273,30 @@ class Seating:
         out = {side: self._blank() for side in SIDES if side in obs}
         failures: list[AgentFailure] = []
         nans: list[tuple[int, torch.Tensor]] = []
-        timed = self.move_limit is not None and self.moves > 0
         for k, (c, rows) in enumerate(zip(self.controllers, self.rows)):
             if not c.active or rows.count == 0:
                 continue
+            if abandoned(c.agent):
+                failures.append(AgentFailure(c.name, c.role, "is not called again: an earlier move of it never "
+                                             "returned", index=k))
+                continue
             observation = self._gather(obs, rows, stacks, keys)
             count = rows.count * self.team_size if rows.flat else rows.count
-            if timed:
-                self._sync()  # the work queued before this move is not this controller's
-                t0 = time.perf_counter()
-            result = self._own_rng(c, lambda: checked_act(c.agent, observation, c.name, c.role, count, self.device,
-                                                          raise_now=False, team_size=1 if rows.flat else self.team_size))
+            team_size = 1 if rows.flat else self.team_size
+
+            def move(c: Controller = c, observation: dict[str, torch.Tensor] = observation, count: int = count,
+                     team_size: int = team_size) -> "CleanAction | AgentFailure":
+                return checked_act(c.agent, observation, c.name, c.role, count, self.device, raise_now=False,
+                                   team_size=team_size)
+
+            if self.move_limit is None:
+                result = self._own_rng(c, move)
+            else:
+                result = self._timed(c, rows, move)
             if isinstance(result, AgentFailure):
                 result.index = k
                 failures.append(result)
                 continue
-            if timed:
-                self._sync()
-                took = time.perf_counter() - t0
-                assert self.move_limit is not None
-                if took > self.move_limit:
-                    failures.append(AgentFailure(c.name, c.role, f"ran out of time: one move took {took:.3g} s on "
-                                                 f"{rows.count} battles (time_per_move {self.move_limit:g} s)",
-                                                 index=k))
-                    continue
             self._scatter(out, rows, result)
             nans.append((k, result.nan_count.sum()))
         if nans:
@@ -275,7 +312,7 @@ class Seating:
         both = None if dones is None else (dones, dones)
         failures = []
         for k, (c, rows) in enumerate(zip(self.controllers, self.rows)):
-            if not c.active or rows.count == 0 or not callable(getattr(c.agent, "reset", None)):
+            if not c.active or rows.count == 0 or abandoned(c.agent) or not callable(getattr(c.agent, "reset", None)):
                 continue
             mask = None
             if both is not None:
@@ -299,6 +336,55 @@ class Seating:
     def disable(self, k: int) -> None:
         """Stop calling controller ``k``; its rows idle from now on."""
         self.controllers[k].active = False
+
+    def close(self) -> None:
+        """Stop the idle watchdog thread now rather than when the seating is collected (an abandoned
+        move keeps the seating alive for as long as it runs)."""
+        if self.watchdog is not None:
+            self.watchdog.close()
+
+    def _timed(self, c: Controller, rows: Rows, move: Callable[[], "CleanAction | AgentFailure"]
+               ) -> "CleanAction | AgentFailure":
+        """``move()`` on the watchdog's thread, against the move limit.
+
+        A move over the limit is a failure, measured; one still running at :func:`hang_bound` is a
+        failure too, and its agent is abandoned, since the thread running it cannot be stopped. The
+        first move is not timed, only bounded. On a GPU the clock includes a synchronize before the
+        move (others' queued work is not this agent's) and after it (its own is).
+        """
+        import torch
+
+        from arena.guard import CallTimedOut, Watchdog
+
+        assert self.move_limit is not None
+        limit, first = self.move_limit, self.moves == 0
+        # grad mode and the current CUDA device are per thread: the worker plays under the caller's
+        grad, inference, place = torch.is_grad_enabled(), torch.is_inference_mode_enabled(), self._on_device()
+
+        def run() -> tuple["CleanAction | AgentFailure", float]:
+            with torch.inference_mode() if inference else nullcontext(), torch.set_grad_enabled(grad), place:
+                t0 = time.perf_counter()
+                result = move()
+                if not isinstance(result, AgentFailure):
+                    self._sync()
+                return result, time.perf_counter() - t0
+
+        if self.watchdog is None:
+            self.watchdog = Watchdog("arena-move")
+        bound = hang_bound(limit, first)
+        self._sync()
+        try:
+            result, took = self._own_rng(c, lambda: self.watchdog.call(bound, run))  # type: ignore[union-attr]
+        except CallTimedOut:
+            abandon(c.agent)
+            which = "its first move" if first else "a move"
+            return AgentFailure(c.name, c.role, f"ran out of time: {which} on {rows.count} battles did not return "
+                                f"within {bound:g} s, so it is abandoned and not called again "
+                                f"(time_per_move {limit:g} s)")
+        if isinstance(result, AgentFailure) or first or took <= limit:
+            return result
+        return AgentFailure(c.name, c.role, f"ran out of time: one move took {took:.3g} s on {rows.count} battles "
+                            f"(time_per_move {limit:g} s)")
 
     # -- pieces -------------------------------------------------------------------------------------
 
@@ -383,6 +469,15 @@ class Seating:
             import torch
 
             torch.cuda.synchronize(self.device)
+
+    def _on_device(self) -> Any:
+        """A context that makes this seating's CUDA device the current one, as it is in the calling thread
+        (a new thread starts on device 0). Built here, entered in the worker."""
+        if self.device.type == "cuda":
+            import torch
+
+            return torch.cuda.device(self.device)
+        return nullcontext()
 
 
 Observer = Callable[[Turn], None]

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -75,3 +79,57 @@ def test_stop_request_counts_sigints_too():
             pass
         assert stop.requested and guard.interrupt_count() == before + 1
     assert not guard.counting()
+
+
+# -- the watchdog: calls that may never return ----------------------------------------------------------
+
+
+def test_the_watchdog_returns_values_and_re_raises_on_one_reused_daemon_thread():
+    dog = guard.Watchdog("test-dog")
+    seen = []
+
+    def who():
+        seen.append(threading.current_thread())
+        return 7
+
+    assert dog.call(5.0, who) == 7 and dog.call(5.0, who) == 7
+    assert seen[0] is seen[1] and seen[0] is not threading.current_thread() and seen[0].daemon
+    with pytest.raises(ZeroDivisionError):
+        dog.call(5.0, lambda: 1 / 0)
+    with pytest.raises(KeyboardInterrupt):  # a BaseException crosses back as it is (the guard judges it)
+        dog.call(5.0, raise_keyboard_interrupt)
+    dog.close()
+    seen[0].join(2.0)
+    assert not seen[0].is_alive()
+
+
+def test_a_call_past_its_deadline_is_abandoned_and_its_late_answer_dropped():
+    dog = guard.Watchdog("test-dog")
+    release, returned = threading.Event(), threading.Event()
+    workers = []
+
+    def hang():
+        workers.append(threading.current_thread())
+        release.wait()
+        returned.set()
+        return "late"
+
+    start = time.perf_counter()
+    with pytest.raises(guard.CallTimedOut, match=r"no return within 0\.1 s") as info:
+        dog.call(0.1, hang)
+    assert info.value.waited == 0.1 and time.perf_counter() - start < 2.0 and dog.abandoned == 1
+    assert dog.call(5.0, lambda: "next") == "next"  # a fresh worker: the hung one is not waited for
+    release.set()
+    assert returned.wait(5.0)
+    workers[0].join(5.0)
+    assert not workers[0].is_alive()  # the abandoned worker stops once its call returns
+    assert dog.call(5.0, lambda: "after") == "after"  # "late" went nowhere
+    dog.close()
+
+
+def test_a_hung_call_does_not_keep_the_process_from_exiting():
+    code = ("import threading; from arena.guard import Watchdog, CallTimedOut\n"
+            "try:\n    Watchdog().call(0.1, threading.Event().wait)\nexcept CallTimedOut:\n    print('gave up')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert (done.returncode, done.stdout.strip()) == (0, "gave up"), done.stderr

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 import torch
 
 from arena.agents import BaseAgent
 from arena.env import EnvConfig, TensorEnv
-from arena.loop import AgentFailure, Controller, GameLoop, Seating
+from arena.loop import AgentFailure, Controller, GameLoop, Seating, abandoned
 
 CPU = torch.device("cpu")
 
@@ -138,12 +141,14 @@ class Noisy(Echo):
         return action
 
 
-def test_an_agent_with_a_seed_draws_from_its_own_stream() -> None:
+@pytest.mark.parametrize("limit", [None, 5.0])  # with a limit, the moves run on the watchdog's thread
+def test_an_agent_with_a_seed_draws_from_its_own_stream(limit) -> None:
     env = TensorEnv(3, seed=1)
     obs = env.reset()
-    alone = Seating([Controller(Noisy(), "a", "p1", rng_seed=11)], torch.tensor([[0, 0, 0], [-1, -1, -1]]), 1, CPU)
+    alone = Seating([Controller(Noisy(), "a", "p1", rng_seed=11)], torch.tensor([[0, 0, 0], [-1, -1, -1]]), 1, CPU,
+                    move_limit=limit)
     pair = Seating([Controller(Noisy(), "b", "p2", rng_seed=12), Controller(Noisy(), "a", "p1", rng_seed=11)],
-                   torch.tensor([[1, 1, 1], [0, 0, 0]]), 1, CPU)
+                   torch.tensor([[1, 1, 1], [0, 0, 0]]), 1, CPU, move_limit=limit)
     torch.manual_seed(0)
     before = torch.get_rng_state()
     first = [alone.act(obs)[0]["p1"]["rudder"] for _ in range(2)]
@@ -190,3 +195,129 @@ def test_each_agent_gets_the_observation_it_asked_for():
     loop.step(env.reset())
     assert plain.seen == set(OBS_KEYS)
     assert curious.seen == set(EXTENDED_OBS_KEYS)
+
+
+# -- the move limit: slow moves, hung moves ---------------------------------------------------------------
+
+
+class Stuck(Echo):
+    """Steers like Echo until its ``hang_on``-th move (1 = the first), which waits on ``release``: an act()
+    that never returns while the test runs. Records each move's thread and grad mode."""
+
+    def __init__(self, hang_on: int, release: threading.Event, delay_s: float = 0.0) -> None:
+        super().__init__(0.5)
+        self.hang_on, self.release, self.delay_s = hang_on, release, delay_s
+        self.threads: list[threading.Thread] = []
+        self.grad: list[tuple[bool, bool]] = []  # (grad mode, inference mode) of each move
+        self.late = threading.Event()  # set when the hung move finally returns
+
+    def act(self, observation):
+        self.threads.append(threading.current_thread())
+        self.grad.append((torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+        if len(self.seen) + 1 == self.hang_on:
+            self.release.wait()
+            self.late.set()
+            return {"rudder": torch.full_like(observation["x"], 0.9), "throttle": torch.ones_like(observation["x"]),
+                    "fire": torch.ones_like(observation["x"], dtype=torch.bool)}
+        time.sleep(self.delay_s)
+        return super().act(observation)
+
+
+@pytest.fixture
+def release():
+    """Lets the hung moves of a test return at its end, so no thread outlives it."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+@pytest.fixture
+def quick_bounds(monkeypatch):
+    """Hang bounds of a fraction of a second, so these tests take no longer."""
+    import arena.loop
+
+    monkeypatch.setattr(arena.loop, "HANG_GRACE_MIN_S", 0.2)
+    monkeypatch.setattr(arena.loop, "FIRST_MOVE_MIN_S", 0.4)
+    monkeypatch.setattr(arena.loop, "FIRST_MOVE_FACTOR", 1.0)
+
+
+def timed(agents, owner, limit):
+    return Seating([Controller(a, f"agent{i}", "test") for i, a in enumerate(agents)], torch.tensor(owner), 1, CPU,
+                   move_limit=limit)
+
+
+def test_hang_bounds_grow_with_the_limit_and_the_first_move_gets_a_generous_one():
+    from arena.loop import FIRST_MOVE_MIN_S, HANG_GRACE_MIN_S, hang_bound
+
+    assert hang_bound(0.5, first=False) == 0.5 + HANG_GRACE_MIN_S
+    assert hang_bound(10.0, first=False) == 20.0
+    assert hang_bound(0.5, first=True) == FIRST_MOVE_MIN_S == 60.0
+    assert hang_bound(10.0, first=True) == 1000.0
+
+
+def test_untimed_moves_run_in_the_callers_thread_and_timed_ones_on_a_daemon_under_its_grad_mode(release):
+    env = TensorEnv(2, seed=1)
+    obs = env.reset()
+    plain, watched = Stuck(0, release), Stuck(0, release)
+    timed([plain], [[0, 0], [-1, -1]], None).act(obs)
+    seats = timed([watched], [[0, 0], [-1, -1]], 5.0)
+    with torch.no_grad():
+        seats.act(obs)
+        seats.act(obs)
+    seats.act(obs)
+    with torch.inference_mode():
+        seats.act(obs)
+    assert plain.threads == [threading.current_thread()]
+    assert watched.threads[0] is watched.threads[3] is not threading.current_thread() and watched.threads[0].daemon
+    assert watched.grad == [(False, False), (False, False), (True, False), (False, True)]
+    seats.close()
+
+
+def test_a_move_over_the_limit_is_measured_and_the_first_move_is_not_timed(release, quick_bounds):
+    env = TensorEnv(2, seed=1)
+    obs = env.reset()
+    slow = Stuck(0, release, delay_s=0.15)
+    seats = timed([slow, Echo()], [[0, 1], [1, 0]], 0.05)
+    assert seats.act(obs)[1] == []  # the first move may take its time
+    actions, failures = seats.act(obs)
+    assert [(f.index, f.agent) for f in failures] == [(0, "agent0")]
+    assert failures[0].reason.startswith("ran out of time: one move took ")
+    assert failures[0].reason.endswith(" s on 2 battles (time_per_move 0.05 s)")
+    assert not abandoned(slow)  # it answered: it may play again (a tournament's next batch)
+
+
+def test_a_move_that_never_returns_is_a_time_forfeit_and_its_agent_is_never_called_again(release, quick_bounds):
+    env = TensorEnv(2, seed=1)
+    obs = env.reset()
+    stuck, other = Stuck(2, release), Echo(-0.5)
+    seats = timed([stuck, other], [[0, 1], [1, 0]], 0.05)
+    seats.act(obs)
+    start = time.perf_counter()
+    actions, failures = seats.act(obs)
+    assert time.perf_counter() - start < 2.0
+    assert [(f.index, f.agent) for f in failures] == [(0, "agent0")]
+    assert failures[0].reason == ("ran out of time: a move on 2 battles did not return within 0.25 s, so it is "
+                                  "abandoned and not called again (time_per_move 0.05 s)")
+    assert actions["p2"]["rudder"].tolist() == [-0.5, 0.0] and len(other.seen) == 2  # the others played on
+    assert abandoned(stuck) and not abandoned(other)
+    release.set()  # the hung move returns at last: its action must not reach any later step
+    assert stuck.late.wait(5.0)
+    actions, failures = seats.act(obs)
+    assert [f.reason for f in failures] == ["is not called again: an earlier move of it never returned"]
+    assert actions["p1"]["rudder"].tolist() == [0.0, -0.5] and not bool(actions["p1"]["fire"].any())
+    assert len(stuck.threads) == 2 and not seats.reset()  # neither act() nor reset() called again
+    assert stuck.resets == []
+    fresh = timed([stuck], [[0, 0], [-1, -1]], None)  # nor by any other seating of this process
+    assert [f.index for f in fresh.act(obs)[1]] == [0] and len(stuck.threads) == 2
+
+
+def test_a_hang_on_the_very_first_move_is_bounded_too(release, quick_bounds):
+    env = TensorEnv(2, seed=1)
+    obs = env.reset()
+    stuck = Stuck(1, release)
+    seats = timed([stuck, Echo()], [[0, 1], [1, 0]], 0.05)
+    start = time.perf_counter()
+    _, failures = seats.act(obs)
+    assert time.perf_counter() - start < 2.0
+    assert [f.reason for f in failures] == ["ran out of time: its first move on 2 battles did not return within "
+                                            "0.4 s, so it is abandoned and not called again (time_per_move 0.05 s)"]

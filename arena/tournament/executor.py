@@ -16,7 +16,10 @@ with the reason recorded; its slots idle and everyone else plays on. Its games n
 that batch are left unplayed, so the next run plays them; it gets a fresh chance in the next batch.
 With a ``time_per_move`` budget, an act() call (one move on all the participant's battles) that
 takes longer is a forfeit too, like a time forfeit in fastchess: a slow agent must not hold the
-whole league hostage.
+whole league hostage. Each timed call runs on a watchdog thread, so a move that never returns is a
+time forfeit as well (:meth:`arena.loop.Seating._timed`); that agent instance is then abandoned and
+never called again in this process, and its games in later batches are left unplayed for the next
+run, which builds it afresh.
 """
 
 from __future__ import annotations
@@ -219,8 +222,8 @@ def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, 
     instead of repeating old ones. ``max_batches`` stops early (tests simulate an interruption with it).
     ``game_seed(p1, p2, game)`` gives every game its own start (else each batch's envs draw theirs from
     the batch seed). ``stop()``, asked before each batch, ends the schedule early. ``time_per_move`` (seconds) bounds each
-    act() call after a batch's first (which may pay one-time costs such as loading CUDA kernels); on a
-    GPU the clock includes a synchronize.
+    act() call after a batch's first (which may pay one-time costs such as loading CUDA kernels, and is
+    only bounded against hangs: :func:`arena.loop.hang_bound`); on a GPU the clock includes a synchronize.
     """
     from arena.env import resolve_device
 
@@ -326,16 +329,17 @@ class _BatchRun:
     # -- main loop -----------------------------------------------------------------------------------
 
     def run(self) -> None:
-        import torch
-
         from arena.env import TensorEnv
-        from arena.loop import Controller, GameLoop, Seating, observation_config
+        from arena.loop import Controller, GameLoop, Seating, abandoned, observation_config
 
         config = observation_config(self.env_config, [self.agents[k] for k in self.members])
         env = TensorEnv(self.num_envs, device=self.device, seed=self.seed, config=config)
         controllers = [Controller(self.agents[k], self.names[k], "participant", rng_seed=self._agent_seed(k))
                        for k in self.members]
         self.batch_id = self.sink.batch_started(self.number, self.seed, self.num_envs, self.batch.games)
+        for k in self.members:  # hung in an earlier batch: its games wait for the next run's fresh instance
+            if abandoned(self.agents[k]):
+                self._leave_queued(k)
         for s in range(self.num_envs):
             self._next_game(s)
         self.seating = Seating(controllers, self.owner, env.team_size, self.device, move_limit=self.time_per_move)
@@ -348,6 +352,16 @@ class _BatchRun:
 
             self.recorder = BattleRecorder(sorted(self.record))
             loop.observers.append(self.recorder)
+        try:
+            self._play(env, loop)
+        finally:
+            self.seating.close()
+        self.sink.batch_finished(self.batch_id)
+
+    def _play(self, env: Any, loop: Any) -> None:
+        """Step until every game of the batch is over (or, replaying, every wanted game is recorded)."""
+        import torch
+
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices), torch.no_grad():
             torch.manual_seed(self.seed)  # stochastic policies draw from the global generator
@@ -371,7 +385,6 @@ class _BatchRun:
                 restarted = self._collect(turn.dones, turn.infos)
                 if restarted is not None:
                     obs = restarted
-        self.sink.batch_finished(self.batch_id)
 
     # -- pieces --------------------------------------------------------------------------------------
 
@@ -481,11 +494,15 @@ class _BatchRun:
             if self.game[s] >= 0 and k in (self.p1[s], self.p2[s]):
                 results.append(self._forfeit_result(s, self.game[s], k, self.step - self.began[s], reason))
                 self._set_game(s, -1)
+        self._leave_queued(k)
+        self._report(results)
+
+    def _leave_queued(self, k: int) -> None:
+        """Drop ``k``'s games not yet started in this batch: unplayed, so the next run plays them."""
         for u, unit in enumerate(self.batch.units):
             if k in (unit.p1, unit.p2):
                 self.stats.left += len(self.queues[u])
                 self.queues[u].clear()
-        self._report(results)
 
     def _forfeit_result(self, s: int, game: int, k: int, length: int, reason: str) -> GameResult:
         p1, p2 = self.p1[s], self.p2[s]

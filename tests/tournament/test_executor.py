@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 
 import pytest
@@ -185,3 +187,52 @@ def test_batches_meet_a_compact_block_of_participants() -> None:
     assert sorted(flat) == sorted((u.p1, u.p2) for u in us)  # every unit once
     for (a, b), (c, d) in zip(flat[::2], flat[1::2]):
         assert (a, b) == (d, c)  # both sides of a pairing next to each other
+
+
+@pytest.mark.parametrize("time_per_move", [None, 5.0])  # with a limit, the interrupt crosses from the watchdog
+def test_ctrl_c_propagates_with_or_without_a_time_limit(time_per_move) -> None:
+    Faulty.armed = True
+    agents = league(Faulty(mode="interrupt", after=40))
+    sink = ListSink()
+    with pytest.raises(KeyboardInterrupt):
+        play(agents, units(pairings(4), 4), sink, env_config=ENV, max_envs=4, seed=0, time_per_move=time_per_move)
+    assert sink.results
+
+
+class Hanging(Pursuer):
+    """A pursuer whose ``after``-th act() never returns (it waits on ``release``, which the test sets at
+    its end so that no thread outlives it)."""
+
+    def __init__(self, release: threading.Event, after: int = 3) -> None:
+        super().__init__()
+        self.release, self.after, self.moves = release, after, 0
+
+    def act(self, observation):
+        self.moves += 1
+        if self.moves == self.after:
+            self.release.wait()
+        return super().act(observation)
+
+
+@pytest.fixture
+def release():
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def test_a_move_that_never_returns_forfeits_its_games_and_the_league_plays_on(release) -> None:
+    hanging = Hanging(release, after=3)
+    agents = league(hanging)
+    start = time.perf_counter()
+    sink, stats, us = run(agents, games=4, max_envs=4, time_per_move=0.2)  # #3 plays in batches 1 and 2 of 0..2
+    assert time.perf_counter() - start < 20.0
+    assert stats.batches == 3
+    mine = [r for r in sink.results if 3 in (r.p1, r.p2)]
+    others = [r for r in sink.results if 3 not in (r.p1, r.p2)]
+    assert len(others) == 12 and not any(r.forfeit for r in others)  # every other pairing played normally
+    assert mine and all(r.forfeit_by == 3 and r.batch == 1 and r.length == 2 for r in mine)
+    assert {r.forfeit_reason for r in mine} == {"#3 ran out of time: a move on 2 battles did not return within "
+                                                "1.2 s, so it is abandoned and not called again (time_per_move 0.2 s)"}
+    assert len(mine) + stats.left == 12  # its later games wait for the next run, and a fresh instance
+    assert hanging.moves == 3  # abandoned: never called again, in its batch or the next

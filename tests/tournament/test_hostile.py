@@ -8,8 +8,10 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +20,7 @@ from arena.tournament.runner import league_report
 from arena.tournament.store import APPLICATION_ID, SCHEMA_VERSION, FolderLock, ResultStore
 from arena.agents import BaseAgent
 from arena.plugins import PluginInfo
-from tourney_helpers import FAST_ENV, LEAGUE
+from tourney_helpers import FAST_ENV, LEAGUE, Pursuer
 
 HERE = Path(__file__).resolve().parent
 
@@ -346,6 +348,46 @@ def test_time_per_move_forfeits_a_slow_participant(write_league, registry) -> No
     assert all(r.startswith("slow ran out of time: one move took ") and r.endswith("(time_per_move 0.1 s)")
                for r in reasons), reasons
     assert report.complete
+
+
+class Hung(Pursuer):
+    """A pursuer whose ``after``-th act() never returns, as an agent stuck in a deadlock would. It waits on
+    ``release``, which the test sets at its end so that no thread outlives it."""
+
+    name = "hung"
+    release = threading.Event()
+
+    def __init__(self, device: Any = "cpu", env_config: Any = None, after: int = 3) -> None:
+        super().__init__(device, env_config)
+        self.after, self.moves = after, 0
+
+    def act(self, observation):  # type: ignore[no-untyped-def]
+        self.moves += 1
+        if self.moves == self.after:
+            type(self).release.wait()
+        return super().act(observation)
+
+
+@pytest.fixture()
+def hung(registry):  # type: ignore[no-untyped-def]
+    Hung.release = threading.Event()
+    registry.add("hung", Hung, PluginInfo("tests", "arena-tests", "0", "tests.tournament"))
+    yield registry
+    Hung.release.set()
+
+
+def test_time_per_move_forfeits_a_move_that_never_returns_and_the_league_finishes(write_league, hung) -> None:
+    config = load_config(write_league(LEAGUE + ["hung"], time_per_move=0.2))
+    start = time.perf_counter()
+    report = run_tournament(config, registry=hung, progress=False)
+    assert time.perf_counter() - start < 30.0
+    board = report.leaderboard.set_index("name")
+    assert board.loc["hung", "forfeits"] == board.loc["hung", "games"] == 12  # all in flight in the one batch
+    assert board.loc[["near", "far", "idle"], "forfeits"].sum() == 0 and report.complete
+    reasons = {f["reason"] for f in report.forfeits} if isinstance(report.forfeits, list) else \
+        set(report.forfeits["reason"])
+    assert reasons == {"hung ran out of time: a move on 12 battles did not return within 1.2 s, so it is abandoned "
+                       "and not called again (time_per_move 0.2 s)"}
 
 
 def test_time_per_move_is_not_applied_when_unset_or_generous(write_league, registry) -> None:
