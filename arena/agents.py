@@ -381,15 +381,14 @@ def checkpoint_agent_name(path: str) -> str:
 
 
 def read_checkpoint(path: str) -> Any:
-    """``torch.load`` with ``weights_only=True`` (no code runs from the file) and a clear error."""
-    import torch
+    """``torch.load`` with ``weights_only=True`` (no code runs from the file) and a one-line error."""
+    from arena.torchfile import TorchFileError, read_torch_file
 
     check_file(path)
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - corrupt, truncated or not a torch file at all
-        raise AgentSpecError(f"checkpoint {path}: cannot be read as a torch checkpoint ({first_line(exc)[:200]}); "
-                             f"expected a .pt file written by an arena trainer") from exc
+        return read_torch_file(path)
+    except TorchFileError as exc:
+        raise AgentSpecError(str(exc)) from exc
 
 
 def check_file(path: str) -> None:
@@ -397,6 +396,75 @@ def check_file(path: str) -> None:
         raise AgentSpecError(f"checkpoint {path}: no such file (expected {SPEC_FORMS})")
     if not os.path.isfile(path):
         raise AgentSpecError(f"checkpoint {path}: not a file; expected a .pt checkpoint")
+
+
+@dataclass(frozen=True)
+class TrainedFor:
+    """The battles a checkpoint was trained in, as far as they decide where it can play: its team size
+    and the observation it reads (the ``env_config`` its trainer saved in it)."""
+
+    path: str
+    team_size: int
+    obs_mode: str
+
+
+class TeamSizeConflict(AgentSpecError):
+    """Team checkpoints trained in teams of different sizes: the battles' size has to be chosen."""
+
+
+def trained_for(path: str | os.PathLike[str]) -> TrainedFor | None:
+    """What checkpoint ``path`` was trained in, read from its ``env_config``; None when it records none
+    or cannot be read (building the agent then says what is wrong with the file).
+
+    The tensors are memory-mapped, not read: a league asks this of every checkpoint before loading any.
+    """
+    import torch
+
+    from arena.env import EnvConfig
+
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # noqa: BLE001 - an old (non-zip) file cannot be mapped; any other fault shows when it loads
+        try:
+            data = read_checkpoint(str(path))
+        except AgentSpecError:
+            return None
+    saved = data.get("env_config") if isinstance(data, dict) else None
+    if not isinstance(saved, dict):
+        return None
+    try:  # checked like any EnvConfig: a malformed entry says nothing rather than something wrong
+        config = EnvConfig.from_dict({k: saved[k] for k in ("team_size", "obs_mode") if k in saved})
+    except (TypeError, ValueError):
+        return None
+    return TrainedFor(str(path), config.team_size, config.obs_mode)
+
+
+def team_size_for(trained: Iterable[TrainedFor | None]) -> int | None:
+    """The team size of battles between these checkpoints when nobody gave one; None when none asks.
+
+    A 1-v-1 checkpoint flies any seat of any team, so only team checkpoints ask, and they must agree:
+    a MAPPO team plays its own size only, and a team policy's own size is the one it knows best.
+    """
+    teams = [t for t in trained if t is not None and t.team_size > 1]
+    for other in teams[1:]:
+        if other.team_size != teams[0].team_size:
+            first = teams[0]
+            raise TeamSizeConflict(f"checkpoints {first.path} (trained in {first.team_size} v {first.team_size}) and "
+                                   f"{other.path} ({other.team_size} v {other.team_size}) disagree on the team size")
+    return teams[0].team_size if teams else None
+
+
+def with_obs_mode(env_config: "EnvConfig", trained: TrainedFor | None) -> "EnvConfig":
+    """``env_config`` with the observation ``trained``'s checkpoint reads, to build that agent with.
+
+    Agents in one battle may read different observations: the env adds the extended keys when one of
+    them reads those, and hands each agent only its own (arena.loop.observation_config).
+    """
+    from dataclasses import replace
+
+    if trained is None or trained.obs_mode == env_config.obs_mode:
+        return env_config
+    return replace(env_config, obs_mode=trained.obs_mode)
 
 
 def head(text: str) -> str:

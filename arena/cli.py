@@ -12,12 +12,13 @@ import click
 
 from arena import __version__
 
-from arena.match import MAX_GAMES
+from arena.match import MAX_GAMES, RESULT_KEYS
 
 if TYPE_CHECKING:
     import torch
 
     from arena.env import EnvConfig
+    from arena.replay import ReplayFiles
 
 
 class ArenaError(click.ClickException):
@@ -97,7 +98,7 @@ class ArenaGroup(click.Group):
 @click.group(cls=ArenaGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="arena")
 def main() -> None:
-    """Arena: train and rate agents in vectorized 1-v-1 air combat.
+    """Arena: train and rate agents in vectorized air combat, 1 v 1 up to 8 v 8.
 
     \b
       arena train ppo --vs crank                 train PPO against CrankAgent
@@ -226,13 +227,22 @@ def parse_env_overrides(items: tuple[str, ...], team_size: int | None = None) ->
         raise ArenaError(f"--env: {exc}") from None
 
 
+PLAY_KEYS: tuple[str, ...] = (*RESULT_KEYS, "team_size", "seed", "device")  # `arena play --json`, in order
+
+
+def battle_settings(env_config: "EnvConfig", seed: int, dev: "torch.device") -> dict[str, Any]:
+    """How the battles were set up, beside their results in ``--json``: enough to play them again."""
+    return {"team_size": env_config.team_size, "seed": seed, "device": str(dev)}
+
+
 def battle_options(fn: Any) -> Any:
     """``--device``, ``--seed``, ``--team-size`` and ``--env``: the battles of `arena play` and `arena replay`."""
     for option in reversed((
         click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto."),
         click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the battles' spawn positions."),
         click.option("--team-size", type=click.IntRange(1, 8), default=None,
-                     help="Aircraft a side (team battles): each agent flies every seat of its side  [default: 1]"),
+                     help="Aircraft a side (team battles): each agent flies every seat of its side  "
+                          "[default: a team checkpoint's own, else 1]"),
         click.option("--env", "env_overrides", multiple=True, metavar="KEY=VALUE",
                      help="Override an EnvConfig field, e.g. --env max_time=120 (repeatable; see `arena env-info`)."),
     )):
@@ -246,8 +256,7 @@ def battle_options(fn: Any) -> Any:
 @click.option("--games", "-n", type=click.IntRange(1, MAX_GAMES), default=1000, show_default=True,
               help="Battles to play, all in one batch; A flies p1 in half of them and p2 in the rest.")
 @battle_options
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: a, b, games, wins, draws, losses, "
-              "mean_length, games_per_second.")
+@click.option("--json", "as_json", is_flag=True, help=f"Print one JSON object: {', '.join(PLAY_KEYS)}.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @threads_option
 def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_size: int | None,
@@ -256,7 +265,9 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_si
 
     A and B are agent names (`arena agents`), NAME:CHECKPOINT, or a checkpoint file (the file
     names its agent). With --team-size T each side is a team of T aircraft; an agent that flies
-    single aircraft (CrankAgent, the placeholder, a 1-v-1 checkpoint) flies every seat of its team:
+    single aircraft (CrankAgent, the placeholder, a 1-v-1 checkpoint) flies every seat of its team.
+    A team checkpoint plays in its own team size and every checkpoint reads the observation it was
+    trained on, unless --team-size or --env obs_mode=... say otherwise:
 
     \b
       arena play crank placeholder --games 1000
@@ -268,7 +279,7 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_si
     env_config = parse_env_overrides(env_overrides, team_size)
     set_threads(threads, batch=games)
     dev = device_option(device)
-    a, b = build_pair(agent_a, agent_b, dev, env_config)
+    a, b, env_config = build_pair(agent_a, agent_b, dev, env_config, given_settings(env_overrides, team_size))
     try:
         result = play_match(a, b, games, env_config=env_config, device=dev, seed=seed, name_a=agent_a,
                             name_b=agent_b, progress=not quiet)
@@ -280,7 +291,7 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_si
         raise ArenaError(f"--games {games:,}: not enough memory on {dev} for one batch of that size; "
                          f"play fewer games") from None
     if as_json:
-        echo_json(result.to_dict())
+        echo_json({**result.to_dict(), **battle_settings(env_config, seed, dev)})
         return
     n = result.games
     size = env_config.team_size
@@ -292,21 +303,63 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_si
     click.echo(f"  mean length {result.mean_length:.1f} steps; {result.games_per_second:,.0f} games/s")
 
 
-def build_pair(agent_a: str, agent_b: str, dev: "torch.device", env_config: "EnvConfig") -> tuple[Any, Any]:
-    """The two agents of ``arena play``/``arena replay``, with a note for a learner given no checkpoint."""
-    from arena.agents import AgentSpecError, DuplicateNameError, build_agent, parse_spec
+def given_settings(env_overrides: tuple[str, ...], team_size: int | None) -> set[str]:
+    """The EnvConfig fields the user set (``--team-size``, ``--env KEY=…``): a checkpoint fills only the rest."""
+    keys = {item.partition("=")[0].strip().partition(".")[0] for item in env_overrides}
+    return keys | ({"team_size"} if team_size is not None else set())
+
+
+def build_pair(agent_a: str, agent_b: str, dev: "torch.device", env_config: "EnvConfig",
+               given: set[str]) -> tuple[Any, Any, "EnvConfig"]:
+    """The two agents of ``arena play``/``arena replay`` and the battles' EnvConfig.
+
+    What the user did not set comes from the checkpoints: the team size of a team checkpoint (a MAPPO
+    team plays only its own), and each checkpoint's observation mode for that agent alone. A learner
+    given no checkpoint gets a note: it would play untrained weights.
+    """
+    from arena.agents import (AgentSpecError, DuplicateNameError, TeamSizeConflict, build_agent, parse_spec,
+                              team_size_for, trained_for, with_obs_mode)
     from arena.plugins import PluginError
 
+    specs = (agent_a, agent_b)
+    trained = [trained_for(path) if (path := spec_checkpoint(spec)) else None for spec in specs]
+    if "team_size" not in given:
+        try:
+            size = team_size_for(trained)
+        except TeamSizeConflict as exc:
+            raise ArenaError(f"{exc}; choose one with --team-size") from None
+        if size is not None:
+            env_config = with_team_size(env_config, size)
+    configs = [env_config if "obs_mode" in given else with_obs_mode(env_config, t) for t in trained]
     try:
-        a = build_agent(agent_a, dev, env_config)
-        b = build_agent(agent_b, dev, env_config)
+        a, b = (build_agent(spec, dev, cfg) for spec, cfg in zip(specs, configs))
     except (AgentSpecError, DuplicateNameError, PluginError) as exc:
         raise ArenaError(str(exc)) from None
     for spec, agent in ((agent_a, a), (agent_b, b)):
         if callable(getattr(agent, "load", None)) and parse_spec(spec)[1] is None:
             click.echo(f"note: {spec!r} names a learning agent without a checkpoint: it plays freshly "
                        f"initialised weights (use {spec}:PATH)", err=True)
-    return a, b
+    return a, b, env_config
+
+
+def spec_checkpoint(spec: str) -> str | None:
+    """The checkpoint file an agent spec names, if any (a malformed spec is reported when it is built)."""
+    from arena.agents import AgentSpecError, parse_spec
+
+    try:
+        return parse_spec(spec)[1]
+    except AgentSpecError:
+        return None
+
+
+def with_team_size(env_config: "EnvConfig", size: int) -> "EnvConfig":
+    """``env_config`` in teams of ``size``, checked again: the team size also bounds the formation."""
+    from arena.env import EnvConfig
+
+    try:
+        return EnvConfig.from_dict({**env_config.to_dict(), "team_size": size})
+    except (ValueError, TypeError) as exc:
+        raise ArenaError(f"--env: {exc} (in the checkpoint's teams of {size}; --team-size sets another)") from None
 
 
 @main.command("replay")
@@ -316,12 +369,15 @@ def build_pair(agent_a: str, agent_b: str, dev: "torch.device", env_config: "Env
               help="Battles to play and record; A flies p1 in the first half and p2 in the rest.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="replays", show_default=True,
               help="Folder for battle-N.acmi and battle-N.html (created).")
-@click.option("--gif", is_flag=True, help="Also write battle-N.gif, an animation drawn with matplotlib.")
+@click.option("--gif", is_flag=True, help="Also write battle-N.gif, an animation drawn with matplotlib (and Pillow).")
 @battle_options
+@click.option("--json", "as_json", is_flag=True, help=f"Print one JSON object: {', '.join(PLAY_KEYS)}, out and "
+              f"battles (each: battle, blue, red, steps, winner, winner_side, outcome, files).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @threads_option
 def replay(agent_a: str, agent_b: str, games: int, out_dir: str, gif: bool, device: str, seed: int,
-           team_size: int | None, env_overrides: tuple[str, ...], quiet: bool, threads: int | None) -> None:
+           team_size: int | None, env_overrides: tuple[str, ...], as_json: bool, quiet: bool,
+           threads: int | None) -> None:
     """Play A against B, record every battle and write it for watching.
 
     Each battle becomes battle-N.acmi (Tacview) and battle-N.html, a self-contained page that plays
@@ -329,15 +385,18 @@ def replay(agent_a: str, agent_b: str, games: int, out_dir: str, gif: bool, devi
     recording only watches.
 
     \b
-      arena replay crank placeholder --out replays/
-      arena replay ppo:runs/demo/ckpt_final.pt crank --games 4 --gif
+      arena replay crank placeholder --out runs/replays
+      arena replay runs/demo/best.pt crank --games 4 --gif --out runs/replays
     """
     from arena.match import AgentFailure
     from arena.replay import record_match, save_battle
-    from arena.replay.events import outcome_text
+    from arena.replay.gif import missing_gif_packages
 
     from pathlib import Path
 
+    if gif and (missing := missing_gif_packages()):  # before anything is played or written
+        raise ArenaError(f"--gif needs {' and '.join(missing)}, which cannot be imported here: "
+                         f"pip install {' '.join(missing)} (or leave out --gif)")
     env_config = parse_env_overrides(env_overrides, team_size)
     set_threads(threads, batch=games)
     dev = device_option(device)
@@ -345,65 +404,95 @@ def replay(agent_a: str, agent_b: str, games: int, out_dir: str, gif: bool, devi
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ArenaError(f"--out {out_dir}: cannot write there ({exc.strerror or exc})") from None
-    a, b = build_pair(agent_a, agent_b, dev, env_config)
+    a, b, env_config = build_pair(agent_a, agent_b, dev, env_config, given_settings(env_overrides, team_size))
     try:
         result, battles = record_match(a, b, games, env_config=env_config, name_a=agent_a, name_b=agent_b,
                                        device=dev, seed=seed, progress=not quiet)
     except AgentFailure as exc:
         raise ArenaError(str(exc)) from None
+    rows = []
     try:
         for n, battle in enumerate(battles, 1):
-            files = save_battle(battle, out_dir, f"battle-{n}", gif=gif)
-            written = ", ".join(str(p) for p in (files.acmi, files.html, files.gif) if p is not None)
-            click.echo(f"battle {n}: {battle.meta.p1} (Blue) v {battle.meta.p2} (Red), {battle.length} steps, "
-                       f"{outcome_text(battle)} -> {written}")
+            rows.append(battle_row(n, save_battle(battle, out_dir, f"battle-{n}", gif=gif)))
+            if not as_json:
+                click.echo(battle_line(rows[-1]))
     except OSError as exc:
         raise ArenaError(f"{exc.filename or out_dir}: cannot write ({exc.strerror or exc})") from None
+    if as_json:
+        echo_json({**result.to_dict(), **battle_settings(env_config, seed, dev), "out": out_dir, "battles": rows})
+        return
     click.echo(f"{result.a}: {result.wins} wins, {result.draws} draws, {result.losses} losses; open the .html "
                f"files in a browser, or the .acmi files in Tacview")
+
+
+def battle_row(n: int, files: "ReplayFiles") -> dict[str, Any]:
+    """One recorded battle as ``arena replay --json`` lists it; ``winner`` is None for a draw."""
+    from arena.replay.events import outcome_text
+
+    battle = files.battle
+    side = {1: "blue", 2: "red"}.get(battle.winner)  # None: a draw
+    return {"battle": n, "blue": battle.meta.p1, "red": battle.meta.p2, "steps": battle.length,
+            "winner": {"blue": battle.meta.p1, "red": battle.meta.p2}.get(side or ""), "winner_side": side,
+            "outcome": outcome_text(battle),
+            "files": {kind: str(path) if path is not None else None
+                      for kind, path in (("acmi", files.acmi), ("html", files.html), ("gif", files.gif))}}
+
+
+def battle_line(row: dict[str, Any]) -> str:
+    """The line ``arena replay`` prints for one battle."""
+    return (f"battle {row['battle']}: {row['blue']} (Blue) v {row['red']} (Red), {row['steps']} steps, "
+            f"{row['outcome']} -> {', '.join(path for path in row['files'].values() if path)}")
 
 
 @main.command("export")
 @click.argument("checkpoint", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["onnx", "torchscript"]), default="onnx", show_default=True)
-@click.option("--out", "out_file", type=click.Path(dir_okay=False), required=True, help="The file to write.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), required=True,
+              help="The file to write; never a checkpoint (a file torch.save wrote, or one named ckpt_<step>.pt).")
 @click.option("--no-check", is_flag=True, help="Skip running the file against the agent on 10,000 observations.")
-def export(checkpoint: str, fmt: str, out_file: str, no_check: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: input, output, format, obs_keys, "
+              "checked, and the check's measurements.")
+def export(checkpoint: str, fmt: str, out_file: str, no_check: bool, as_json: bool) -> None:
     """Export a checkpoint's deterministic policy (normalizer included) as ONNX or TorchScript.
 
     The file takes ``obs`` [n, K] (the observation keys in the order printed) and returns ``action``
     [n, 3] (rudder, throttle, fire as 0/1: fire when p > 0.5) and ``fire_logit`` [n]. It is then run
-    on 10,000 random observations (onnxruntime for ONNX) and compared with the agent itself.
+    on 10,000 random observations (onnxruntime for ONNX) and compared with the agent itself; the file
+    takes its name only once written and checked, so a failed export leaves none.
 
     \b
-      arena export runs/demo/ckpt_004325376.pt --out policy.onnx
-      arena export runs/demo/ckpt_004325376.pt --format torchscript --out policy.pt
+      arena export runs/demo/best.pt --out runs/demo/policy.onnx
+      arena export runs/demo/best.pt --format torchscript --out runs/demo/policy.pt
     """
-    from arena.agents import AgentSpecError, build_agent
-    from arena.export import CHECK_SAMPLES, ExportError, check, exportable, write
+    from arena.agents import AgentSpecError, build_agent, parse_spec
+    from arena.export import ExportError, export_policy, refuse_output
     from arena.plugins import PluginError
 
     try:
-        agent = build_agent(checkpoint, "cpu")
-    except (AgentSpecError, PluginError) as exc:
+        name, source = parse_spec(checkpoint)
+    except AgentSpecError as exc:
         raise ArenaError(str(exc)) from None
-    keys = tuple(getattr(agent, "obs_keys", ()))
     try:
-        module = exportable(agent)
-        path = write(module, len(keys), fmt, out_file)
-        result = None if no_check else check(agent, keys, fmt, path)
+        refuse_output(out_file, source)  # before any loading: the answer does not depend on the agent
+        agent = build_agent(checkpoint, "cpu")
+    except (AgentSpecError, PluginError, ExportError) as exc:
+        raise ArenaError(str(exc)) from None
+    try:
+        done = export_policy(agent, fmt, out_file, source=source, verify=not no_check)
     except ExportError as exc:
         raise ArenaError(f"{checkpoint}: {exc}") from None
     except OSError as exc:
         raise ArenaError(f"{exc.filename or out_file}: cannot write ({exc.strerror or exc})") from None
-    click.echo(f"wrote {path} ({fmt}): input obs [n, {len(keys)}] = {', '.join(keys)}; outputs action [n, 3] "
+    if as_json:
+        echo_json(done.to_dict(checkpoint))
+        return
+    keys = done.obs_keys
+    click.echo(f"wrote {done.path} ({fmt}): input obs [n, {len(keys)}] = {', '.join(keys)}; outputs action [n, 3] "
                f"(rudder, throttle, fire) and fire_logit [n]")
-    if result is not None:
-        click.echo(f"checked on {CHECK_SAMPLES:,} random observations with {result.runtime}: max |rudder "
-                   f"difference| {result.max_rudder_diff:.2e}, fire decisions that differ {result.fire_mismatches}")
-        if not result.ok:
-            raise ArenaError(f"{path}: the exported policy does not act like the agent (max rudder difference "
-                             f"{result.max_rudder_diff:.2e}, {result.fire_mismatches} fire decisions differ)")
+    if done.check is not None:
+        click.echo(f"checked on {done.check.samples:,} random observations with {done.check.runtime}: max |rudder "
+                   f"difference| {done.check.max_rudder_diff:.2e}, fire decisions that differ "
+                   f"{done.check.fire_mismatches}")
 
 
 def device_option(device: str) -> "torch.device":
@@ -538,7 +627,8 @@ def tournament(file: str, fresh: bool, retry_forfeits: bool, device: str | None,
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 def leaderboard(directory: str, csv_path: str | None, fmt: str, as_json: bool) -> None:
     """Rebuild the reports in DIRECTORY (a tournament's output, or its YAML file) from the stored games,
-    without playing, and print the leaderboard."""
+    without playing, and print the leaderboard. The database is only read, never written."""
+    import sqlite3
     from pathlib import Path
 
     from arena.tournament import ConfigError, StoreError, load_config, rebuild_report
@@ -557,6 +647,9 @@ def leaderboard(directory: str, csv_path: str | None, fmt: str, as_json: bool) -
             report.leaderboard.to_csv(csv_path, index=False)
     except (ConfigError, StoreError) as exc:
         raise ArenaError(str(exc)) from None
+    except sqlite3.Error as exc:  # checked when opened; a tournament checkpointing into it meanwhile
+        raise ArenaError(f"{target}: cannot read the results database ({exc}); it is unchanged: run the command "
+                         f"again") from None
     except OSError as exc:
         raise ArenaError(f"{exc.filename or csv_path or target}: cannot write ({exc.strerror or exc})") from None
     click.echo(render(report, "json" if as_json else fmt))

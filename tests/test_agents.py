@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arena.agents import (Agent, AgentSpecError, BaseAgent, Registry, UnknownNameError, agent_registry, build_agent,
-                          parse_spec)
+from arena.agents import (Agent, AgentSpecError, BaseAgent, Registry, TeamSizeConflict, TrainedFor, UnknownNameError,
+                          agent_registry, build_agent, parse_spec, team_size_for, trained_for, with_obs_mode)
 from arena.env import EnvConfig
 from arena.plugins import PluginInfo
 
@@ -90,7 +90,7 @@ def test_missing_corrupt_and_foreign_checkpoints(tmp_path, registry):
         build_agent(f"loadable:{tmp_path / 'nothere.pt'}", registry=registry)
     corrupt = tmp_path / "corrupt.pt"
     corrupt.write_bytes(b"\x00not a torch file at all")
-    with pytest.raises(AgentSpecError, match=r"corrupt\.pt: cannot be read as a torch checkpoint"):
+    with pytest.raises(AgentSpecError, match=r"corrupt\.pt: not a readable torch checkpoint"):
         build_agent(str(corrupt), registry=registry)
     foreign = save(tmp_path / "foreign.pt", state_dict={"w": torch.zeros(1)})
     with pytest.raises(AgentSpecError, match=r"foreign\.pt: not an arena checkpoint .*'agent'.*state_dict"):
@@ -117,3 +117,40 @@ def test_base_agent_defaults():
     assert agent.train() is agent and agent.training
     assert agent.to("cpu") is agent and agent.device == torch.device("cpu")
     assert agent.env_config == EnvConfig()
+
+
+# -- what a checkpoint was trained in ---------------------------------------------------------------
+
+
+def test_trained_for_reads_the_saved_env(tmp_path):
+    team = save(tmp_path / "team.pt", format_version=1, agent="loadable",
+                env_config=EnvConfig(team_size=3, obs_mode="extended").to_dict())
+    assert trained_for(team) == TrainedFor(team, 3, "extended")
+    partial = save(tmp_path / "partial.pt", format_version=1, agent="loadable", env_config={"max_time": 60.0})
+    assert trained_for(partial) == TrainedFor(partial, 1, "default")  # what it leaves out is the default
+
+
+def test_trained_for_says_nothing_rather_than_something_wrong(tmp_path):
+    """A file that records no usable env is left to the loader, which names what is wrong with it."""
+    silent = save(tmp_path / "silent.pt", format_version=1, agent="loadable")
+    malformed = save(tmp_path / "bad.pt", format_version=1, agent="loadable", env_config={"team_size": 99})
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(b"\x00not a torch file")
+    for path in (silent, malformed, str(corrupt), str(tmp_path / "missing.pt")):
+        assert trained_for(path) is None
+
+
+def test_team_size_comes_from_team_checkpoints_only():
+    duel = TrainedFor("duel.pt", 1, "default")
+    pair, trio = TrainedFor("a.pt", 2, "default"), TrainedFor("b.pt", 3, "extended")
+    assert team_size_for([duel, None]) is None  # a 1-v-1 checkpoint flies any seat: it asks for nothing
+    assert team_size_for([duel, pair]) == 2 and team_size_for([pair, pair]) == 2
+    with pytest.raises(TeamSizeConflict, match=r"a\.pt \(trained in 2 v 2\) and b\.pt \(3 v 3\) disagree"):
+        team_size_for([pair, duel, trio])
+
+
+def test_each_checkpoint_gets_its_own_observation():
+    cfg = EnvConfig(max_time=60.0)
+    extended = with_obs_mode(cfg, TrainedFor("x.pt", 1, "extended"))
+    assert extended.obs_mode == "extended" and extended.max_time == 60.0
+    assert with_obs_mode(cfg, None) is cfg and with_obs_mode(cfg, TrainedFor("d.pt", 1, "default")) is cfg

@@ -10,7 +10,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from arena.cli import main
+from arena.cli import PLAY_KEYS, main
 from arena.match import RESULT_KEYS
 
 FAST = ["--env", "max_time=30", "-q", "--device", "cpu"]  # short battles on the CPU: the CLI is under test
@@ -29,12 +29,14 @@ def test_play_prints_wins_draws_losses_and_rate():
 
 
 def test_play_json_has_exactly_the_documented_keys():
-    result = run("play", "rule_based", "placeholder", "-n", "5", "--seed", "2", "--json", *FAST)
+    result = run("play", "rule_based", "placeholder", "-n", "5", "--seed", "2", "--team-size", "2", "--json", *FAST)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert list(data) == list(RESULT_KEYS)
+    assert list(data) == list(PLAY_KEYS) and set(RESULT_KEYS) < set(PLAY_KEYS)
     assert data["a"] == "rule_based" and data["games"] == 5
     assert data["wins"] + data["draws"] + data["losses"] == 5
+    # enough to play the same battles again
+    assert (data["team_size"], data["seed"], data["device"]) == (2, 2, "cpu")
 
 
 def test_learning_agent_without_checkpoint_gets_a_note():
@@ -72,7 +74,7 @@ def test_corrupt_checkpoint_is_one_line(tmp_path):
     bad = tmp_path / "bad.pt"
     bad.write_text("garbage")
     result = run("play", str(bad), "crank")
-    assert result.exit_code == 2 and "bad.pt: cannot be read as a torch checkpoint" in result.output
+    assert result.exit_code == 2 and "bad.pt: not a readable torch checkpoint" in result.output
     assert len(result.output.strip().splitlines()) == 1
 
 
@@ -198,3 +200,56 @@ def test_mps_without_mps_is_one_line():
     for command in (["play", "crank", "placeholder", *FAST], ["env-info"]):
         result = run(*command, "--device", "mps")
         assert result.exit_code == 2 and "MPS is not available" in result.output and "Traceback" not in result.output
+
+
+# -- a checkpoint brings the battles it was trained for ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """Untrained but real checkpoints: MAPPO teams of 2 and 3, a duel policy on the extended observation,
+    one on the default observation."""
+    pytest.importorskip("arena_ppo")
+    from arena_ppo.agent import PPOAgent
+    from arena_ppo.mappo_agent import MAPPOAgent
+
+    from arena.env import EnvConfig
+    from arena.training.checkpoint import save_checkpoint
+
+    root = tmp_path_factory.mktemp("trained")
+    agents = {"team2": MAPPOAgent(env_config=EnvConfig(team_size=2)),
+              "team3": MAPPOAgent(env_config=EnvConfig(team_size=3)),
+              "extended": PPOAgent(env_config=EnvConfig(obs_mode="extended")), "duel": PPOAgent()}
+    return {name: str(save_checkpoint(agent.checkpoint(), root / f"{name}.pt")) for name, agent in agents.items()}
+
+
+def test_a_team_checkpoint_plays_its_own_team_size(trained):
+    result = run("play", trained["team2"], "crank", "-n", "2", "--json", *FAST)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["team_size"] == 2
+    result = run("play", trained["duel"], trained["team2"], "-n", "2", *FAST)  # a duel policy flies any seat
+    assert result.exit_code == 0 and "2 2-v-2 games" in result.stdout, result.output
+
+
+def test_a_checkpoint_reads_the_observation_it_was_trained_on(trained):
+    for other in ("crank", trained["duel"], trained["team2"]):  # each agent gets its own keys in one battle
+        result = run("play", trained["extended"], other, "-n", "2", "--json", *FAST)
+        assert result.exit_code == 0, result.output
+
+
+def test_checkpoints_that_disagree_on_the_team_size_are_one_line_naming_both(trained):
+    result = run("play", trained["team2"], trained["team3"], "-n", "2", *FAST)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{trained['team2']} (trained in 2 v 2) and {trained['team3']} (3 v 3) disagree" in result.output
+    assert "--team-size" in result.output and len(result.output.strip().splitlines()) == 1
+    result = run("play", trained["team2"], trained["team3"], "-n", "2", "--team-size", "3", *FAST)
+    assert result.exit_code == 2 and f"{trained['team2']}: a MAPPO team of 2" in result.output
+
+
+def test_an_explicit_setting_wins_and_a_contradiction_says_so(trained):
+    result = run("play", trained["team2"], "crank", "-n", "2", "--env", "team_size=3", *FAST)
+    assert result.exit_code == 2 and "it plays teams of 2, got team_size 3" in result.output
+    result = run("play", trained["extended"], "crank", "-n", "2", "--env", "obs_mode=default", *FAST)
+    assert result.exit_code == 2 and "trained with obs_mode='extended'" in result.output
+    result = run("play", trained["duel"], "crank", "-n", "2", "--team-size", "3", "--json", *FAST)
+    assert result.exit_code == 0 and json.loads(result.stdout)["team_size"] == 3

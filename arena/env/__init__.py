@@ -1,4 +1,4 @@
-"""The GPU-vectorized 1-v-1 air-combat simulation."""
+"""The GPU-vectorized air-combat simulation, 1 v 1 up to 8 v 8."""
 
 from arena.env.actions import ACTION_KEYS, check_action
 from arena.env.config import EnvConfig, RewardConfig

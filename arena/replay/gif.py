@@ -12,6 +12,25 @@ from arena.replay.recorder import Battle
 COLORS = ("#2f6fdf", "#d83a3a")
 MAX_FRAMES = 150  # a longer battle is sampled down: a GIF is for a glance, the HTML viewer for study
 TRAIL = 40  # frames of trail behind each aircraft
+# The modules a GIF is drawn and written with, and the distribution that installs each.
+GIF_PACKAGES: tuple[tuple[str, str], ...] = (("matplotlib", "matplotlib"), ("PIL", "pillow"))
+
+
+def missing_gif_packages() -> list[str]:
+    """The distributions a GIF needs that cannot be imported here (empty when all can).
+
+    Asked before any battle is played, so that a missing one costs the user a line, not the work
+    already done: matplotlib is imported only once the first GIF is drawn.
+    """
+    import importlib
+
+    missing = []
+    for module, distribution in GIF_PACKAGES:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(distribution)
+    return missing
 
 
 def write_gif(battle: Battle, path: str | Path, fps: int = 15) -> Path:

@@ -94,6 +94,7 @@ class ParticipantSpec:
     params: Mapping[str, Any] = field(default_factory=dict)  # keyword parameters for create()/load()
     checkpoint: Path | None = None  # absolute path, for agents loaded from a file
     key: str = ""  # where it came from in the file, for error messages: "participants[2]"
+    obs_mode: str | None = None  # the observation its checkpoint reads, when the league's env names none
 
 
 @dataclass(frozen=True)
@@ -352,6 +353,7 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
     if len(participants) < 2:
         raise err("participants", f"expected at least 2 participants after expanding globs, got {len(participants)}"
                                   + (f" ({'; '.join(warnings)})" if warnings else ""))
+    env, participants = _trained_settings(env, participants, err)
     n, c = len(participants), len(candidates)
     total = games * (c * (n - c) if fmt == "gauntlet" else n * (n - 1) // 2)
     if total > MAX_TOTAL_GAMES:
@@ -570,6 +572,36 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
         raise err(f"{key}.name", f"expected a non-empty display name of at most {MAX_NAME} characters, "
                                  f"got {_short(name)}")
     return [ParticipantSpec(name, agent, dict(params), checkpoint, key)]
+
+
+def _trained_settings(env: Mapping[str, Any], participants: list[ParticipantSpec],
+                      err: _Errors) -> tuple[dict[str, Any], list[ParticipantSpec]]:
+    """What ``env`` leaves unset, taken from the checkpoints the checkpoint participants were trained with.
+
+    The league's team size is that of its team checkpoints (a 1-v-1 one flies any seat; a MAPPO team
+    plays only its own size), and each checkpoint participant reads its own observation: the env adds
+    the extended keys for a batch where one participant reads them.
+    """
+    from dataclasses import replace
+
+    unset = [k for k in ("team_size", "obs_mode") if k not in env]
+    if not unset or all(p.checkpoint is None for p in participants):
+        return dict(env), participants  # nothing to read: torch is not even imported
+    from arena.agents import TeamSizeConflict, team_size_for, trained_for
+
+    trained = [trained_for(p.checkpoint) if p.checkpoint is not None else None for p in participants]
+    env = dict(env)
+    if "team_size" in unset:
+        try:
+            size = team_size_for(trained)
+        except TeamSizeConflict as exc:
+            raise err("env.team_size", f"{exc}; choose one with env: {{team_size: T}}") from None
+        if size is not None:
+            env["team_size"] = size
+            _check_env(env, err)
+    if "obs_mode" in unset:
+        participants = [replace(p, obs_mode=t.obs_mode) if t is not None else p for p, t in zip(participants, trained)]
+    return env, participants
 
 
 def _labels(files: list[Path]) -> list[str]:

@@ -27,6 +27,7 @@ class Participant:
     checkpoint_sha256: str | None
     key: str
     spec_key: str  # where it came from in the file
+    obs_mode: str | None = None  # the observation it reads when not the league's (its checkpoint's)
 
     @property
     def error_key(self) -> str:
@@ -60,7 +61,7 @@ def resolve_participants(config: TournamentConfig, registry: "Registry[type]") -
                               sort_keys=True, default=str)
         key = hashlib.sha256(identity.encode()).hexdigest()[:32]
         out.append(Participant(spec.name, agent, params, str(spec.checkpoint) if spec.checkpoint else None, sha, key,
-                               spec.key))
+                               spec.key, spec.obs_mode))
     return out
 
 
@@ -68,10 +69,14 @@ def build_participant(p: Participant, device: Any, env_config: Any, registry: "R
                       checkpoint: str | None = None) -> "Agent":
     """``p`` as an agent in eval mode; ``checkpoint`` reads its weights from another copy of the file
     (a worker's). A bad checkpoint or parameter raises ``ValueError``, ``TypeError`` or ``LookupError``."""
+    from dataclasses import replace
+
     from arena.agents import build_agent
 
     path = checkpoint if checkpoint is not None else p.checkpoint
     spec = p.agent if path is None else f"{p.agent}:{path}"
+    if p.obs_mode is not None and env_config is not None and p.obs_mode != env_config.obs_mode:
+        env_config = replace(env_config, obs_mode=p.obs_mode)  # the batch's env adds the keys it reads
     agent = build_agent(spec, device=device, env_config=env_config, registry=registry, **p.params)
     agent.eval()
     return agent

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from arena.cli import main
@@ -52,3 +55,55 @@ def test_bad_input_is_one_line(tmp_path):
     assert result.exit_code == 2 and "no_such_agent" in result.output and "Traceback" not in result.output
     result = run("replay", "crank", "crank", "-n", "0")
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("hidden, named", [(("PIL",), "pillow"), (("matplotlib", "PIL"), "matplotlib and pillow")])
+def test_gif_without_its_packages_is_one_line_before_any_work(tmp_path, monkeypatch, hidden, named):
+    for module in hidden:  # what a missing package looks like to import
+        monkeypatch.setitem(sys.modules, module, None)
+    out = tmp_path / "replays"
+    result = run("replay", "crank", "placeholder", "--gif", "--out", str(out), "--env", "max_time=10", "-q")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"--gif needs {named}, which cannot be imported here: pip install" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not out.exists()  # nothing played, nothing written
+
+
+def test_replay_json_lists_every_battle_and_its_files(tmp_path):
+    out = tmp_path / "replays"
+    result = run("replay", "crank", "placeholder", "-n", "2", "--seed", "4", "--out", str(out), "--json",
+                 "--env", "max_time=60", "-q")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)  # the whole of stdout: one JSON object, no lines beside it
+    played = json.loads(run("play", "crank", "placeholder", "-n", "2", "--seed", "4", "--json", "--env",
+                            "max_time=60", "-q").stdout)
+    assert {k: data[k] for k in ("wins", "draws", "losses", "team_size", "seed")} == \
+        {k: played[k] for k in ("wins", "draws", "losses", "team_size", "seed")}
+    assert data["out"] == str(out) and [b["battle"] for b in data["battles"]] == [1, 2]
+    first, second = data["battles"]
+    assert (first["blue"], first["red"]) == ("crank", "placeholder")  # A flies Blue in the first half
+    assert (second["blue"], second["red"]) == ("placeholder", "crank")
+    a_wins = 0
+    for battle in data["battles"]:
+        assert battle["files"] == {"acmi": str(out / f"battle-{battle['battle']}.acmi"),
+                                   "html": str(out / f"battle-{battle['battle']}.html"), "gif": None}
+        assert all(Path(f).is_file() for f in (battle["files"]["acmi"], battle["files"]["html"]))
+        assert 0 < battle["steps"] <= 60
+        side = battle["winner_side"]
+        assert side in ("blue", "red", None) and battle["winner"] == (battle[side] if side else None)
+        a_wins += battle["winner"] == "crank"
+    assert a_wins == data["wins"]
+
+
+def test_replay_plays_a_team_checkpoint_in_its_own_team_size(tmp_path):
+    pytest.importorskip("arena_ppo")
+    from arena_ppo.mappo_agent import MAPPOAgent
+
+    from arena.env import EnvConfig
+    from arena.training.checkpoint import save_checkpoint
+
+    team = save_checkpoint(MAPPOAgent(env_config=EnvConfig(team_size=2)).checkpoint(), tmp_path / "team.pt")
+    result = run("replay", str(team), "crank", "--out", str(tmp_path / "r"), "--json", "--env", "max_time=10", "-q")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["team_size"] == 2
+    assert "CallSign=Blue 2" in (tmp_path / "r" / "battle-1.acmi").read_text()

@@ -116,3 +116,61 @@ def test_unknown_agent_and_bad_checkpoint_stop_before_play(tmp_path: Path, write
     with pytest.raises(ConfigError, match=r"device: "):
         run_tournament(load_config(path), registry=registry, progress=False)
     assert not (tmp_path / "out" / "results.sqlite").exists()  # nothing was played, nothing stored
+
+
+# -- what the checkpoints settle when the league's env does not ----------------------------------------
+
+
+def trained_checkpoint(path: Path, **env) -> str:
+    """A checkpoint file that records the env it was trained in (all load_config reads of it)."""
+    import torch
+
+    from arena.env import EnvConfig
+
+    torch.save({"format_version": 1, "agent": "fromfile", "env_config": EnvConfig(**env).to_dict()}, path)
+    return path.name
+
+
+def test_team_checkpoints_set_the_team_size_the_env_leaves_out(tmp_path: Path, write_league) -> None:
+    duel, team = trained_checkpoint(tmp_path / "duel.pt"), trained_checkpoint(tmp_path / "team.pt", team_size=2)
+    extended = trained_checkpoint(tmp_path / "ext.pt", obs_mode="extended")
+    cfg = load_config(write_league(LEAGUE + [f"fromfile:{duel}", f"fromfile:{team}", f"fromfile:{extended}"]))
+    assert cfg.env["team_size"] == 2 and cfg.env["max_time"] == 60.0  # the rest of env as written
+    assert [p.obs_mode for p in cfg.participants] == [None, None, None, "default", "default", "extended"]
+    cfg = load_config(write_league(LEAGUE + [f"fromfile:{duel}"]))
+    assert "team_size" not in cfg.env  # a 1-v-1 checkpoint flies any seat: it asks for nothing
+
+
+def test_the_league_env_wins_over_the_checkpoints(tmp_path: Path, write_league) -> None:
+    team = trained_checkpoint(tmp_path / "team.pt", team_size=2, obs_mode="extended")
+    cfg = load_config(write_league(LEAGUE + [f"fromfile:{team}"], env={"team_size": 3, "obs_mode": "default"}))
+    assert cfg.env == {"team_size": 3, "obs_mode": "default"} and cfg.participants[-1].obs_mode is None
+
+
+def test_team_checkpoints_that_disagree_name_both_files(tmp_path: Path, write_league) -> None:
+    pair = trained_checkpoint(tmp_path / "pair.pt", team_size=2)
+    trio = trained_checkpoint(tmp_path / "trio.pt", team_size=3)
+    path = write_league(LEAGUE + [f"fromfile:{pair}", f"fromfile:{trio}"])
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: env.team_size: checkpoints {tmp_path / pair} (trained in 2 v 2) and "
+                              f"{tmp_path / trio} (3 v 3) disagree"), message
+    assert "env: {team_size: T}" in message and "\n" not in message
+
+
+def test_a_league_of_team_and_extended_checkpoints_plays_without_env_settings(tmp_path: Path, write_league) -> None:
+    pytest.importorskip("arena_ppo")
+    from arena_ppo.agent import PPOAgent
+    from arena_ppo.mappo_agent import MAPPOAgent
+
+    from arena.env import EnvConfig
+    from arena.training.checkpoint import save_checkpoint
+
+    save_checkpoint(MAPPOAgent(env_config=EnvConfig(team_size=2)).checkpoint(), tmp_path / "team.pt")
+    save_checkpoint(PPOAgent(env_config=EnvConfig(obs_mode="extended")).checkpoint(), tmp_path / "ext.pt")
+    config = load_config(write_league(["placeholder", "mappo:team.pt", "ppo:ext.pt"], games_per_pairing=2,
+                                      env={"max_time": 10.0}))
+    assert config.env["team_size"] == 2
+    report = run_tournament(config, progress=False)  # a MAPPO team of 2 cannot even be built for 1 v 1
+    assert report.complete and report.forfeits.empty

@@ -147,7 +147,9 @@ def test_team_training_flies_every_seat_and_its_checkpoints_play_teams_only(tmp_
     with pytest.raises(AgentSpecError, match="trained in team battles of 2"):
         build_agent(str(ckpt), env_config=EnvConfig())
     played = CliRunner().invoke(main, ["play", str(ckpt), "crank", "-n", "4", "-q"])
-    assert played.exit_code != 0 and "lacks the observation keys ally1_" in played.output
+    assert played.exit_code == 0 and "4 2-v-2 games" in played.output  # its own team size by default
+    refused = CliRunner().invoke(main, ["play", str(ckpt), "crank", "-n", "4", "-q", "--team-size", "1"])
+    assert refused.exit_code != 0 and "lacks the observation keys ally1_" in refused.output
 
 
 def test_a_duel_checkpoint_flies_any_seat_of_a_team(tmp_path):
@@ -458,3 +460,19 @@ def test_every_trainer_logs_to_tensorboard_when_it_is_installed(tmp_path, traine
     tags = events.Tags()["scalars"]
     assert {"policy_loss", "value_loss", "episode_return"} <= set(tags), tags
     assert any(t.startswith("eval/") for t in tags), tags
+
+
+@pytest.mark.parametrize("trainer", ["ppo", "mappo"])
+def test_the_progress_line_names_the_trainer_and_shows_missing_statistics_once(tmp_path, trainer):
+    """Piped output (not a terminal): 16 steps end no battle, so win and return are not known yet and
+    read "-", never nan; the meter is labelled with the algorithm trained, and its one line is not
+    repeated when the run closes."""
+    args = ["--vs", "crank", "--num-envs", "8", "--max-steps", "128", "--n-steps", "16", "--batch-size", "64",
+            "--n-epochs", "1", "--eval-games", "0", "--threads", "1", "--progress", "--out", str(tmp_path / "run")]
+    result = CliRunner().invoke(main, ["train", trainer, *args] + (["--team-size", "2"] if trainer == "mappo" else []))
+    assert result.exit_code == 0, result.output
+    assert "nan" not in result.output
+    assert "win -  draw -  return -  length -" in result.output  # the console line of update 1
+    meter = [line for line in result.output.splitlines() if line.startswith(f"{trainer} ")]
+    assert len(meter) == 1, result.output
+    assert meter[0].startswith(f"{trainer} 128/128 steps (100.0%)") and meter[0].endswith("win -  draw -  ret -")

@@ -24,7 +24,7 @@ from arena.env import TensorEnv, obs_vector
 from arena.env.teams import flatten_seats, side_total
 from arena.loop import GameLoop, observation_config
 from arena.match import AgentFailure, check_device
-from arena.progress import Progress
+from arena.progress import Progress, format_stat
 from arena.threads import apply_threads
 from arena.training import (
     BEST_CHECKPOINT, KEPT_LABEL, BestRecord, CheckpointError, EvalResult, MetricLogger, OpponentPool, OpponentSpec,
@@ -389,8 +389,8 @@ class OnPolicyRunner:
         start = time.perf_counter()
         start_steps = self.counters.env_steps
         # The meter counts this session's steps, so its rate and ETA stay right on a resumed run.
-        meter = Progress(max(run.max_steps - start_steps, 1), unit="steps", label="ppo", enabled=self.show_progress,
-                         time_limit=max_time)
+        meter = Progress(max(run.max_steps - start_steps, 1), unit="steps", label=self.agent_class.name,
+                         enabled=self.show_progress, time_limit=max_time)
         try:
             while self.counters.env_steps < run.max_steps:
                 halt = stop.requested or (max_time is not None and time.perf_counter() - start >= max_time)
@@ -625,8 +625,11 @@ class OnPolicyRunner:
             self.console(text)
 
     def _console(self, m: dict[str, float]) -> None:
-        self._echo(f"update {m['update']:>5}  steps {m['step']:>11,}  sps {m['sps']:>7,.0f}  win {m['win_rate']:.3f}  "
-                   f"draw {m['draw_rate']:.3f}  return {m['episode_return']:+.3f}  length {m['episode_length']:.0f}  "
+        # The episode statistics are NaN until an episode ends (the first rollouts): shown as "-".
+        self._echo(f"update {m['update']:>5}  steps {m['step']:>11,}  sps {m['sps']:>7,.0f}  "
+                   f"win {format_stat(m['win_rate'], '.3f')}  draw {format_stat(m['draw_rate'], '.3f')}  "
+                   f"return {format_stat(m['episode_return'], '+.3f')}  "
+                   f"length {format_stat(m['episode_length'], '.0f')}  "
                    f"pl {m['policy_loss']:+.4f}  vl {m['value_loss']:.4f}  ent {m['entropy']:.3f}  "
                    f"kl {m['approx_kl']:.4f}  clip {m['clip_fraction']:.3f}  lr {m['learning_rate']:.2e}")
 
