@@ -9,6 +9,10 @@ records. The driver stores each batch in one go when it arrives, so a task that 
 stores nothing: Ray runs it again (``retries``), and a task lost for good leaves its games for the
 next run, which plays only what is missing. A task plays its batch exactly as one process would
 (same slots, same seeds), so the league gets the same games and the same leaderboard.
+
+Ray talks a lot while it connects (notices, and retries that go on for minutes to an address that is
+wrong): :func:`ray_cluster` checks the address first and keeps all of that off the console, so the
+user sees the league's output, or one line saying what is wrong.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ import hashlib
 import json
 import logging
 import os
+import re
 import socket
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -38,6 +44,19 @@ if TYPE_CHECKING:
 
 DEFAULT_RETRIES = 3  # times Ray runs a task again after its worker or node died
 INSTALL_HINT = "pip install 'agent-arena[ray]'"
+CONNECT_TIMEOUT_S = 5.0
+# An HTTP/2 client's first bytes, then an empty SETTINGS frame: a Ray head (gRPC) answers with its SETTINGS.
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+HTTP2_SETTINGS = 4
+HEAD_HINT = "is the Ray head running (`ray start --head`)?"
+RAY_PORTS = ("a Ray head's port (6379 unless `ray start --head --port` set another) or ray://HOST:10001 for "
+             "Ray Client")
+AUTH_HINT = ("the cluster uses token authentication: set RAY_AUTH_MODE=token and give this process the cluster's "
+             "token (RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH; `ray get-auth-token` on the head prints it)")
+# The prefixes of what Ray prints: "[2025-01-01 10:00:00,000 W 12 12] file.cc:210: " (its C++ core),
+# "2025-01-01 10:00:00,000\tWARNING file.py:85 -- " (its Python logs), "…/worker.py:335: UserWarning: ".
+RAY_LOG_PREFIX = re.compile(r"^(\[[^\]]*\]\s*\S+:\d+:|\d{4}-\d\d-\d\d [\d:,.]+\s+[A-Z]+\s+\S+:\d+ --|"
+                            r"\S+\.py:\d+: \w*Warning:)\s*")
 
 
 class RayError(RuntimeError):
@@ -94,17 +113,22 @@ def import_ray() -> Any:
 @contextmanager
 def ray_cluster(address: str | None) -> Iterator[float]:
     """Connect to Ray (``address``: ``auto``, ``HOST:PORT``, ``ray://HOST:PORT``; None: ``RAY_ADDRESS``,
-    else a local instance on this machine's cores) and yield the CPUs it has. A Ray this process had
-    already started is used as it is, and left running."""
+    else the cluster ``ray start`` last started here, else a local instance on this machine's cores)
+    and yield the CPUs it has. A Ray this process had already started is used as it is, and left running.
+
+    The address is checked first (:func:`check_reachable`), and Ray connects with its console output
+    off: its notices, its workers' output (in Ray's logs instead: a task that fails comes back as an
+    error anyway) and what its core prints while it retries. Raises :class:`RayError`, one line.
+    """
     ray = import_ray()
     started = False
     if not ray.is_initialized():
-        check_reachable(address or os.environ.get("RAY_ADDRESS"))
-        try:
-            ray.init(address=address, logging_level=logging.WARNING, include_dashboard=False)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            where = address or os.environ.get("RAY_ADDRESS") or "a local instance"
-            raise RayError(f"--ray: cannot connect to Ray at {where}: {first_line(exc)}") from None
+        target = connect_target(address)
+        if target is not None:
+            check_reachable(target.address, target.origin, hint=target.hint)
+        where = f"{target.address}{target.origin}" if target is not None else (
+            "a local Ray" if address in (None, "local") else str(address))
+        connect(ray, address, where)
         started = True
     try:
         yield float(ray.cluster_resources().get("CPU", 1.0))
@@ -113,19 +137,132 @@ def ray_cluster(address: str | None) -> Iterator[float]:
             ray.shutdown()
 
 
-def check_reachable(address: str | None, timeout_s: float = 5.0) -> None:
-    """Fail in seconds on a ``HOST:PORT`` or ``ray://HOST:PORT`` nobody answers at: Ray itself keeps
-    trying to reach it for minutes."""
-    if not address or address in ("auto", "local"):
+@dataclass(frozen=True)
+class Target:
+    """An address Ray will connect to, where it came from (``, the address in RAY_ADDRESS``) and what to
+    check when nothing answers there."""
+
+    address: str
+    origin: str = ""
+    hint: str = HEAD_HINT
+
+
+def connect_target(address: str | None) -> Target | None:
+    """The address ``ray.init(address)`` will connect to; None when Ray starts a local instance or finds
+    one itself. Ray's order: an explicit address, else ``RAY_ADDRESS``, else the address ``ray start``
+    recorded on this machine."""
+    if address not in (None, "auto"):
+        return None if address == "local" else Target(address)
+    if os.environ.get("RAY_ADDRESS"):
+        return Target(os.environ["RAY_ADDRESS"], ", the address in RAY_ADDRESS")
+    recorded = last_started_cluster()
+    if recorded:
+        return Target(recorded, ", the cluster `ray start` last started on this machine",
+                      "start it again, or forget it with `ray stop`")
+    return None
+
+
+def last_started_cluster() -> str | None:
+    """The address ``ray start`` recorded on this machine (Ray connects there when given none), if any."""
+    try:
+        from ray._private.utils import read_ray_address
+    except ImportError:  # a Ray without it: it finds the cluster itself, unchecked
+        return None
+    try:
+        return read_ray_address() or None
+    except OSError:
+        return None
+
+
+def check_reachable(address: str, origin: str = "", timeout_s: float = CONNECT_TIMEOUT_S,
+                    hint: str = HEAD_HINT) -> None:
+    """Fail in seconds on a ``HOST:PORT`` or ``ray://HOST:PORT`` where no Ray answers: Ray itself keeps
+    trying to reach it for minutes. Something that answers must speak gRPC (HTTP/2) as a Ray head
+    does, unless Ray is told to use TLS. ``origin`` says where the address came from, ``hint`` what
+    to check when nothing answers."""
+    if address in ("auto", "local"):
         return
     host, _, port = address.removeprefix("ray://").rpartition(":")
+    host = host.strip("[]")  # [::1]:6379
     if not host or not port.isdigit():
-        raise RayError(f"--ray: expected auto, HOST:PORT or ray://HOST:PORT, got {address!r}")
+        raise RayError(f"--ray: expected auto, HOST:PORT or ray://HOST:PORT, got {address!r}{origin}")
     try:
-        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+        with socket.create_connection((host, int(port)), timeout=timeout_s) as conn:
+            if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+                return
+            conn.sendall(HTTP2_PREFACE)
+            reply = read_some(conn, 9)
     except OSError as exc:
-        raise RayError(f"--ray: nothing answers at {address} ({exc.strerror or exc}); is the Ray head running "
-                       f"(`ray start --head`)?") from None
+        raise RayError(f"--ray: nothing answers at {address}{origin} ({exc.strerror or exc}); {hint}") from None
+    if len(reply) < 4 or reply[3] != HTTP2_SETTINGS:
+        raise RayError(f"--ray: {address}{origin} answers, but not as Ray does; expected {RAY_PORTS}")
+
+
+def read_some(conn: socket.socket, size: int) -> bytes:
+    """Up to ``size`` bytes, fewer if the other side closes; a silent one times out (``OSError``)."""
+    data = b""
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def connect(ray: Any, address: str | None, where: str) -> None:
+    """``ray.init`` with Ray's console output off; a failure is one :class:`RayError` naming ``where``
+    and, from what Ray printed meanwhile, the likely cause."""
+    failure: Exception | None = None
+    with captured_stderr() as said:
+        try:
+            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, include_dashboard=False)
+        except Exception as exc:  # noqa: BLE001 - whatever ray.init raises, there is no Ray to play on
+            failure = exc
+    if failure is not None:
+        raise RayError(connect_error(where, failure, said))
+
+
+def connect_error(where: str, exc: Exception, said: Sequence[str]) -> str:
+    """The one line for a failed ``ray.init``: ``exc``, with the last thing Ray printed (``said``) where
+    it adds to it, and what to do about a token the cluster refused or a port that is not a head's."""
+    lines = ray_messages(said)
+    if type(exc).__name__ == "AuthenticationError" or any("Unauthenticated" in line or "InvalidAuthToken" in line
+                                                          for line in lines):
+        return f"--ray: Ray at {where} refused this process; {AUTH_HINT}"
+    text = f"--ray: cannot connect to Ray at {where}: {first_line(exc)}"
+    if lines and lines[-1] not in text:
+        last = lines[-1]
+        text += f" (Ray: {last if len(last) <= 200 else last[:199] + '…'})"
+    if any("Method not found" in line for line in lines):  # a Ray port, but not the head's
+        text += f"; expected {RAY_PORTS}"
+    return text
+
+
+def ray_messages(said: Sequence[str]) -> list[str]:
+    """What Ray printed, a message a line: prefixes dropped, indented lines (the source line under a
+    warning, a traceback's frames) left out."""
+    return [RAY_LOG_PREFIX.sub("", line).strip() for line in said if line.strip() and not line[:1].isspace()]
+
+
+@contextmanager
+def captured_stderr() -> Iterator[list[str]]:
+    """Send this process's standard error (the file descriptor: Ray's core writes there directly) to a
+    temporary file while the block runs; the yielded list holds the lines once the block has ended."""
+    said: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as sink:
+            os.dup2(sink.fileno(), 2)
+            try:
+                yield said
+            finally:
+                sys.stderr.flush()
+                os.dup2(saved, 2)
+                sink.seek(0)
+                said.extend(sink.read().decode(errors="replace").splitlines())
+    finally:
+        os.close(saved)
 
 
 def play_on_ray(spec: LeagueSpec, units: Sequence[Unit], sink: ResultSink, *, max_envs: int, in_flight: int = 2,

@@ -198,13 +198,24 @@ class Group:
 
         The group is created with gloo for the CPU and, where CUDA is present, NCCL for GPU
         tensors; NCCL connects only when a GPU tensor is first reduced, so a CPU run never needs it.
+        A process started by ``--nproc`` first arranges to end with its launcher
+        (:func:`~arena.training.launcher.follow_launcher`): before the rendezvous, which would wait
+        for a launcher already gone.
         """
         import torch
         import torch.distributed as dist
 
+        from arena.training.launcher import LauncherGone, follow_launcher
+
         rank = rank or rank_from_env()
         if rank is None:
             raise DistributedError("not started by torchrun: RANK and WORLD_SIZE are not set")
+        try:
+            follow_launcher()
+        except ValueError as exc:
+            raise DistributedError(str(exc)) from None
+        except LauncherGone as exc:
+            raise PeerFailure(f"{exc}; {rank} stops") from None
         if not dist.is_available():
             raise DistributedError("this torch build has no torch.distributed")
         if not dist.is_initialized():

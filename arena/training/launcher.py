@@ -6,9 +6,14 @@ it runs exactly the code of ``torchrun --nproc-per-node N -m arena ARGS``. What 
 what a user at a terminal needs:
 
 - it hosts the rendezvous store itself, on a port the system picks (no free-port race);
-- the children run in their own session and the launcher forwards SIGINT and SIGTERM to them, so
-  each gets every signal exactly once: one Ctrl-C and they finish the update, save and stop (the
-  trainer makes them agree on it); a second and they abort; a third and the launcher kills them;
+- the children run in their own session and the launcher forwards SIGINT, SIGTERM and SIGHUP to
+  them, so each gets every signal exactly once: one Ctrl-C and they finish the update, save and stop
+  (the trainer makes them agree on it); a second and they abort; a third and the launcher kills them.
+  SIGHUP (the terminal was closed) counts once and acts as SIGTERM, and whatever would be written
+  to the hung-up terminal goes to ``/dev/null`` instead of failing;
+- the children end with the launcher: being in their own session, neither a closed terminal nor a
+  ``kill -9`` of the launcher reaches them, so each follows it (:func:`follow_launcher`) and stops
+  after the update, as on the first Ctrl-C, the moment it is gone;
 - when a child fails, the others get ``grace_s`` seconds to notice (a broken collective ends them)
   and are then terminated, then killed: no process is left waiting for a peer that is gone.
 
@@ -19,10 +24,12 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
@@ -30,6 +37,10 @@ from types import FrameType
 GRACE_S = 15.0  # after a child fails: seconds before the others are terminated, and again before they are killed
 POLL_S = 0.05
 CLEAN_EXITS = (0, 2, 130)  # success, a one-line error the child printed itself, an interrupt
+LAUNCHER_VAR = "ARENA_LAUNCHER_PID"  # set in each child: the process it must not outlive
+FOLLOW_S = 0.5  # without a parent-death signal: how often a child checks that its launcher lives
+PR_SET_PDEATHSIG = 1  # prctl(2) on Linux
+HANGUP: int | None = getattr(signal, "SIGHUP", None)  # absent on Windows
 
 
 @dataclass(frozen=True)
@@ -41,13 +52,15 @@ class LaunchResult:
 
 
 def child_env(rank: int, nproc: int, port: int, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment torchrun gives local rank ``rank`` of ``nproc`` on one machine."""
+    """The environment torchrun gives local rank ``rank`` of ``nproc`` on one machine, and this
+    process's id, which the child follows (:func:`follow_launcher`)."""
     env = dict(os.environ if base is None else base)
     env.update({
         "RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0", "ROLE_RANK": str(rank),
         "WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc), "ROLE_WORLD_SIZE": str(nproc),
         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
         "TORCHELASTIC_USE_AGENT_STORE": "True",  # the store below is the launcher's: every rank is its client
+        LAUNCHER_VAR: str(os.getpid()),
     })
     if nproc > 1:
         env.setdefault("OMP_NUM_THREADS", "1")  # as torchrun: N processes must not each take every core
@@ -76,19 +89,123 @@ def launch(args: Sequence[str], nproc: int, *, module: str = "arena", grace_s: f
     return result
 
 
+def forwarded_signals() -> list[int]:
+    """The signals the launcher passes on: SIGINT, SIGTERM and SIGHUP, unless SIGHUP is ignored
+    (``nohup``: the run is meant to outlive the terminal)."""
+    out = [signal.SIGINT, signal.SIGTERM]
+    if HANGUP is not None and signal.getsignal(HANGUP) is not signal.SIG_IGN:
+        out.append(HANGUP)
+    return out
+
+
+def silence_terminal() -> None:
+    """Point standard output and error at ``/dev/null`` where they are a terminal that hung up.
+
+    After a hang-up every write to the terminal fails (EIO), and a failing print would end a process
+    in the middle of its clean stop. A hung-up terminal is still a character device but no longer
+    answers as a terminal; a live one, a file or a pipe keeps what is written to it.
+    """
+    for fd in (1, 2):
+        try:
+            if not stat.S_ISCHR(os.fstat(fd).st_mode) or os.isatty(fd):
+                continue
+            null = os.open(os.devnull, os.O_WRONLY)
+        except OSError:
+            continue
+        os.dup2(null, fd)
+        os.close(null)
+
+
+# -- in the children -------------------------------------------------------------------------------
+
+
+class LauncherGone(RuntimeError):
+    """The launcher that started this process has already ended."""
+
+
+def follow_launcher(environ: MutableMapping[str, str] | None = None) -> int | None:
+    """In a process started by :func:`launch`: end with the launcher. Returns its pid; None (and
+    nothing done) in a process without one, e.g. one started by torchrun. Call it in the main thread.
+
+    The process gets SIGHUP when the launcher ends, however it ended (a closed terminal, ``kill -9``):
+    on Linux from the kernel (``PR_SET_PDEATHSIG``), elsewhere from a thread that watches the parent.
+    SIGHUP means the same when the launcher passes on a hang-up, and this process answers it once by
+    raising SIGTERM, which stops training after the update as the first Ctrl-C does (the kernel can
+    send the parent-death signal more than once, once per thread of the dying launcher; a second
+    SIGTERM would abort). Checkpoints are written whole (to a temporary file, then renamed), so a
+    process ended any way leaves nothing half-written. Raises :class:`LauncherGone` when the launcher
+    ended before the signal was set up, ``ValueError`` for a malformed :data:`LAUNCHER_VAR`.
+    """
+    env = os.environ if environ is None else environ
+    text = env.pop(LAUNCHER_VAR, None)  # not inherited by what this process starts
+    if text is None:
+        return None
+    try:
+        launcher = int(text)
+    except ValueError:
+        raise ValueError(f"{LAUNCHER_VAR}={text!r}: expected a process id") from None
+    if HANGUP is None:  # no SIGHUP (Windows): the watching thread ends the process
+        watch_launcher(launcher, signal.SIGTERM)
+        return launcher
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(HANGUP, _hang_up)  # also under nohup: the launcher's death must still reach it
+    watched = set_parent_death_signal(HANGUP)
+    if os.getppid() != launcher:  # it ended before the signal was set: nobody will send it
+        raise LauncherGone(f"the launcher (process {launcher}) has already ended")
+    if not watched:
+        watch_launcher(launcher, HANGUP)
+    return launcher
+
+
+def set_parent_death_signal(sig: int) -> bool:
+    """Have the kernel send ``sig`` to this process when its parent ends (Linux ``prctl``); False where
+    that is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        zero = ctypes.c_ulong(0)
+        return int(libc.prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(int(sig)), zero, zero, zero)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def watch_launcher(launcher: int, sig: int, period_s: float = FOLLOW_S) -> threading.Thread:
+    """Send ``sig`` to this process once ``launcher`` is no longer its parent (an orphan is handed to
+    init or a subreaper), checking every ``period_s``: the portable stand-in for the parent-death signal."""
+
+    def watch() -> None:
+        while os.getppid() == launcher:
+            time.sleep(period_s)
+        os.kill(os.getpid(), sig)
+
+    thread = threading.Thread(target=watch, name="launcher-watch", daemon=True)
+    thread.start()
+    return thread
+
+
+def _hang_up(signum: int, frame: FrameType | None) -> None:
+    """SIGHUP: the launcher or its terminal is gone. Stop as on SIGTERM, once, and write nowhere that
+    fails."""
+    signal.signal(signum, signal.SIG_IGN)  # whatever follows reports the same loss
+    silence_terminal()
+    signal.raise_signal(signal.SIGTERM)
+
+
 class Watcher:
     """Forwards signals to the children and waits for them, ending the rest when one fails."""
 
     def __init__(self, procs: list[subprocess.Popen[bytes]]) -> None:
         self.procs = procs
         self.signals = 0
+        self.hung_up = False
         self._previous: dict[int, object] = {}
 
     def __enter__(self) -> "Watcher":
-        import threading
-
         if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig in forwarded_signals():
                 self._previous[sig] = signal.signal(sig, self._forward)
         return self
 
@@ -101,6 +218,11 @@ class Watcher:
                 proc.wait()
 
     def _forward(self, signum: int, frame: FrameType | None) -> None:
+        if signum == HANGUP:
+            if self.hung_up:  # the shell and the kernel may both report the same closed terminal
+                return
+            self.hung_up = True
+            silence_terminal()
         self.signals += 1
         self.send(signal.SIGKILL if self.signals >= 3 else signum)
 

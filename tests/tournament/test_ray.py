@@ -9,17 +9,23 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import socket
 import sqlite3
+import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from arena.tournament import ListSink, load_config, run_tournament
+from arena.tournament import ListSink, load_config, ray_backend, run_tournament
 from arena.tournament.participants import Participant, resolve_participants
-from arena.tournament.ray_backend import (LeagueSpec, RayError, RaySettings, check_reachable, local_checkpoint,
-                                          play_on_ray, worker_device)
+from arena.tournament.ray_backend import (HTTP2_PREFACE, LeagueSpec, RayError, RaySettings, Target,
+                                          captured_stderr, check_reachable, connect_error, connect_target,
+                                          local_checkpoint, play_on_ray, worker_device)
 from arena.tournament.schedule import pairings, units
 from tourney_helpers import LEAGUE
 
@@ -162,3 +168,116 @@ def test_an_address_nobody_answers_at_fails_in_seconds() -> None:
     with pytest.raises(RayError, match="expected auto, HOST:PORT or ray://HOST:PORT, got 'nonsense'"):
         check_reachable("nonsense")
     check_reachable("auto")  # Ray finds it itself
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (just released by the system)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture()
+def listener() -> Iterator[Any]:
+    """``start(reply)``: a server on 127.0.0.1 that answers each connection with ``reply`` once it has
+    read the client's first bytes; returns its port. Closed at the end of the test."""
+    servers: list[socket.socket] = []
+
+    def start(reply: bytes) -> int:
+        server = socket.create_server(("127.0.0.1", 0))
+        servers.append(server)
+
+        def serve() -> None:
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.recv(len(HTTP2_PREFACE))
+                    conn.sendall(reply)
+
+        threading.Thread(target=serve, daemon=True).start()
+        return server.getsockname()[1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def test_an_unreachable_address_is_one_line_naming_it_in_seconds(write_league) -> None:
+    """Ray itself would retry for minutes, printing a warning each time: the run says what is wrong."""
+    league = write_league(["crank", "placeholder"], games_per_pairing=2)
+    address = f"127.0.0.1:{closed_port()}"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "arena", "tournament", str(league), "--ray", address, "-q"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - start < 30
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert f"nothing answers at {address}" in lines[0] and "ray start --head" in lines[0]
+
+
+def test_something_else_at_the_address_is_not_taken_for_ray(listener) -> None:
+    port = listener(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+    with pytest.raises(RayError, match=f"127.0.0.1:{port} answers, but not as Ray does; expected a Ray head's port"):
+        check_reachable(f"127.0.0.1:{port}", timeout_s=2)
+    with pytest.raises(RayError, match="answers, but not as Ray does"):
+        check_reachable(f"ray://127.0.0.1:{port}", timeout_s=2)
+    check_reachable(f"127.0.0.1:{listener(bytes([0, 0, 0x18, 4, 0, 0, 0, 0, 0]))}", timeout_s=2)  # gRPC's SETTINGS
+
+
+def test_where_ray_would_connect_is_named_in_the_error(monkeypatch) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(ray_backend, "last_started_cluster", lambda: None)
+    assert connect_target(None) is None and connect_target("local") is None and connect_target("auto") is None
+    assert connect_target("10.0.0.5:6379") == Target("10.0.0.5:6379")
+    monkeypatch.setattr(ray_backend, "last_started_cluster", lambda: f"127.0.0.1:{closed_port()}")
+    recorded = connect_target(None)
+    assert recorded is not None and "`ray start` last started on this machine" in recorded.origin
+    with pytest.raises(RayError, match="last started on this machine .*; start it again, or forget it with `ray stop`"):
+        check_reachable(recorded.address, recorded.origin, timeout_s=2, hint=recorded.hint)
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
+    assert connect_target("auto") == Target("127.0.0.1:1", ", the address in RAY_ADDRESS")
+    assert connect_target("10.0.0.5:6379") == Target("10.0.0.5:6379"), "an explicit address wins"
+
+
+def test_what_ray_prints_while_connecting_stays_off_the_console(capfd) -> None:
+    """Ray's core writes to file descriptor 2 directly; while Ray connects that goes to a file, and the
+    error made of it is one line with what to do."""
+    with captured_stderr() as said:
+        os.write(2, b"[2025-01-01 10:00:00,000 W 12 12] gcs_client.cc:210: Failed to get cluster ID from GCS "
+                    b"server: Unauthenticated: RPC error: InvalidAuthToken: Authentication token is missing\n")
+        os.write(2, b"2025-01-01 10:00:00,000\tWARNING authentication_token_setup.py:85 -- Token authentication "
+                    b"is enabled\n")  # and its Python logs
+    assert capfd.readouterr().err == ""
+    assert len(said) == 2
+    refused = connect_error("10.0.0.5:6379", ConnectionError("Failed to connect to Ray cluster"), said)
+    assert refused.startswith("--ray: Ray at 10.0.0.5:6379 refused this process; the cluster uses token "
+                              "authentication: set RAY_AUTH_MODE=token")
+    other = connect_error("10.0.0.5:6379", ConnectionError("Failed to connect"),
+                          ["[2025-01-01 10:00:00,000 W 12 12] rpc_client.h:153: Failed to connect to GCS within 5 s"])
+    assert other == ("--ray: cannot connect to Ray at 10.0.0.5:6379: ConnectionError: Failed to connect (Ray: "
+                     "Failed to connect to GCS within 5 s)")
+    client = connect_error("ray://10.0.0.5:6379", ConnectionError("ray client connection timeout"),
+                           ["/x/ray/util/client/worker.py:335: UserWarning: Ray Client connection timed out.",
+                            "  warnings.warn("])
+    assert client.endswith("timeout (Ray: Ray Client connection timed out.)")
+    not_head = connect_error("10.0.0.5:10001", ConnectionError("Failed to connect to Ray cluster"),
+                             ["[2025-01-01 10:00:00,000 W 1 1] gcs_client.cc:210: Failed to get cluster ID from GCS "
+                              "server: RpcError: RPC error: Method not found! rpc_code: 12"])
+    assert not_head.endswith("; expected a Ray head's port (6379 unless `ray start --head --port` set another) or "
+                             "ray://HOST:10001 for Ray Client")
+
+
+def test_a_local_ray_starts_without_printing_anything(tmp_path) -> None:
+    """Ray's notices (token authentication enabled, ...) are not the league's output."""
+    code = ("from arena.tournament.ray_backend import ray_cluster\n"
+            "with ray_cluster(None) as cpus:\n    print('cpus', cpus > 0)")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "cpus True\n" and done.stderr == ""

@@ -4,11 +4,14 @@ stopping together, a lost process, one-line errors for bad set-ups, and the merg
 from __future__ import annotations
 
 import csv
+import fcntl
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -25,7 +28,7 @@ WORKER = Path(__file__).with_name("distributed_worker.py")
 TINY = ["--n-steps", "16", "--batch-size", "32", "--n-epochs", "2", "--eval-games", "0", "--no-progress",
         "--threads", "1", "--device", "cpu"]
 RANK_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-             "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE")
+             "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", "ARENA_LAUNCHER_PID")
 
 
 @pytest.fixture(autouse=True)
@@ -158,6 +161,78 @@ def test_a_run_stops_together_resumes_exactly_and_ends_with_one_line_when_a_proc
     assert "Traceback" not in stderr and "terminate called" not in stderr, stderr
     errors = [line for line in stderr.splitlines() if line.startswith("Error:")]
     assert 1 <= len(errors) <= 2, stderr  # the launcher's line, and process 0's "lost contact"
+
+
+def ended(pid: int) -> bool:
+    """Whether process ``pid`` is gone, or a zombie its new parent has not reaped yet."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def assert_whole_checkpoints(out: Path) -> None:
+    """No temporary file of an unfinished write, and the last checkpoint loads: nothing half-written."""
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+    assert load(list_checkpoints(out)[-1])["world_size"] == 2
+
+
+@linux
+def test_the_processes_end_with_the_launcher_and_leave_whole_checkpoints(tmp_path):
+    """The processes run in sessions of their own, so neither ``kill -9`` of the launcher nor a closed
+    terminal reaches them directly: they follow the launcher, stop after the update as on Ctrl-C and save."""
+    args = ["train", "ppo", "--vs", "crank", "--num-envs", "4", "--seed", "1", "--save-interval", "64", *TINY,
+            "--nproc", "2", "--max-steps", "1000000000", "--out"]
+    launchers: list[subprocess.Popen] = []
+    pids: list[int] = []  # the processes they started: none outlives the test
+    try:
+        # kill -9: the processes share the launcher's pipes, so its output ends when they have ended.
+        killed = tmp_path / "killed"
+        proc = arena([*args, str(killed)])
+        launchers.append(proc)
+        wait_for(lambda: (killed / "ckpt_000000128.pt").exists(), 120, proc)
+        workers = list(children(proc.pid).values())
+        pids += workers
+        proc.kill()
+        start = time.monotonic()
+        stdout, stderr = proc.communicate(timeout=60)
+        assert time.monotonic() - start < 15 and all(ended(pid) for pid in workers), "the processes outlived it"
+        assert stdout.count("done:") == 1, stdout + stderr
+        assert "Traceback" not in stderr and "interrupted" not in stdout + stderr, stdout + stderr
+        assert_whole_checkpoints(killed)
+
+        # Its terminal closes: a pty it controls, as a shell's job does, hung up; the kernel sends SIGHUP.
+        hung_up = tmp_path / "hung-up"
+        master, slave = os.openpty()
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "arena", *args, str(hung_up)], env=clean_env(),
+                                    stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                                    preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+        finally:
+            os.close(slave)
+        launchers.append(proc)
+        shown = b""
+        while not (hung_up / "ckpt_000000128.pt").exists():
+            if select.select([master], [], [], 0.1)[0]:
+                shown += os.read(master, 65536)  # what the terminal shows, so that no process blocks writing
+            assert proc.poll() is None, shown.decode(errors="replace")
+        workers = list(children(proc.pid).values())
+        pids += workers
+        os.close(master)
+        assert proc.wait(60) == 0, "every process stopped cleanly; writing to the dead terminal failed nowhere"
+        end = time.monotonic() + 15
+        while not all(ended(pid) for pid in workers):
+            assert time.monotonic() < end, "the processes outlived the terminal"
+            time.sleep(0.05)
+        assert_whole_checkpoints(hung_up)
+    finally:
+        for pid in pids:
+            if not ended(pid):
+                os.kill(pid, signal.SIGKILL)
+        for launcher in launchers:
+            if launcher.poll() is None:
+                launcher.kill()
+                launcher.communicate(timeout=60)
 
 
 def test_one_process_repeats_a_plain_run_exactly(tmp_path, monkeypatch):
