@@ -15,6 +15,8 @@ STAMP := $(VENV)/.installed
 # tournaments/league.yaml picks up the checkpoints written here.
 DEMO_DIR := runs/demo
 DEMO_TRAIN_SECONDS ?= 120
+# The suite runs in one worker process per core (pytest-xdist); TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= auto
 
 .PHONY: install browser test demo bench clean
 
@@ -33,7 +35,7 @@ browser:
 	@bash .ci/install-chromium.sh
 
 test: install browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 demo: install
 	rm -rf $(DEMO_DIR)

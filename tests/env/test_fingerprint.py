@@ -160,10 +160,9 @@ def reference() -> dict[str, np.ndarray]:
         return {key: data[key] for key in data.files}
 
 
-@pytest.fixture(scope="module", params=sorted(CASES))
-def played(request: pytest.FixtureRequest) -> tuple[str, Rollout]:
-    config, packed, seed, case = CASES[request.param]
-    return case, Rollout(config, packed, seed)
+def play(case: str) -> tuple[str, Rollout]:
+    config, packed, seed, reference_case = CASES[case]
+    return reference_case, Rollout(config, packed, seed)
 
 
 def wrap_period(key: str) -> float | None:
@@ -184,8 +183,15 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, what: str, period: fl
                     f"(tolerance {ATOL:g} + {RTOL:g} x value)")
 
 
-def test_trajectory_matches_the_reference(played: tuple[str, Rollout], reference: dict[str, np.ndarray]) -> None:
-    case, rollout = played
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_battles_match_the_reference(name: str, reference: dict[str, np.ndarray]) -> None:
+    """One rollout a case (the 600 steps cost seconds): its trajectory, then its outcome statistics."""
+    case, rollout = play(name)
+    check_trajectory(case, rollout, reference)
+    check_statistics(case, rollout, reference)
+
+
+def check_trajectory(case: str, rollout: Rollout, reference: dict[str, np.ndarray]) -> None:
     envs = reference[f"{case}|envs"]
     stored = {key.split("|", 2)[2]: value for key, value in reference.items() if key.startswith(f"{case}|step|")}
     assert sorted(stored) == sorted(rollout.steps), "the step's outputs are not the ones recorded"
@@ -198,9 +204,7 @@ def test_trajectory_matches_the_reference(played: tuple[str, Rollout], reference
                      f"global state of {player} (every {GLOBAL_EVERY} steps)")
 
 
-def test_outcome_statistics_match_within_noise(played: tuple[str, Rollout],
-                                               reference: dict[str, np.ndarray]) -> None:
-    case, rollout = played
+def check_statistics(case: str, rollout: Rollout, reference: dict[str, np.ndarray]) -> None:
     for name, (mean, std, count) in rollout.statistics().items():
         ref_mean, ref_std, ref_count = reference[f"{case}|stat|{name}"]
         noise = NOISE_SIGMAS * np.sqrt(std ** 2 / count + ref_std ** 2 / ref_count) + 1e-9

@@ -30,6 +30,7 @@ from arena.tournament.schedule import pairings, units
 from tourney_helpers import LEAGUE
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.xdist_group("ray")  # one local Ray at a time when the suite runs in several workers
 
 
 @pytest.fixture(scope="module")

@@ -13,3 +13,19 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+SHORT_BATTLE_S = 150.0  # the default is 300 s: evaluations play every battle to its end
+
+
+@pytest.fixture
+def short_battles(monkeypatch: pytest.MonkeyPatch) -> float:
+    """Runs in battles of ``SHORT_BATTLE_S``: for the end-to-end tests of what evaluations decide (the
+    kept weights, going back, the duel), whose cost is the evaluations' battles, not the updates."""
+    from dataclasses import replace
+
+    from arena_ppo.config import RunConfig
+
+    env_config = RunConfig.env_config
+    monkeypatch.setattr(RunConfig, "env_config", lambda self: replace(env_config(self), max_time=SHORT_BATTLE_S))
+    return SHORT_BATTLE_S

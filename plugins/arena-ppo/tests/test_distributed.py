@@ -4,14 +4,11 @@ stopping together, a lost process, one-line errors for bad set-ups, and the merg
 from __future__ import annotations
 
 import csv
-import fcntl
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
-import termios
 import time
 from pathlib import Path
 
@@ -179,8 +176,9 @@ def assert_whole_checkpoints(out: Path) -> None:
 
 @linux
 def test_the_processes_end_with_the_launcher_and_leave_whole_checkpoints(tmp_path):
-    """The processes run in sessions of their own, so neither ``kill -9`` of the launcher nor a closed
-    terminal reaches them directly: they follow the launcher, stop after the update as on Ctrl-C and save."""
+    """The processes run in sessions of their own, so a ``kill -9`` of the launcher does not reach them:
+    they follow it, stop after the update as on Ctrl-C and save. (A closed terminal, with stand-in
+    processes: tests/training/test_launcher.py.)"""
     args = ["train", "ppo", "--vs", "crank", "--num-envs", "4", "--seed", "1", "--save-interval", "64", *TINY,
             "--nproc", "2", "--max-steps", "1000000000", "--out"]
     launchers: list[subprocess.Popen] = []
@@ -194,37 +192,14 @@ def test_the_processes_end_with_the_launcher_and_leave_whole_checkpoints(tmp_pat
         workers = list(children(proc.pid).values())
         pids += workers
         proc.kill()
-        start = time.monotonic()
+        end = time.monotonic() + 15
         stdout, stderr = proc.communicate(timeout=60)
-        assert time.monotonic() - start < 15 and all(ended(pid) for pid in workers), "the processes outlived it"
+        while not all(ended(pid) for pid in workers):
+            assert time.monotonic() < end, "the processes outlived it"
+            time.sleep(0.05)
         assert stdout.count("done:") == 1, stdout + stderr
         assert "Traceback" not in stderr and "interrupted" not in stdout + stderr, stdout + stderr
         assert_whole_checkpoints(killed)
-
-        # Its terminal closes: a pty it controls, as a shell's job does, hung up; the kernel sends SIGHUP.
-        hung_up = tmp_path / "hung-up"
-        master, slave = os.openpty()
-        try:
-            proc = subprocess.Popen([sys.executable, "-m", "arena", *args, str(hung_up)], env=clean_env(),
-                                    stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
-                                    preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
-        finally:
-            os.close(slave)
-        launchers.append(proc)
-        shown = b""
-        while not (hung_up / "ckpt_000000128.pt").exists():
-            if select.select([master], [], [], 0.1)[0]:
-                shown += os.read(master, 65536)  # what the terminal shows, so that no process blocks writing
-            assert proc.poll() is None, shown.decode(errors="replace")
-        workers = list(children(proc.pid).values())
-        pids += workers
-        os.close(master)
-        assert proc.wait(60) == 0, "every process stopped cleanly; writing to the dead terminal failed nowhere"
-        end = time.monotonic() + 15
-        while not all(ended(pid) for pid in workers):
-            assert time.monotonic() < end, "the processes outlived the terminal"
-            time.sleep(0.05)
-        assert_whole_checkpoints(hung_up)
     finally:
         for pid in pids:
             if not ended(pid):

@@ -217,7 +217,7 @@ def test_a_run_saved_before_the_floor_the_ladder_share_or_tenures_existed_resume
     assert (run.tenure, run.handover) == (1, True)  # every slot drawn at every rollout, battles handed over
 
 
-def test_league_training_plays_the_ladder_and_evaluates_against_every_rung(tmp_path):
+def test_league_training_plays_the_ladder_and_evaluates_against_every_rung(tmp_path, short_battles):
     """--vs league: the ladder (some of it reading the extended observation) and the training partners
     drawn by PFSP with the run's own checkpoints; the learner keeps its standard observation; eval.csv
     has every rung and no partner."""
@@ -259,7 +259,7 @@ def worst_and_mean(row):
     return min(scores), sum(scores) / len(scores)
 
 
-def test_the_evaluated_weights_with_the_best_worst_score_are_kept(tmp_path):
+def test_the_evaluated_weights_with_the_best_worst_score_are_kept(tmp_path, short_battles):
     out = tmp_path / "run"
     args = ["--vs", "crank", "--num-envs", "16", "--seed", "2", "--save-interval", str(16 * 16), *TINY,
             "--eval-games", "8"]
@@ -284,7 +284,7 @@ def test_the_evaluated_weights_with_the_best_worst_score_are_kept(tmp_path):
     assert not (tmp_path / "none" / "best.pt").exists() and not (tmp_path / "none" / "best.json").exists()
 
 
-def test_rollback_goes_back_to_the_kept_weights_when_an_evaluation_falls_below_them(tmp_path):
+def test_rollback_goes_back_to_the_kept_weights_when_an_evaluation_falls_below_them(tmp_path, short_battles):
     out = tmp_path / "run"
     args = ["--vs", "crank", "--num-envs", "16", "--seed", "2", "--save-interval", str(16 * 16), *TINY,
             "--eval-games", "8", "--rollback", "0.001"]
@@ -355,7 +355,7 @@ def test_a_gated_run_keeps_only_weights_that_beat_the_kept_ones_head_to_head(tmp
     assert refused.exit_code != 0 and "--gate 0.3 plays the weights in best.pt" in refused.output
 
 
-def test_a_resumed_gated_run_plays_and_decides_as_one_that_never_stopped(tmp_path):
+def test_a_resumed_gated_run_plays_and_decides_as_one_that_never_stopped(tmp_path, short_battles):
     common = ["--vs", "crank", "--num-envs", "12", "--seed", "1", "--save-interval", "192", *TINY, "--eval-games", "6",
               "--rollback", "0.1", "--gate", "0.2"]
     a, b = straight_and_resumed(common, tmp_path)
@@ -365,7 +365,7 @@ def test_a_resumed_gated_run_plays_and_decides_as_one_that_never_stopped(tmp_pat
     assert a["best"] == b["best"]
 
 
-def test_a_resumed_run_keeps_the_same_best_weights(tmp_path):
+def test_a_resumed_run_keeps_the_same_best_weights(tmp_path, short_battles):
     common = ["--vs", "crank", "--num-envs", "12", "--seed", "4", "--save-interval", "192", *TINY, "--eval-games", "6"]
     a, b = straight_and_resumed(common, tmp_path)
     assert a["best"] == b["best"]
@@ -379,7 +379,7 @@ def test_a_resumed_run_keeps_the_same_best_weights(tmp_path):
     assert torch.load(branch / "best.pt", weights_only=True)["best"] == older
 
 
-def test_best_weights_in_no_checkpoint_of_the_folder_start_again(tmp_path):
+def test_best_weights_in_no_checkpoint_of_the_folder_start_again(tmp_path, short_battles):
     """Evaluated between checkpoints, the kept weights may be in no file a resumed run can reach: it says so
     and keeps the best of its own evaluations instead of naming a best.pt it cannot write."""
     common = ["--vs", "crank", "--num-envs", "12", "--seed", "4", "--save-interval", "192", *TINY, "--eval-games", "4"]
