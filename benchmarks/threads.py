@@ -11,7 +11,9 @@ loads. The settings compared, in the table's columns:
 - ``1 thread`` / ``N threads``: ``--threads 1`` / ``--threads N`` (N = the usable cores);
 - ``auto``: ``ARENA_THREADS=auto``, one thread per core found idle over 50 ms at start;
 - ``torch default``: torch's own thread count and OpenMP's own wait policy (torch imported before
-  arena, ``--threads 0``): what every command did before arena chose its defaults.
+  arena, ``--threads 0``): what every command did before arena chose its defaults;
+- ``library`` (``env:N`` only): a script that imports torch before arena and builds a ``TensorEnv``
+  without choosing threads, as a notebook or a Gymnasium script does: the env settles the count.
 
 Workloads: ``env:N`` steps N battles with random actions (env-steps/s); ``play`` is ``arena play crank
 placeholder --games 4096`` (games/s, as the command reports it); ``league`` is ``arena tournament`` of
@@ -42,7 +44,8 @@ import torch
 from arena.env import TensorEnv
 from arena.threads import apply_threads
 n = int(sys.argv[1])
-apply_threads(None if sys.argv[2] == "default" else int(sys.argv[2]), batch=n)
+if sys.argv[2] != "library":  # a library user chooses nothing: the env settles the count
+    apply_threads(None if sys.argv[2] == "default" else int(sys.argv[2]), batch=n)
 env = TensorEnv(n, device="cpu", seed=0)
 env.reset()
 g = torch.Generator().manual_seed(0)
@@ -73,7 +76,7 @@ participants:
 """
 LEAGUE_GAMES = 6 * 256
 
-SETTINGS = ("default", "auto", "1 thread", "N threads", "torch default")
+SETTINGS = ("default", "auto", "1 thread", "N threads", "torch default", "library")
 
 
 def spin() -> None:
@@ -86,19 +89,22 @@ def child(code: str, setting: str, args: list[str]) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "ARENA_THREADS")}
     if setting == "auto":
         env["ARENA_THREADS"] = "auto"
-    if setting == "torch default":
+    if setting in ("torch default", "library"):
         code = "import torch\n" + code  # torch (and OpenMP) load before arena can choose a policy
     return subprocess.run([sys.executable, "-c", code, *args], env=env, check=True, capture_output=True,
                           text=True).stdout
 
 
 def thread_arg(setting: str, cores: int) -> str | None:
-    return {"default": None, "auto": None, "1 thread": "1", "N threads": str(cores), "torch default": "0"}[setting]
+    return {"default": None, "auto": None, "1 thread": "1", "N threads": str(cores), "torch default": "0",
+            "library": "library"}[setting]
 
 
 def run_once(workload: str, setting: str, cores: int) -> float:
     threads = thread_arg(setting, cores)
     flag = [] if threads is None else ["--threads", threads]
+    if setting == "library" and not workload.startswith("env:"):
+        return float("nan")  # the commands choose threads themselves
     if workload.startswith("env:"):
         out = child(ENV_CODE, setting, [workload[4:], threads or "default"])
         return float(json.loads(out.strip().splitlines()[-1])["rate"])
@@ -125,6 +131,7 @@ def measure(workloads: list[str], busy: int, repeats: int, cores: int,
     try:
         for workload in workloads:
             rates = {s: statistics.median(run_once(workload, s, cores) for _ in range(repeats)) for s in settings}
+            rates = {s: rate for s, rate in rates.items() if rate == rate}  # NaN: not measured for this workload
             best = max(rates.values())
             rows.append({"workload": workload, "busy": busy, **rates,
                          **{f"{short}/1thr": rates[s] / rates["1 thread"] for s, short in RATED if s in rates},
