@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,11 @@ def fake_dists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     dists.cleanup()
     reset_host()
 
+
+
+@pytest.fixture
+def release():
+    """An event that lets a test's hung agent moves return at its end, so no thread outlives the test."""
+    event = threading.Event()
+    yield event
+    event.set()

@@ -224,14 +224,6 @@ class Stuck(Echo):
 
 
 @pytest.fixture
-def release():
-    """Lets the hung moves of a test return at its end, so no thread outlives it."""
-    event = threading.Event()
-    yield event
-    event.set()
-
-
-@pytest.fixture
 def quick_bounds(monkeypatch):
     """Hang bounds of a fraction of a second, so these tests take no longer."""
     import arena.loop

@@ -214,13 +214,6 @@ class Hanging(Pursuer):
         return super().act(observation)
 
 
-@pytest.fixture
-def release():
-    event = threading.Event()
-    yield event
-    event.set()
-
-
 def test_a_move_that_never_returns_forfeits_its_games_and_the_league_plays_on(release) -> None:
     hanging = Hanging(release, after=3)
     agents = league(hanging)
