@@ -86,6 +86,7 @@ def test_truncated_file(tmp_path, keep):
     assert "t.pt: not a readable torch checkpoint" in unreadable_error(path)
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace:DeprecationWarning")  # writes a TorchScript file
 def test_torchscript_file_is_named_as_such(tmp_path):
     path = tmp_path / "policy.pt"
     torch.jit.trace(torch.nn.Linear(2, 1), torch.zeros(1, 2)).save(str(path))
@@ -94,6 +95,7 @@ def test_torchscript_file_is_named_as_such(tmp_path):
         load_checkpoint(path)
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace:DeprecationWarning")  # writes a TorchScript file
 def test_torch_save_files_are_told_by_their_structure(tmp_path):
     import io
 
