@@ -418,16 +418,15 @@ def trained_for(path: str | os.PathLike[str]) -> TrainedFor | None:
 
     The tensors are memory-mapped, not read: a league asks this of every checkpoint before loading any.
     """
-    import torch
-
     from arena.env import EnvConfig
+    from arena.torchfile import TorchFileError, read_torch_file
 
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except Exception:  # noqa: BLE001 - an old (non-zip) file cannot be mapped; any other fault shows when it loads
+        data = read_torch_file(path, mmap=True)
+    except TorchFileError:  # an old (non-zip) file cannot be mapped; any other fault shows when it loads
         try:
-            data = read_checkpoint(str(path))
-        except AgentSpecError:
+            data = read_torch_file(path)
+        except TorchFileError:
             return None
     saved = data.get("env_config") if isinstance(data, dict) else None
     if not isinstance(saved, dict):

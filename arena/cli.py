@@ -61,6 +61,18 @@ class ArenaGroup(click.Group):
 
     plugins_loaded = False
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The program's entry point (not a test's ``CliRunner``, which calls ``main``): a process that
+        gave up on a hung agent move ends without the interpreter's shutdown (``arena.guard.end_process``)."""
+        try:
+            return self.main(*args, **kwargs)
+        except SystemExit as exc:
+            from arena.guard import calls_abandoned, end_process
+
+            if calls_abandoned():
+                end_process(exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1)
+            raise
+
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """Count the user's Ctrl-C from the very start (plugins load while parsing), so that an agent or
         plugin raising KeyboardInterrupt itself is blamed instead of being obeyed (see arena.guard)."""
@@ -469,7 +481,7 @@ def export(checkpoint: str, fmt: str, out_file: str, no_check: bool, as_json: bo
     from arena.plugins import PluginError
 
     try:
-        name, source = parse_spec(checkpoint)
+        _, source = parse_spec(checkpoint)
     except AgentSpecError as exc:
         raise ArenaError(str(exc)) from None
     try:

@@ -32,8 +32,10 @@ needs the agent in a process of its own (docs/plugins.md, *What the arena contai
 
 from __future__ import annotations
 
+import os
 import queue
 import signal
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -44,6 +46,7 @@ T = TypeVar("T")
 
 _interrupts = 0  # SIGINTs (and signals turned into KeyboardInterrupt) noted since start-up
 _watchers = 0  # handlers currently counting; 0 means "cannot tell a real Ctrl-C from an agent's"
+_abandoned = 0  # agent calls given up on in this process, whose threads may still be running
 
 
 class AgentCodeError(RuntimeError):
@@ -225,5 +228,28 @@ class Watchdog:
 
     def _abandon(self) -> None:
         """Leave the busy worker to its call: it stops once the call returns, if it ever does."""
+        global _abandoned
         self.abandoned += 1
+        _abandoned += 1
         self.close()
+
+
+def calls_abandoned() -> int:
+    """Agent calls this process gave up on (:class:`Watchdog`); their threads may still be running."""
+    return _abandoned
+
+
+def end_process(code: int) -> None:
+    """Exit now with ``code``, skipping the interpreter's shutdown.
+
+    A thread left in an abandoned agent call may be inside native code (a torch operation) when the
+    interpreter shuts down; it is then unwound from under that code and the process aborts (status 134)
+    after its work was done. Everything is saved and closed by the time a command returns, so a
+    command whose process abandoned a call ends here instead, with its own exit status.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken stream: nothing more can be said on it
+            pass
+    os._exit(code)

@@ -45,6 +45,7 @@ def prepare_openmp() -> None:
     Respects a policy the user set, and does nothing once torch is imported: by then it is too late.
     """
     if "torch" in sys.modules:
+        note_torch_default()
         return
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
@@ -118,6 +119,16 @@ def default_threads(batch: int | None = None, processes: int = 1) -> int:
 
 _chosen = False  # a command (or a script through apply_threads) decided the count
 _settled: int | None = None  # the count settle_threads last set on its own
+_torch_default: int | None = None  # torch's count when arena first saw torch loaded
+
+
+def note_torch_default() -> None:
+    """Remember torch's thread count the first time arena finds torch loaded (``import arena`` after
+    torch, or arena's env loading it), as torch's own default: torch picks it from the machine (one
+    per core, or per physical core), which this module cannot recompute everywhere."""
+    global _torch_default
+    if _torch_default is None and "torch" in sys.modules:
+        _torch_default = sys.modules["torch"].get_num_threads()
 
 
 def apply_threads(threads: int | None = None, batch: int | None = None, processes: int = 1) -> int:
@@ -140,18 +151,21 @@ def apply_threads(threads: int | None = None, batch: int | None = None, processe
 def settle_threads(batch: int) -> int:
     """Apply the default count for an env of ``batch`` battles on the CPU, unless a count was chosen.
 
-    A choice is a command's or a script's :func:`apply_threads`, ``OMP_NUM_THREADS``, or a
-    ``torch.set_num_threads`` that left a count other than torch's own (one per core) and other than
-    the one this function set last; ``ARENA_THREADS`` always applies. Returns the count in force.
+    A choice is a command's or a script's :func:`apply_threads` (``--threads``), ``ARENA_THREADS``,
+    ``OMP_NUM_THREADS``, or a ``torch.set_num_threads`` that left a count other than torch's own (as
+    first seen by arena) and other than the one this function set last. Returns the count in force.
     """
     import torch
 
     global _settled
     current = torch.get_num_threads()
+    if _chosen:
+        return current
     if not os.environ.get(ENV_VAR, "").strip():
-        if _chosen or os.environ.get("OMP_NUM_THREADS"):
+        if os.environ.get("OMP_NUM_THREADS"):
             return current
-        if current != (_settled if _settled is not None else usable_cores()):
+        note_torch_default()
+        if current != (_settled if _settled is not None else _torch_default):
             return current  # the user's own torch.set_num_threads
     count = default_threads(batch)
     if count > 0:

@@ -20,8 +20,12 @@ class TorchFileError(ValueError):
     """A checkpoint file that is missing, unreadable, damaged, or not what ``torch.save`` writes; one line."""
 
 
-def read_torch_file(path: str | os.PathLike[str], *, map_location: "str | torch.device" = "cpu") -> Any:
+def read_torch_file(path: str | os.PathLike[str], *, map_location: "str | torch.device" = "cpu",
+                    mmap: bool = False) -> Any:
     """``torch.load(path, weights_only=True)``, every failure one whole line naming the file.
+
+    ``mmap`` maps the tensors instead of reading them (a zip-format file only): for a look at a few
+    entries of many checkpoints.
 
     Torch's own messages run to paragraphs (advice about ``weights_only``, internal zip-reader
     errors) that a one-line error would cut mid-word; what the user needs is which file, that it is
@@ -43,7 +47,7 @@ def read_torch_file(path: str | os.PathLike[str], *, map_location: "str | torch.
     except OSError as exc:
         raise TorchFileError(f"checkpoint {file}: cannot be read ({exc.strerror or type(exc).__name__})") from exc
     try:
-        return torch.load(file, map_location=map_location, weights_only=True)
+        return torch.load(file, map_location=map_location, weights_only=True, mmap=mmap)
     except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file; all mean "unreadable"
         raise TorchFileError(unreadable_message(file, exc)) from exc
 

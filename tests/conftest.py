@@ -51,3 +51,12 @@ def release():
     event = threading.Event()
     yield event
     event.set()
+    join_watchdogs()
+
+
+def join_watchdogs(timeout: float = 10.0) -> None:
+    """Wait for the watchdog threads of released agent moves: a thread still in torch code when the
+    interpreter shuts down would abort the test process."""
+    for thread in threading.enumerate():
+        if thread.name.startswith("arena-") and thread is not threading.current_thread():
+            thread.join(timeout)

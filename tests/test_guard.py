@@ -133,3 +133,35 @@ def test_a_hung_call_does_not_keep_the_process_from_exiting():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
                           cwd=Path(__file__).resolve().parents[1])
     assert (done.returncode, done.stdout.strip()) == (0, "gave up"), done.stderr
+
+
+def test_a_process_that_abandoned_a_call_in_native_code_ends_with_its_own_status():
+    """A thread abandoned inside torch operations would be unwound from under them at shutdown, and the
+    process would abort (134) after its work was done; end_process skips the shutdown."""
+    code = ("import torch; from arena import guard\n"
+            "def spin():\n    x = torch.ones(1000)\n    while True:\n        x = (x * 1.0001).sin()\n"
+            "try:\n    guard.Watchdog().call(0.1, spin)\nexcept guard.CallTimedOut:\n    print('gave up')\n"
+            "guard.end_process(3 if guard.calls_abandoned() == 1 else 4)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert (done.returncode, done.stdout.strip()) == (3, "gave up"), done.stderr
+
+
+def test_the_command_line_ends_that_way_only_after_an_abandoned_call(monkeypatch):
+    from arena.cli import main
+
+    ended = []
+
+    def end_process(code: int) -> None:
+        ended.append(code)
+        raise SystemExit(code)
+
+    monkeypatch.setattr(guard, "end_process", end_process)
+    monkeypatch.setattr(guard, "_abandoned", 0)
+    with pytest.raises(SystemExit):
+        main(["agents", "--json"])
+    assert ended == []
+    monkeypatch.setattr(guard, "_abandoned", 1)
+    with pytest.raises(SystemExit):
+        main(["play", "crank", "no-such-agent", "-q"])
+    assert ended == [2]  # the command's own status

@@ -135,7 +135,7 @@ def test_too_late_once_torch_is_loaded() -> None:
 
 
 def test_an_env_settles_the_default_for_its_batch_unless_a_count_was_chosen(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(threads, "usable_cores", lambda: 3)  # torch's own default: one per core
+    monkeypatch.setattr(threads, "_torch_default", 3)  # torch's own count, as arena first saw it
     monkeypatch.setattr(threads, "auto_threads", lambda: 2)
     torch.set_num_threads(3)
     TensorEnv(8, device="cpu")
@@ -147,16 +147,16 @@ def test_an_env_settles_the_default_for_its_batch_unless_a_count_was_chosen(monk
 
 
 def test_a_count_the_user_or_a_command_chose_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(threads, "usable_cores", lambda: 3)
+    monkeypatch.setattr(threads, "_torch_default", 3)
     torch.set_num_threads(2)  # not torch's default: someone chose it
     TensorEnv(8, device="cpu")
     assert torch.get_num_threads() == 2
-    apply_threads(3)
-    TensorEnv(8, device="cpu")
-    assert torch.get_num_threads() == 3
-    monkeypatch.setenv(ENV_VAR, "1")  # the variable always applies
+    monkeypatch.setenv(ENV_VAR, "1")  # the variable applies to a count nobody chose on the command line
     TensorEnv(8, device="cpu")
     assert torch.get_num_threads() == 1
+    apply_threads(3)  # --threads 3 wins over the variable and every env built afterwards
+    TensorEnv(8, device="cpu")
+    assert torch.get_num_threads() == 3
 
 
 THREADS_PROBE = ("{first}; import torch; from arena.env import TensorEnv; TensorEnv(64, device='cpu'); "

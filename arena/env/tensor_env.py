@@ -14,7 +14,9 @@ from arena.env.observations import PLAYERS, Observation, global_state, global_st
 from arena.env.spawn import sample_spawn, seeded_spawn
 from arena.env.state import WorldState
 from arena.env.teams import side_view
-from arena.threads import settle_threads
+from arena.threads import note_torch_default, settle_threads
+
+note_torch_default()  # torch's own count, before anyone in arena sets one
 
 Obs = dict[str, Observation]
 

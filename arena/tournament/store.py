@@ -536,7 +536,8 @@ def _inspect(path: Path, conn: sqlite3.Connection, reader: bool) -> str | None:
     try:
         conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
     except sqlite3.Error as exc:  # anything else is reported by _check_ours, naming what SQLite says
-        if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_ROLLBACK":
+        name = getattr(exc, "sqlite_errorname", None)  # Python 3.11+; before, a journal beside it tells
+        if name == "SQLITE_READONLY_ROLLBACK" or (name is None and path.with_name(f"{path.name}-journal").exists()):
             raise StoreError(f"{path}: a write to it was interrupted and {path.name}-journal holds what it changed; "
                              f"arena reads a file before it writes to it, so roll that back first by opening it "
                              f"once with SQLite (`sqlite3 {path.name} 'PRAGMA quick_check'`), then run again") from None

@@ -218,7 +218,7 @@ def test_a_move_that_never_returns_forfeits_its_games_and_the_league_plays_on(re
     hanging = Hanging(release, after=3)
     agents = league(hanging)
     start = time.perf_counter()
-    sink, stats, us = run(agents, games=4, max_envs=4, time_per_move=0.2)  # #3 plays in batches 1 and 2 of 0..2
+    sink, stats, us = run(agents, games=4, max_envs=4, time_per_move=0.5)  # #3 plays in batches 1 and 2 of 0..2
     assert time.perf_counter() - start < 20.0
     assert stats.batches == 3
     mine = [r for r in sink.results if 3 in (r.p1, r.p2)]
@@ -226,6 +226,6 @@ def test_a_move_that_never_returns_forfeits_its_games_and_the_league_plays_on(re
     assert len(others) == 12 and not any(r.forfeit for r in others)  # every other pairing played normally
     assert mine and all(r.forfeit_by == 3 and r.batch == 1 and r.length == 2 for r in mine)
     assert {r.forfeit_reason for r in mine} == {"#3 ran out of time: a move on 2 battles did not return within "
-                                                "1.2 s, so it is abandoned and not called again (time_per_move 0.2 s)"}
+                                                "1.5 s, so it is abandoned and not called again (time_per_move 0.5 s)"}
     assert len(mine) + stats.left == 12  # its later games wait for the next run, and a fresh instance
     assert hanging.moves == 3  # abandoned: never called again, in its batch or the next

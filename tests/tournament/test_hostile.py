@@ -369,15 +369,14 @@ class Hung(Pursuer):
 
 
 @pytest.fixture()
-def hung(registry):  # type: ignore[no-untyped-def]
-    Hung.release = threading.Event()
+def hung(registry, release):  # type: ignore[no-untyped-def]
+    Hung.release = release  # set, and its threads joined, when the test ends
     registry.add("hung", Hung, PluginInfo("tests", "arena-tests", "0", "tests.tournament"))
-    yield registry
-    Hung.release.set()
+    return registry
 
 
 def test_time_per_move_forfeits_a_move_that_never_returns_and_the_league_finishes(write_league, hung) -> None:
-    config = load_config(write_league(LEAGUE + ["hung"], time_per_move=0.2))
+    config = load_config(write_league(LEAGUE + ["hung"], time_per_move=0.5))
     start = time.perf_counter()
     report = run_tournament(config, registry=hung, progress=False)
     assert time.perf_counter() - start < 30.0
@@ -386,8 +385,8 @@ def test_time_per_move_forfeits_a_move_that_never_returns_and_the_league_finishe
     assert board.loc[["near", "far", "idle"], "forfeits"].sum() == 0 and report.complete
     reasons = {f["reason"] for f in report.forfeits} if isinstance(report.forfeits, list) else \
         set(report.forfeits["reason"])
-    assert reasons == {"hung ran out of time: a move on 12 battles did not return within 1.2 s, so it is abandoned "
-                       "and not called again (time_per_move 0.2 s)"}
+    assert reasons == {"hung ran out of time: a move on 12 battles did not return within 1.5 s, so it is abandoned "
+                       "and not called again (time_per_move 0.5 s)"}
 
 
 def test_time_per_move_is_not_applied_when_unset_or_generous(write_league, registry) -> None:
