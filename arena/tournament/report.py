@@ -340,8 +340,8 @@ def sprt_section(run: dict[str, Any]) -> list[str]:
     tests = run.get("sprt")
     if not tests:
         return []
-    rows = ["| candidate | elo0 | elo1 | W-D-L | pairs 0-½-1-1½-2 | unpaired games | model | LLR | bounds | verdict |",
-            "|---|---:|---:|---|---|---:|---|---:|---|---|"]
+    rows = ["| candidate | elo0 | elo1 | W-D-L | pairs 0-½-1-1½-2 | unpaired games | model | LLR | bounds "
+            "| verdict |", "|---|---:|---:|---|---|---:|---|---:|---|---|"]
     for t in tests:
         pairs = "-".join(str(c) for c in t.get("pentanomial", ()))
         elo0, elo1 = (f"{t[k]:g}" if isinstance(t.get(k), (int, float)) else "" for k in ("elo0", "elo1"))
