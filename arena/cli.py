@@ -63,13 +63,14 @@ class ArenaGroup(click.Group):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The program's entry point (not a test's ``CliRunner``, which calls ``main``): a process that
-        gave up on a hung agent move ends without the interpreter's shutdown (``arena.guard.end_process``)."""
+        gave up on a hung agent move, or ran torch.distributed, ends without the interpreter's shutdown
+        (``arena.guard.end_process``)."""
         try:
             return self.main(*args, **kwargs)
         except SystemExit as exc:
-            from arena.guard import calls_abandoned, end_process
+            from arena.guard import end_process, skips_shutdown
 
-            if calls_abandoned():
+            if skips_shutdown():
                 end_process(exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1)
             raise
 

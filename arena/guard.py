@@ -47,6 +47,7 @@ T = TypeVar("T")
 _interrupts = 0  # SIGINTs (and signals turned into KeyboardInterrupt) noted since start-up
 _watchers = 0  # handlers currently counting; 0 means "cannot tell a real Ctrl-C from an agent's"
 _abandoned = 0  # agent calls given up on in this process, whose threads may still be running
+_native_threads = False  # a library started threads of its own that may abort the interpreter's shutdown
 
 
 class AgentCodeError(RuntimeError):
@@ -239,13 +240,25 @@ def calls_abandoned() -> int:
     return _abandoned
 
 
+def note_native_threads() -> None:
+    """Say that this process runs native threads that may still be busy at exit (torch.distributed's
+    gloo): the command line then ends it with :func:`end_process`, as after an abandoned call."""
+    global _native_threads
+    _native_threads = True
+
+
+def skips_shutdown() -> bool:
+    """Whether this process should end without the interpreter's shutdown (see :func:`end_process`)."""
+    return _abandoned > 0 or _native_threads
+
+
 def end_process(code: int) -> None:
     """Exit now with ``code``, skipping the interpreter's shutdown.
 
-    A thread left in an abandoned agent call may be inside native code (a torch operation) when the
-    interpreter shuts down; it is then unwound from under that code and the process aborts (status 134)
-    after its work was done. Everything is saved and closed by the time a command returns, so a
-    command whose process abandoned a call ends here instead, with its own exit status.
+    A thread left in an abandoned agent call, or one of gloo's, may be inside native code when the
+    interpreter shuts down; it is then unwound from under that code and the process aborts (status
+    134, "terminate called without an active exception") after its work was done. Everything is saved
+    and closed by the time a command returns, so such a process ends here instead, with its own status.
     """
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -158,6 +158,7 @@ def test_the_command_line_ends_that_way_only_after_an_abandoned_call(monkeypatch
 
     monkeypatch.setattr(guard, "end_process", end_process)
     monkeypatch.setattr(guard, "_abandoned", 0)
+    monkeypatch.setattr(guard, "_native_threads", False)
     with pytest.raises(SystemExit):
         main(["agents", "--json"])
     assert ended == []

@@ -205,6 +205,7 @@ class Group:
         import torch
         import torch.distributed as dist
 
+        from arena.guard import note_native_threads
         from arena.training.launcher import LauncherGone, follow_launcher
 
         rank = rank or rank_from_env()
@@ -218,6 +219,7 @@ class Group:
             raise PeerFailure(f"{exc}; {rank} stops") from None
         if not dist.is_available():
             raise DistributedError("this torch build has no torch.distributed")
+        note_native_threads()  # gloo's threads can abort the interpreter's shutdown after a clean end
         if not dist.is_initialized():
             backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
             try:
