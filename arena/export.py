@@ -13,10 +13,7 @@ is refused: an export must never cost the weights it came from.
 from __future__ import annotations
 
 import os
-import secrets
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +54,8 @@ def exportable(agent: Any) -> Any:
 
 def write(module: Any, obs_size: int, fmt: str, path: str | Path) -> Path:
     """Write ``module`` (obs [n, obs_size] -> action, fire_logit) as ``fmt`` to ``path``, atomically."""
+    from arena.training.checkpoint import staged
+
     target = Path(path)
     with staged(target) as temp:
         write_file(module, obs_size, fmt, temp)
@@ -85,29 +84,6 @@ def write_file(module: Any, obs_size: int, fmt: str, path: Path) -> None:
             torch.onnx.export(module, (example,), str(path), input_names=["obs"],
                               output_names=["action", "fire_logit"], dynamo=False,
                               dynamic_axes={"obs": {0: "batch"}, "action": {0: "batch"}, "fire_logit": {0: "batch"}})
-
-
-@contextmanager
-def staged(target: Path) -> Iterator[Path]:
-    """A fresh temporary path beside ``target``, renamed onto it when the block ends without an error.
-
-    The temp name is a checkpoint temp name (``.<name>.<pid>.<random>.tmp``), so a run that finds one
-    left by a killed export in its folder cleans it up like its own. On any error the temp file goes
-    and ``target`` stays as it was (or absent).
-    """
-    from arena.training.checkpoint import temp_prefix
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.parent / f"{temp_prefix(target)}{secrets.token_hex(4)}.tmp"
-    os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # reserved; mode as a plain write
-    try:
-        yield temp
-        with temp.open("r+b") as handle:  # on disk before it takes the target's name
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
 
 
 def refuse_output(out: str | Path, source: str | Path | None = None) -> Path:
@@ -181,6 +157,8 @@ def export_policy(agent: Any, fmt: str, out: str | Path, *, source: str | Path |
     ``out`` is refused where :func:`refuse_output` says so; the file takes its name only once written
     and checked. A failed check raises :class:`ExportError` with its measurements and writes nothing.
     """
+    from arena.training.checkpoint import staged
+
     target = refuse_output(out, source)
     keys = tuple(getattr(agent, "obs_keys", ()))
     module = exportable(agent)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
-from collections.abc import Mapping
+import secrets
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,18 +69,31 @@ def save_checkpoint(payload: Mapping[str, Any], path: str | os.PathLike[str]) ->
         raise ValueError(f"checkpoint payload lacks {missing}; "
                          "every arena checkpoint names its agent and format version")
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            torch.save(to_cpu(dict(payload)), handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with staged(target, mode=0o600) as tmp:
+        torch.save(to_cpu(dict(payload)), tmp)
     return target
+
+
+@contextmanager
+def staged(target: Path, mode: int = 0o666) -> Iterator[Path]:
+    """A fresh temporary file beside ``target``, renamed onto it once the block has written it and it is
+    on disk; on any error it goes and ``target`` stays as it was (or absent).
+
+    The name is this process's temp name (:func:`temp_prefix`), so a run that finds one left by a
+    killed process in its folder cleans it up (:func:`clean_stale_temp_files`). ``mode`` is the new
+    file's, before the umask: checkpoints are the owner's alone, exported policies are plain files.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = target.parent / f"{temp_prefix(target)}{secrets.token_hex(4)}.tmp"
+    os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
+    try:
+        yield temp
+        with temp.open("r+b") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
 
 
 def temp_prefix(target: Path) -> str:
