@@ -207,15 +207,14 @@ def agents(as_json: bool) -> None:
         raise ArenaError(f"ARENA_STRICT_PLUGINS: {len(cat.problems)} plugin problem(s), first: {cat.problems[0]}")
 
 
-def parse_env_overrides(items: tuple[str, ...], team_size: int | None = None) -> "EnvConfig":
-    """``KEY=VALUE`` pairs (``reward.win=2`` for nested fields) into a validated EnvConfig; ``team_size``
-    (``--team-size``) wins over an ``--env team_size=`` given as well."""
+def parse_env_overrides(items: tuple[str, ...], team_size: int | None = None) -> tuple["EnvConfig", set[str]]:
+    """``KEY=VALUE`` pairs (``reward.win=2`` for nested fields) into a validated EnvConfig, and the fields
+    the user set (a checkpoint fills only the rest); ``team_size`` (``--team-size``) wins over an
+    ``--env team_size=`` given as well."""
     import yaml
 
     from arena.env import EnvConfig
 
-    if not items and team_size in (None, 1):
-        return EnvConfig()  # agents are built for the env they will play in, checkpoints checked against it
     data: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
@@ -235,7 +234,7 @@ def parse_env_overrides(items: tuple[str, ...], team_size: int | None = None) ->
     if team_size is not None:
         data["team_size"] = team_size
     try:
-        return EnvConfig.from_dict(data)
+        return EnvConfig.from_dict(data), set(data)
     except (ValueError, TypeError) as exc:
         raise ArenaError(f"--env: {exc}") from None
 
@@ -289,10 +288,10 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_si
     """
     from arena.match import AgentFailure, play_match
 
-    env_config = parse_env_overrides(env_overrides, team_size)
+    env_config, given = parse_env_overrides(env_overrides, team_size)
     set_threads(threads, batch=games)
     dev = device_option(device)
-    a, b, env_config = build_pair(agent_a, agent_b, dev, env_config, given_settings(env_overrides, team_size))
+    a, b, env_config = build_pair(agent_a, agent_b, dev, env_config, given)
     try:
         result = play_match(a, b, games, env_config=env_config, device=dev, seed=seed, name_a=agent_a,
                             name_b=agent_b, progress=not quiet)
@@ -314,12 +313,6 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_si
                f"({result.draws / n:.1%}), {result.losses:,} losses ({result.losses / n:.1%}); "
                f"score {result.score:.3f}")
     click.echo(f"  mean length {result.mean_length:.1f} steps; {result.games_per_second:,.0f} games/s")
-
-
-def given_settings(env_overrides: tuple[str, ...], team_size: int | None) -> set[str]:
-    """The EnvConfig fields the user set (``--team-size``, ``--env KEY=…``): a checkpoint fills only the rest."""
-    keys = {item.partition("=")[0].strip().partition(".")[0] for item in env_overrides}
-    return keys | ({"team_size"} if team_size is not None else set())
 
 
 def build_pair(agent_a: str, agent_b: str, dev: "torch.device", env_config: "EnvConfig",
@@ -410,14 +403,14 @@ def replay(agent_a: str, agent_b: str, games: int, out_dir: str, gif: bool, devi
     if gif and (missing := missing_gif_packages()):  # before anything is played or written
         raise ArenaError(f"--gif needs {' and '.join(missing)}, which cannot be imported here: "
                          f"pip install {' '.join(missing)} (or leave out --gif)")
-    env_config = parse_env_overrides(env_overrides, team_size)
+    env_config, given = parse_env_overrides(env_overrides, team_size)
     set_threads(threads, batch=games)
     dev = device_option(device)
     try:  # before playing: a folder that cannot be written is found before the work is done
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ArenaError(f"--out {out_dir}: cannot write there ({exc.strerror or exc})") from None
-    a, b, env_config = build_pair(agent_a, agent_b, dev, env_config, given_settings(env_overrides, team_size))
+    a, b, env_config = build_pair(agent_a, agent_b, dev, env_config, given)
     try:
         result, battles = record_match(a, b, games, env_config=env_config, name_a=agent_a, name_b=agent_b,
                                        device=dev, seed=seed, progress=not quiet)

@@ -26,10 +26,6 @@ def read_torch_file(path: str | os.PathLike[str], *, map_location: "str | torch.
 
     ``mmap`` maps the tensors instead of reading them (a zip-format file only): for a look at a few
     entries of many checkpoints.
-
-    Torch's own messages run to paragraphs (advice about ``weights_only``, internal zip-reader
-    errors) that a one-line error would cut mid-word; what the user needs is which file, that it is
-    unreadable, and what to do about it.
     """
     import torch
 
