@@ -18,7 +18,7 @@ DEMO_TRAIN_SECONDS ?= 120
 # The suite runs in one worker process per core (pytest-xdist); TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= auto
 
-.PHONY: install browser test demo bench clean
+.PHONY: install browser lint test demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,12 @@ install: $(STAMP)
 browser:
 	@bash .ci/install-chromium.sh
 
-test: install browser
+# ruff (lint rules and import order) and mypy, as configured in pyproject.toml.
+lint: install
+	$(BIN)/ruff check arena plugins benchmarks tests examples
+	$(BIN)/mypy
+
+test: install browser lint
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 demo: install

@@ -18,13 +18,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
-from arena.guard import AgentCodeError, call_agent
+from arena.guard import AgentCodeError, call_agent, head
 from arena.plugins import PluginHost, PluginInfo, get_host
 
 if TYPE_CHECKING:
     import torch
 
     from arena.env import EnvConfig
+    from arena.env.config import ObsMode
 
 T = TypeVar("T")
 
@@ -208,7 +209,7 @@ def _entries(kind: str, hook: str, info: PluginInfo, offered: Any,
         if not isinstance(offered, dict):
             host.bad_entry(info, f"{where} returned {type(offered).__name__}; expected a dict {{name: function}}")
             return []
-        good = []
+        good: list[tuple[str, Any, tuple[str, ...]]] = []
         for name, fn in offered.items():
             if not isinstance(name, str) or not name or not callable(fn):
                 host.bad_entry(info, f"{where}: entry {name!r}: {fn!r} skipped; expected a non-empty name and a "
@@ -405,7 +406,7 @@ class TrainedFor:
 
     path: str
     team_size: int
-    obs_mode: str
+    obs_mode: ObsMode
 
 
 class TeamSizeConflict(AgentSpecError):
@@ -464,15 +465,3 @@ def with_obs_mode(env_config: "EnvConfig", trained: TrainedFor | None) -> "EnvCo
     if trained is None or trained.obs_mode == env_config.obs_mode:
         return env_config
     return replace(env_config, obs_mode=trained.obs_mode)
-
-
-def head(text: str) -> str:
-    """The first line of a possibly multi-line message ("" for an empty one): errors print on one line."""
-    lines = text.strip().splitlines()
-    return lines[0] if lines else ""
-
-
-def first_line(exc: BaseException) -> str:
-    """``Type: first line of the message``, for reporting an exception raised by someone else's code."""
-    text = head(str(exc))
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

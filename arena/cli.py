@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from arena import __version__
-
 from arena.match import MAX_GAMES, RESULT_KEYS
 
 if TYPE_CHECKING:
     import torch
 
     from arena.env import EnvConfig
+    from arena.env.config import ObsMode
     from arena.replay import ReplayFiles
 
 
@@ -125,14 +125,14 @@ def main() -> None:
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto.")
 @click.option("--obs-mode", type=click.Choice(["default", "extended"]), default="default", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def env_info(device: str, obs_mode: str, as_json: bool) -> None:
+def env_info(device: str, obs_mode: ObsMode, as_json: bool) -> None:
     """Print the environment's constants, the device and the observation keys."""
     from dataclasses import asdict
 
     from arena.env import EnvConfig, TensorEnv
 
     try:
-        env = TensorEnv(1, device=device_option(device), config=EnvConfig(obs_mode=obs_mode))  # type: ignore[arg-type]
+        env = TensorEnv(1, device=device_option(device), config=EnvConfig(obs_mode=obs_mode))
     except ValueError as exc:
         raise ArenaError(str(exc)) from exc
     cfg = asdict(env.config)
@@ -323,8 +323,16 @@ def build_pair(agent_a: str, agent_b: str, dev: "torch.device", env_config: "Env
     team plays only its own), and each checkpoint's observation mode for that agent alone. A learner
     given no checkpoint gets a note: it would play untrained weights.
     """
-    from arena.agents import (AgentSpecError, DuplicateNameError, TeamSizeConflict, build_agent, parse_spec,
-                              team_size_for, trained_for, with_obs_mode)
+    from arena.agents import (
+        AgentSpecError,
+        DuplicateNameError,
+        TeamSizeConflict,
+        build_agent,
+        parse_spec,
+        team_size_for,
+        trained_for,
+        with_obs_mode,
+    )
     from arena.plugins import PluginError
 
     specs = (agent_a, agent_b)
@@ -394,11 +402,11 @@ def replay(agent_a: str, agent_b: str, games: int, out_dir: str, gif: bool, devi
       arena replay crank placeholder --out runs/replays
       arena replay runs/demo/best.pt crank --games 4 --gif --out runs/replays
     """
+    from pathlib import Path
+
     from arena.match import AgentFailure
     from arena.replay import record_match, save_battle
     from arena.replay.gif import missing_gif_packages
-
-    from pathlib import Path
 
     if gif and (missing := missing_gif_packages()):  # before anything is played or written
         raise ArenaError(f"--gif needs {' and '.join(missing)}, which cannot be imported here: "
@@ -502,11 +510,11 @@ def export(checkpoint: str, fmt: str, out_file: str, no_check: bool, as_json: bo
 
 
 def device_option(device: str) -> "torch.device":
-    """``--device`` checked in one place (arena.match.check_device) and blamed on the option."""
-    from arena.match import check_device
+    """``--device`` through the one resolver (arena.env.resolve_device), its error blamed on the option."""
+    from arena.env import resolve_device
 
     try:
-        return check_device(device)
+        return resolve_device(device)
     except ValueError as exc:
         raise ArenaError(f"--device: {exc}") from None
 
@@ -531,13 +539,18 @@ class TrainerGroup(click.Group):
         return trainer_registry().names()
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        from arena.agents import UnknownNameError, trainer_registry
+        from arena.agents import UnknownNameError, describe, trainer_registry
 
         try:
-            cls = trainer_registry().get(cmd_name)
+            entry = trainer_registry().entry(cmd_name)
         except UnknownNameError as exc:
             raise ArenaError(str(exc)) from None
-        return cls.command()
+        make = getattr(entry.obj, "command", None)
+        command = make() if callable(make) else None
+        if not isinstance(command, click.Command):
+            raise ArenaError(f"trainer {entry.name!r} from {describe(entry)} cannot be run: expected a command() "
+                             f"classmethod that returns a click.Command, got {command!r}")
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """List trainers by their one-line ``help`` without building their commands."""
@@ -546,7 +559,8 @@ class TrainerGroup(click.Group):
         registry = trainer_registry()
         rows = [(name, str(getattr(registry.get(name), "help", ""))) for name in registry.names()]
         with formatter.section("Trainers"):
-            formatter.write_dl(rows or [("(none)", "no trainer plugin is installed (pip install -e plugins/arena-ppo)")])
+            none = ("(none)", "no trainer plugin is installed (pip install -e plugins/arena-ppo)")
+            formatter.write_dl(rows or [none])
 
 
 @main.group("train", cls=TrainerGroup)

@@ -119,14 +119,24 @@ def user_interrupted(since: int) -> bool:
     return not counting() or _interrupts != since
 
 
+def head(text: str) -> str:
+    """The first line of a possibly multi-line message ("" for an empty one): errors print on one line."""
+    lines = text.strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def first_line(exc: BaseException) -> str:
+    """``Type: first line of the message``, for reporting an exception raised by someone else's code."""
+    text = head(str(exc))
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def call_agent(agent: str, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run ``fn(*args, **kwargs)``, agent code, and turn anything it raises into :class:`AgentCodeError`.
 
     ``agent`` is the name to blame and ``what`` the method (``"act"``, ``"reset"``, ``"eval"``,
     ``"create"``). A ``KeyboardInterrupt`` from the user (see :func:`user_interrupted`) passes through.
     """
-    from arena.agents import first_line
-
     before = _interrupts
     try:
         return fn(*args, **kwargs)
@@ -213,7 +223,7 @@ class Watchdog:
             raise CallTimedOut(timeout)
         if job.error is not None:
             raise job.error
-        return job.value  # type: ignore[no-any-return]
+        return job.value
 
     def close(self) -> None:
         """Stop the idle worker now (it also stops when the Watchdog is collected)."""

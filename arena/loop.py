@@ -449,7 +449,8 @@ class Seating:
         import torch
 
         cuda = self.device.type == "cuda"
-        outer = (torch.get_rng_state(), torch.cuda.get_rng_state(self.device) if cuda else None)
+        outer_cpu = torch.get_rng_state()
+        outer_cuda = torch.cuda.get_rng_state(self.device) if cuda else None
         if c.rng_state is None:
             torch.manual_seed(c.rng_seed)
         else:
@@ -460,9 +461,9 @@ class Seating:
             return call()
         finally:
             c.rng_state = (torch.get_rng_state(), torch.cuda.get_rng_state(self.device) if cuda else None)
-            torch.set_rng_state(outer[0])
-            if cuda:
-                torch.cuda.set_rng_state(outer[1], self.device)
+            torch.set_rng_state(outer_cpu)
+            if outer_cuda is not None:
+                torch.cuda.set_rng_state(outer_cuda, self.device)
 
     def _sync(self) -> None:
         if self.device.type == "cuda":

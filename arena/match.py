@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from arena.loop import AgentFailure, checked_call, raise_failures  # noqa: F401 - AgentFailure re-exported
@@ -28,39 +28,6 @@ SYNC_EVERY = 16  # steps between "all finished?" checks: the only host syncs of 
 
 
 MAX_GAMES = 1 << 24  # battles in one batch: ~16.7 M, already tens of GB of env state
-
-
-def check_device(device: "str | torch.device | None") -> "torch.device":
-    """The one place that turns a ``--device`` value into a usable device, or a one-line ``ValueError``.
-
-    On top of the env's parsing (cpu, cuda, cuda:N, auto) it refuses an MPS device on a machine
-    without one and a CPU index (``cpu:5``): torch accepts both as names, and the failure would
-    otherwise surface later as an agent returning actions on "the wrong device".
-    """
-    import torch
-
-    from arena.env import resolve_device
-
-    text = device if isinstance(device, str) else None
-    if text is not None and not text.strip():
-        raise ValueError("invalid device '': expected cpu, cuda, cuda:N or auto")
-    try:
-        dev = resolve_device(device)
-    except (RuntimeError, TypeError) as exc:  # torch's own wording for odd strings
-        raise ValueError(f"invalid device {device!r}: expected cpu, cuda, cuda:N or auto") from exc
-    if dev.type == "cpu":
-        if dev.index not in (None, 0):
-            raise ValueError(f"invalid device {str(device)!r}: the CPU has no device index; use cpu")
-        return torch.device("cpu")
-    if dev.type == "mps":
-        mps = getattr(torch.backends, "mps", None)
-        if mps is None or not mps.is_available():
-            raise ValueError(f"device {str(device)!r} requested but MPS is not available on this machine; "
-                             f"use cpu, cuda or auto")
-        if dev.index not in (None, 0):
-            raise ValueError(f"invalid device {str(device)!r}: use mps")
-        return torch.device("mps")
-    return dev
 
 
 @dataclass
@@ -107,14 +74,14 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
     """
     import torch
 
-    from arena.env import TensorEnv
+    from arena.env import TensorEnv, resolve_device
     from arena.env.teams import side_total
     from arena.loop import Controller, GameLoop, Seating, observation_config
     from arena.progress import Progress
 
     if not isinstance(games, int) or isinstance(games, bool) or not 1 <= games <= MAX_GAMES:
         raise ValueError(f"games must be an int from 1 to {MAX_GAMES:,}, got {games!r}")
-    device = check_device(device)
+    device = resolve_device(device)
     name_a = name_a or str(getattr(agent_a, "name", "") or type(agent_a).__name__)
     name_b = name_b or str(getattr(agent_b, "name", "") or type(agent_b).__name__)
     roles = ((agent_a, name_a, "A"), (agent_b, name_b, "B"))

@@ -38,7 +38,10 @@ class PluginError(RuntimeError):
 
 
 class ArenaSpec:
-    """The hooks a plugin may implement. Every hook name starts with ``arena_``."""
+    """The hooks a plugin may implement. Every hook name starts with ``arena_``.
+
+    Only the signatures count: pluggy calls the plugins' implementations, never these bodies.
+    """
 
     @hookspec
     def arena_agents(self) -> list[type]:
@@ -48,6 +51,7 @@ class ArenaSpec:
         **params)`` classmethod and, when it learns, a ``load(checkpoint, device, env_config=None)``
         classmethod. They become usable in ``arena play``, ``arena train --vs`` and tournaments.
         """
+        raise NotImplementedError
 
     @hookspec
     def arena_trainers(self) -> list[type]:
@@ -56,6 +60,7 @@ class ArenaSpec:
         A trainer class has a ``name``, a ``help`` line and a ``command()`` classmethod that returns the
         ``click.Command`` with its own options.
         """
+        raise NotImplementedError
 
     @hookspec
     def arena_rewards(self) -> dict[str, RewardFn]:
@@ -64,6 +69,7 @@ class ArenaSpec:
         ``fn(obs, next_obs, rewards, dones, infos)`` returns a [N] tensor added to the learner's reward;
         ``obs``/``next_obs`` are the learner's observation dicts before and after the step.
         """
+        raise NotImplementedError
 
     @hookspec
     def arena_commands(self, cli: click.Group) -> None:

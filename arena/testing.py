@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from arena.agents import Agent
 
 
-def check_agent(agent: "type | Agent", *, num_envs: int = 8, steps: int = 20, device: "str | torch.device" = "cpu",
+def check_agent(agent: "type[Any] | Agent", *, num_envs: int = 8, steps: int = 20, device: "str | torch.device" = "cpu",
                 seed: int = 0, **params: Any) -> None:
     """Fly ``agent`` (an instance, or a class built with ``create(device, **params)``) as p1 and p2.
 

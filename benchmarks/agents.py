@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import time
 
-import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 import torch
 from torch import nn
 

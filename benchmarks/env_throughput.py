@@ -20,7 +20,7 @@ import statistics
 import time
 from dataclasses import fields
 
-import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 import torch
 
 from arena.env import EnvConfig, TensorEnv
@@ -31,7 +31,8 @@ DEFAULT_SIZES = "1,64,1024,4096,16384,65536"
 
 
 def state_bytes(env: TensorEnv) -> int:
-    return sum(getattr(env.state, f.name).element_size() * getattr(env.state, f.name).nelement() for f in fields(env.state))
+    tensors = [getattr(env.state, f.name) for f in fields(env.state)]
+    return sum(t.element_size() * t.nelement() for t in tensors)
 
 
 def sync(device: torch.device) -> None:
@@ -71,7 +72,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help=f"comma-separated num_envs (default {DEFAULT_SIZES})")
     parser.add_argument("--steps", type=int, default=0, help="timed steps per size (default: about 1 s of work)")
-    parser.add_argument("--device", action="append", help="cpu, cuda, ... (repeatable; default cpu and cuda if present)")
+    parser.add_argument("--device", action="append",
+                        help="cpu, cuda, ... (repeatable; default cpu and cuda if present)")
     parser.add_argument("--obs-mode", default="default", choices=["default", "extended"])
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per size (default 3)")
     parser.add_argument("--threads", type=int, default=None, help=THREADS_HELP)

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 import torch
 
 from arena.tournament import parse_config, run_tournament

@@ -10,7 +10,7 @@ import argparse
 import statistics
 import time
 
-import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 import torch
 
 from arena.agents import build_agent

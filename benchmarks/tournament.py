@@ -24,12 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 import torch
 
-from arena.tournament import RatingConfig, ResultStore, bradley_terry, parse_config, run_tournament, trueskill_ratings
 from arena.threads import HELP as THREADS_HELP
 from arena.threads import apply_threads
+from arena.tournament import RatingConfig, ResultStore, bradley_terry, parse_config, run_tournament, trueskill_ratings
 
 CRANK_VARIANTS = [
     {},

@@ -26,7 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 
 RUNS: dict[str, dict[str, Any]] = {
     "mappo": {"algorithm": "mappo", "team_size": 2},
@@ -46,22 +46,20 @@ def train_and_score(name: str, minutes: float, games: int, seed: int, threads: i
     from arena.agents import build_agent
     from arena.match import play_match
     from arena.training import list_checkpoints
-    from arena_ppo.config import TrainConfig
+    from arena_ppo.config import default_config
+    from arena_ppo.prepare import opponent_factory, resolve_reward
     from arena_ppo.runners import MAPPORunner, OnPolicyRunner
-    from arena_ppo.trainer import opponent_factory, resolve_reward
 
     spec = RUNS[name]
-    cfg = TrainConfig()
+    mappo = spec["algorithm"] == "mappo"
+    cfg = default_config(spec["algorithm"])
     cfg.run.team_size = spec["team_size"]
     cfg.run.seed = seed
     cfg.run.device = "cpu"
     cfg.run.max_steps = 10**12  # the budget is time
     cfg.run.eval_games = 0  # scored below, outside the timed training
     cfg.run.threads = threads
-    cfg.run.out = str(out)
-    mappo = spec["algorithm"] == "mappo"
     if mappo:
-        cfg.run.privileged_critic = True
         cfg.ppo.value_norm = spec.get("value_norm", True)
         cfg.network.recurrent = spec.get("recurrent", False)
     env_config = cfg.run.env_config()

@@ -21,23 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
-
-
-def parse_set(cfg: Any, items: list[str]) -> None:
-    """``SECTION.FIELD=VALUE`` overrides of the trainer's config, typed like the default they replace."""
-    for item in items:
-        key, _, text = item.partition("=")
-        section, _, name = key.partition(".")
-        obj = getattr(cfg, section)
-        current = getattr(obj, name)
-        if isinstance(current, bool):
-            value: Any = text.lower() in ("1", "true", "yes")
-        elif isinstance(current, tuple):
-            value = tuple(text.split(",")) if text else ()
-        else:
-            value = type(current)(text)
-        setattr(obj, name, value)
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 
 
 def score_checkpoints(out: Path, opponents: list[str], games: int, seed: int, device: Any) -> list[dict[str, Any]]:
@@ -99,21 +83,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from arena.training import default_run_dir
-    from arena_ppo.config import TrainConfig
+    from arena.training.settings import parse_assignments
+    from arena_ppo.config import default_config
+    from arena_ppo.prepare import build_config, opponent_factory, resolve_reward
     from arena_ppo.runners import OnPolicyRunner
-    from arena_ppo.trainer import opponent_factory, resolve_reward
 
-    cfg = TrainConfig()
-    cfg.run.vs = tuple(args.vs or ("crank",))
-    cfg.run.device = args.device
-    cfg.run.seed = args.seed
-    cfg.run.max_steps = 10**12  # the budget is time
-    cfg.run.eval_games = 0  # the curve below, outside the timed training
-    if args.threads is not None:
-        cfg.run.threads = args.threads
-    parse_set(cfg, args.set)
+    given = {"run.vs": tuple(args.vs or ("crank",)), "run.device": args.device, "run.seed": args.seed,
+             "run.max_steps": 10**12,  # the budget is time
+             "run.eval_games": 0,  # the curve below, outside the timed training
+             **({"run.threads": args.threads} if args.threads is not None else {})}
+    cfg = build_config("ppo", {**given, **parse_assignments(default_config(), args.set)})
     out = args.out or default_run_dir("bench-ppo")
-    cfg.run.out = str(out)
     make_opponent = opponent_factory(device, cfg.run.env_config())
     runner = OnPolicyRunner(cfg, out, make_opponent, reward_fn=resolve_reward(cfg.run.reward), console=None,
                             progress=sys.stderr.isatty())
@@ -144,9 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         worst = {n: min(r[n]["score"] for r in late) for n in opponents}
         print("worst checkpoint after 5M steps: " + ", ".join(f"{n} {s:.1%}" for n, s in worst.items()))
     if args.json:
-        print(json.dumps({"minutes": args.minutes, "elapsed_s": round(elapsed, 1), "env_steps": runner.counters.env_steps,
-                          "updates": runner.counters.updates, "sps": round(sps), "overrides": args.set,
-                          "vs": list(cfg.run.vs), "out": str(out), "curve": rows}))
+        print(json.dumps({"minutes": args.minutes, "elapsed_s": round(elapsed, 1),
+                          "env_steps": runner.counters.env_steps, "updates": runner.counters.updates,
+                          "sps": round(sps), "overrides": args.set, "vs": list(cfg.run.vs), "out": str(out),
+                          "curve": rows}))
     return 0
 
 

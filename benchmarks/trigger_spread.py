@@ -20,7 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
-import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 
 
 def mixed_act(agent, rudder_sampled: bool, fire_sampled: bool, launch_p: list) -> None:

@@ -5,8 +5,21 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arena.agents import (Agent, AgentSpecError, BaseAgent, Registry, TeamSizeConflict, TrainedFor, UnknownNameError,
-                          agent_registry, build_agent, parse_spec, team_size_for, trained_for, with_obs_mode)
+from arena.agents import (
+    Agent,
+    AgentSpecError,
+    BaseAgent,
+    Registry,
+    TeamSizeConflict,
+    TrainedFor,
+    UnknownNameError,
+    agent_registry,
+    build_agent,
+    parse_spec,
+    team_size_for,
+    trained_for,
+    with_obs_mode,
+)
 from arena.env import EnvConfig
 from arena.plugins import PluginInfo
 

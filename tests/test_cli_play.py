@@ -210,11 +210,10 @@ def trained(tmp_path_factory):
     """Untrained but real checkpoints: MAPPO teams of 2 and 3, a duel policy on the extended observation,
     one on the default observation."""
     pytest.importorskip("arena_ppo")
-    from arena_ppo.agent import PPOAgent
-    from arena_ppo.mappo_agent import MAPPOAgent
-
     from arena.env import EnvConfig
     from arena.training.checkpoint import save_checkpoint
+    from arena_ppo.agent import PPOAgent
+    from arena_ppo.mappo_agent import MAPPOAgent
 
     root = tmp_path_factory.mktemp("trained")
     agents = {"team2": MAPPOAgent(env_config=EnvConfig(team_size=2)),

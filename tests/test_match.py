@@ -156,23 +156,10 @@ def test_both_failing_in_the_same_step_is_no_result_for_both(bad_a, bad_b):
     ("tpu", "invalid device 'tpu'"),
     ("", "invalid device ''"),
 ])
-def test_bad_devices_are_refused_in_one_place(device, words):
-    from arena.match import check_device
-
-    with pytest.raises(ValueError, match=words.replace("(", r"\(")):
-        check_device(device)
-    with pytest.raises(ValueError):
+def test_bad_devices_are_refused_before_anything_is_played(device, words):
+    """Through arena.env.resolve_device (tests/env/test_devices.py has the rest)."""
+    with pytest.raises(ValueError, match=words):
         play_match(Straight(), Straight(), 2, env_config=SHORT, device=device)
-
-
-def test_mps_without_mps_is_refused():
-    from arena.match import check_device
-
-    if torch.backends.mps.is_available():
-        pytest.skip("this machine has MPS")
-    with pytest.raises(ValueError, match="MPS is not available"):
-        check_device("mps")
-    assert str(check_device("cpu:0")) == "cpu"
 
 
 def test_single_aircraft_agents_fly_every_seat_of_a_team() -> None:

@@ -335,3 +335,14 @@ def test_strict_mode_makes_a_malformed_entry_fatal_for_arena_agents(fake_dists, 
         plugins.reset_host()
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 2 and "odd-plugin" in result.output and "Traceback" not in result.output
+
+
+def test_a_trainer_without_a_command_is_one_line_naming_its_distribution(fake_dists):
+    from arena.cli import main
+
+    source = ("import arena\n\nclass T:\n    name = 'lazy'\n    help = 'no command'\n\n"
+              "@arena.hookimpl\ndef arena_trainers():\n    return [T]\n")
+    fake_dists.add("lazy-trainer", "lazy_trainer_mod", source, version="0.3")
+    result = CliRunner().invoke(main, ["train", "lazy"])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "trainer 'lazy' from lazy-trainer 0.3" in result.output and "click.Command" in result.output

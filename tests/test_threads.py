@@ -11,13 +11,21 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from arena.cli import main
 import arena.threads as threads
-from arena.threads import (
-    ENV_VAR, LARGE_BATCH, MAX_THREADS, ThreadsError, apply_threads, auto_threads, check_threads, default_threads,
-    settle_threads, usable_cores,
-)
+from arena.cli import main
 from arena.env import TensorEnv
+from arena.threads import (
+    ENV_VAR,
+    LARGE_BATCH,
+    MAX_THREADS,
+    ThreadsError,
+    apply_threads,
+    auto_threads,
+    check_threads,
+    default_threads,
+    settle_threads,
+    usable_cores,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -167,5 +175,6 @@ THREADS_PROBE = ("{first}; import torch; from arena.env import TensorEnv; Tensor
 def test_import_order_does_not_change_the_thread_count() -> None:
     clean = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", ENV_VAR)}
     counts = [subprocess.run([sys.executable, "-c", THREADS_PROBE.format(first=first)], env=clean, check=True,
-                             capture_output=True, text=True).stdout.strip() for first in ("import arena", "import torch")]
+                             capture_output=True, text=True).stdout.strip()
+              for first in ("import arena", "import torch")]
     assert counts == ["1", "1"]

@@ -2,9 +2,10 @@
 
 from arena.env.actions import ACTION_KEYS, check_action
 from arena.env.config import EnvConfig, RewardConfig
+from arena.env.devices import DeviceUnavailableError, resolve_device
 from arena.env.observations import EXTENDED_OBS_KEYS, OBS_KEYS, PLAYERS, obs_vector
 from arena.env.state import WorldState
-from arena.env.tensor_env import DeviceUnavailableError, TensorEnv, resolve_device
+from arena.env.tensor_env import TensorEnv
 
 __all__ = [
     "ACTION_KEYS", "DeviceUnavailableError", "EXTENDED_OBS_KEYS", "EnvConfig", "OBS_KEYS", "PLAYERS", "RewardConfig",

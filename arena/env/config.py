@@ -173,8 +173,8 @@ class EnvConfig:
             elif isinstance(reward, Mapping):
                 values["reward"] = replace(RewardConfig(), **_checked(RewardConfig(), dict(reward), "EnvConfig.reward"))
             else:
-                raise EnvConfigError("reward", f"must be a mapping with some of "
-                                               f"{', '.join(f.name for f in fields(RewardConfig))}, got {_short(reward)}")
+                names = ", ".join(f.name for f in fields(RewardConfig))
+                raise EnvConfigError("reward", f"must be a mapping with some of {names}, got {_short(reward)}")
         return replace(cls(), **values)
 
 
@@ -197,7 +197,8 @@ def _bounds_problem(cfg: EnvConfig) -> tuple[str, str] | None:
     if cfg.speed_min >= cfg.speed_max:
         return "speed_min", f"must be below speed_max ({cfg.speed_max:g}), got {cfg.speed_min:g}"
     if cfg.spawn_speed_min > cfg.spawn_speed_max:
-        return "spawn_speed_min", f"must be at most spawn_speed_max ({cfg.spawn_speed_max:g}), got {cfg.spawn_speed_min:g}"
+        return "spawn_speed_min", (f"must be at most spawn_speed_max ({cfg.spawn_speed_max:g}), "
+                                   f"got {cfg.spawn_speed_min:g}")
     if cfg.spawn_edge_min > cfg.spawn_edge_max:
         return "spawn_edge_min", f"must be at most spawn_edge_max ({cfg.spawn_edge_max:g}), got {cfg.spawn_edge_min:g}"
     if cfg.spawn_edge_max >= cfg.arena_size / 2:
@@ -207,9 +208,11 @@ def _bounds_problem(cfg: EnvConfig) -> tuple[str, str] | None:
         return "spawn_band", f"must be at most arena_size ({cfg.arena_size:g} m), got {cfg.spawn_band:g}"
     if (cfg.team_size // 2) * cfg.formation_spacing > cfg.arena_size / 4:
         return "formation_spacing", (f"puts the outer wingmen of a team of {cfg.team_size} more than a quarter of "
-                                     f"the arena ({cfg.arena_size / 4:g} m) from the lead, got {cfg.formation_spacing:g}")
+                                     f"the arena ({cfg.arena_size / 4:g} m) from the lead, "
+                                     f"got {cfg.formation_spacing:g}")
     if cfg.missile_hit_radius > cfg.arena_size:
-        return "missile_hit_radius", f"must be at most arena_size ({cfg.arena_size:g} m), got {cfg.missile_hit_radius:g}"
+        return "missile_hit_radius", (f"must be at most arena_size ({cfg.arena_size:g} m), "
+                                      f"got {cfg.missile_hit_radius:g}")
     steps = cfg.max_time / cfg.dt
     if not 1 <= round(steps) <= MAX_EPISODE_STEPS:
         key = "dt" if cfg.dt != EnvConfig.dt else "max_time"
@@ -251,7 +254,8 @@ def _yaml_hint(value: Any) -> str:
             float(value)
         except ValueError:
             return ""
-        return f" (YAML reads {value} as text; write it with a decimal point, e.g. {value.lower().replace('e', '.0e', 1)})"
+        example = value.lower().replace("e", ".0e", 1)
+        return f" (YAML reads {value} as text; write it with a decimal point, e.g. {example})"
     return ""
 
 

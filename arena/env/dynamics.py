@@ -18,7 +18,7 @@ from typing import ClassVar
 
 import torch
 
-from arena.env.config import G, EnvConfig
+from arena.env.config import EnvConfig, G
 from arena.env.state import WorldState
 from arena.env.teams import enemies_of, nearest, pairwise
 
@@ -170,14 +170,15 @@ class Missiles:
 
     @classmethod
     def dense(cls, state: WorldState) -> "Missiles":
-        return cls(*(getattr(state, name) for _, name in cls.FIELDS), per_seat=state.m_active.shape[0] // state.team_size)
+        tensors = {key: getattr(state, name) for key, name in cls.FIELDS}
+        return cls(**tensors, per_seat=state.m_active.shape[0] // state.team_size)
 
     @classmethod
     def packed(cls, state: WorldState) -> "Missiles":
         slots = state.m_active.reshape(-1).nonzero().squeeze(1)
         aircraft = slots % state.x.numel()  # the [S, N, A] slot layout flattens to slot * A·N + env * A + target
-        return cls(*(getattr(state, name).reshape(-1)[slots] for _, name in cls.FIELDS), slots=slots, aircraft=aircraft,
-                   per_seat=state.m_active.shape[0] // state.team_size)
+        tensors = {key: getattr(state, name).reshape(-1)[slots] for key, name in cls.FIELDS}
+        return cls(**tensors, slots=slots, aircraft=aircraft, per_seat=state.m_active.shape[0] // state.team_size)
 
     def pick(self, t: torch.Tensor) -> torch.Tensor:
         """A per-aircraft [N, A] tensor, seen from each missile (its target's value)."""
@@ -299,7 +300,8 @@ def advance(state: WorldState, rudder: torch.Tensor, throttle: torch.Tensor, cfg
         rx0, ry0 = missiles.guide_and_move(m, tx, ty, tvx, tvy, t_alive)
 
         hit = missiles.hits(m, rx0, ry0, m.pick(state.x), m.pick(state.y), t_alive)
-        spent = ((m.age >= cfg.missile_boost_time) & (m.speed < cfg.missile_min_speed)) | (m.age >= cfg.missile_lifetime)
+        stalled = (m.age >= cfg.missile_boost_time) & (m.speed < cfg.missile_min_speed)
+        spent = stalled | (m.age >= cfg.missile_lifetime)
         m.active = m.active & ~(hit | spent)
         m.locked = m.locked & m.active
         outside = (state.x < 0.0) | (state.x > size) | (state.y < 0.0) | (state.y > size)

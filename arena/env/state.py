@@ -16,7 +16,7 @@ keeps every per-aircraft quantity ([N, A]) a cheap leading-dimension broadcast a
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 
@@ -43,8 +43,8 @@ class WorldState:
               slots: bool = True) -> "WorldState":
         """A world of aircraft at the origin and empty missile slots (none at all with ``slots=False``:
         the aircraft of fresh battles that :meth:`restart` copies from)."""
-        f = dict(dtype=torch.float32, device=device)
-        b = dict(dtype=torch.bool, device=device)
+        f: dict[str, Any] = {"dtype": torch.float32, "device": device}
+        b: dict[str, Any] = {"dtype": torch.bool, "device": device}
         n, a = num_envs, 2 * team_size
         s = team_size * max(missiles, 1) if slots else 0
         return cls(

@@ -9,6 +9,7 @@ import torch
 
 from arena.env.actions import CleanAction, check_action
 from arena.env.config import EnvConfig
+from arena.env.devices import resolve_device
 from arena.env.dynamics import advance, launch, swap_players
 from arena.env.observations import PLAYERS, Observation, global_state, global_state_size, obs_keys, observe
 from arena.env.spawn import sample_spawn, seeded_spawn
@@ -19,30 +20,6 @@ from arena.threads import note_torch_default, settle_threads
 note_torch_default()  # torch's own count, before anyone in arena sets one
 
 Obs = dict[str, Observation]
-
-
-class DeviceUnavailableError(ValueError):
-    """A well-formed CUDA device on a machine without CUDA (another machine may have it: Ray workers)."""
-
-
-def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``None``/"auto" → CUDA when present, else CPU; a bare "cuda" gets its index so devices compare equal."""
-    if device is None or device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"invalid device {device!r}: expected cpu, cuda, cuda:N or auto") from exc
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise DeviceUnavailableError(f"device {device!r} requested but CUDA is not available on this machine")
-        index = dev.index if dev.index is not None else torch.cuda.current_device()
-        if index >= torch.cuda.device_count():
-            raise ValueError(f"device {device!r}: only {torch.cuda.device_count()} CUDA device(s) present")
-        dev = torch.device("cuda", index)
-    elif dev.type not in ("cpu", "mps"):
-        raise ValueError(f"unsupported device {device!r}: expected cpu, cuda, cuda:N or auto")
-    return dev
 
 
 class TensorEnv:

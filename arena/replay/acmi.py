@@ -106,8 +106,8 @@ def acmi_text(battle: Battle) -> str:
         flying |= set(launched)
         for slot, target in sorted(flying):  # in flight, or ending now (its last position)
             at = (f, slot, target)
-            line = (f"{missile_id(battle, slot, target)},{transform(battle.mx[at], battle.my[at], battle.m_heading[at])}"
-                    f",TAS={battle.m_speed[at]:.1f}")
+            where = transform(battle.mx[at], battle.my[at], battle.m_heading[at])
+            line = f"{missile_id(battle, slot, target)},{where},TAS={battle.m_speed[at]:.1f}"
             if (slot, target) in launched:
                 shooter = launched[slot, target].aircraft
                 side = battle.side_of(shooter)
@@ -115,9 +115,9 @@ def acmi_text(battle: Battle) -> str:
                          f",LockedTarget={aircraft_id(target)},Coalition={COALITIONS[side]},Color={SIDE_NAMES[side]}")
             lines.append(line)
         for e in events.get(f, []):
-            line = event_line(battle, e)
-            if line is not None:
-                lines.append(line)
+            text = event_line(battle, e)
+            if text is not None:
+                lines.append(text)
             if e.kind in ("hit", "miss"):
                 flying.discard((e.slot, e.target))
                 lines.append(f"-{missile_id(battle, e.slot, e.target)}")

@@ -85,8 +85,8 @@ def battle_events(battle: Battle) -> list[Event]:
         died = battle.alive[f - 1] & ~battle.alive[f]
         gone = outside(battle, f)
         killers: dict[int, list[int]] = {}
-        for slot, target in zip(*np.nonzero(was & ~now)):
-            slot, target = int(slot), int(target)
+        for s, t in zip(*np.nonzero(was & ~now)):
+            slot, target = int(s), int(t)
             shooter = battle.shooter_of(slot, target)
             if died[target] and not gone[target]:
                 killers.setdefault(target, []).append(shooter)
@@ -95,8 +95,7 @@ def battle_events(battle: Battle) -> list[Event]:
             else:
                 events.append(Event(f, "miss", f"{label(shooter)}'s missile misses {label(target)}", shooter, target,
                                     slot))
-        for a in np.nonzero(died)[0]:
-            a = int(a)
+        for a in map(int, np.nonzero(died)[0]):
             if gone[a]:
                 events.append(Event(f, "left-area", f"{label(a)} ({pilot(battle, a)}) leaves the arena and is lost", a))
             else:

@@ -107,6 +107,18 @@ class BattleRecorder:
     ``max_frames`` bounds a battle's frames (the env's ``max_steps + 1``, taken from the env when None).
     """
 
+    # Per watched env [K], set up by _attach at the first step (when the env is known): the ring row
+    # where the battle being recorded starts and its frames so far, the last finished battle's start,
+    # frames and winner, finished battles, and whether the env is still being recorded.
+    start: torch.Tensor
+    count: torch.Tensor
+    last_start: torch.Tensor
+    last_count: torch.Tensor
+    last_winner: torch.Tensor
+    ended: torch.Tensor
+    recording: torch.Tensor
+    fresh_pending: bool  # some watched battle may have begun since the last frame was taken
+
     def __init__(self, envs: Sequence[int], *, first_only: bool = False, max_frames: int | None = None) -> None:
         if len(envs) == 0:
             raise ValueError("BattleRecorder: expected at least one env to watch")

@@ -5,8 +5,14 @@ Bradley-Terry fit, reported as pandas DataFrames and files.
     (runner ties them together; the CLI's `tournament` and `leaderboard` commands call the runner)
 """
 
-from arena.tournament.config import (ConfigError, ParticipantSpec, RatingConfig, TournamentConfig, load_config,
-                                     parse_config)
+from arena.tournament.config import (
+    ConfigError,
+    ParticipantSpec,
+    RatingConfig,
+    TournamentConfig,
+    load_config,
+    parse_config,
+)
 from arena.tournament.executor import Batch, ExecutionStats, ListSink, plan_batches, play
 from arena.tournament.ratings import EloFit, Skill, bradley_terry, rating_order, trueskill_ratings
 from arena.tournament.report import LEADERBOARD_COLUMNS, Entrant, TournamentReport, build_report, write_report

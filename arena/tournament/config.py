@@ -15,12 +15,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from arena.tournament.sprt import SPRTConfig
-
-if TYPE_CHECKING:
-    from arena.env.config import EnvConfig
 
 Format = Literal["round-robin", "gauntlet"]
 FORMATS: tuple[str, ...] = ("round-robin", "gauntlet")
@@ -203,8 +200,9 @@ def _safe_yaml(text: str, file: Path) -> Any:
                 depth += 1
                 if depth > MAX_DEPTH:
                     mark = event.start_mark
-                    raise ConfigError(file, "", f"nested more than {MAX_DEPTH} levels deep (line {mark.line + 1}, "
-                                                f"column {mark.column + 1}); expected a tournament YAML file")
+                    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+                    raise ConfigError(file, "", f"nested more than {MAX_DEPTH} levels deep{where}; expected a "
+                                                f"tournament YAML file")
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 depth -= 1
         loader = yaml.SafeLoader(text)
@@ -221,14 +219,14 @@ def _safe_yaml(text: str, file: Path) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        from arena.agents import head
+        from arena.guard import head
 
         problem = getattr(exc, "problem", None) or head(str(exc)) or type(exc).__name__
         raise ConfigError(file, "", f"not valid YAML ({where}{problem})") from None
     except RecursionError:  # a safety net: MAX_DEPTH keeps the composer far from the limit
         raise ConfigError(file, "", f"nested too deeply; expected at most {MAX_DEPTH} levels") from None
     except (ValueError, OverflowError) as exc:  # a scalar YAML resolves but Python cannot build (a 5000-digit int)
-        from arena.agents import head
+        from arena.guard import head
 
         problem = head(str(exc))
         if "integer string conversion" in problem:
@@ -363,7 +361,7 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
     return TournamentConfig(
         name=name, output=(base / output).resolve() if not os.path.isabs(output) else Path(output),
         participants=tuple(participants), seed=seed, device=device, max_envs=max_envs, games_per_pairing=games,
-        format=fmt,  # type: ignore[arg-type]
+        format=fmt,
         candidates=candidates, time_per_move=time_per_move, env=dict(env), rating=rating, sprt=sprt, replays=replays,
         file=fpath,
         warnings=tuple(warnings),

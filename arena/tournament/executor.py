@@ -221,9 +221,10 @@ def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, 
     device, and a resumed run (which passes the number of batches already played) draws new spawns
     instead of repeating old ones. ``max_batches`` stops early (tests simulate an interruption with it).
     ``game_seed(p1, p2, game)`` gives every game its own start (else each batch's envs draw theirs from
-    the batch seed). ``stop()``, asked before each batch, ends the schedule early. ``time_per_move`` (seconds) bounds each
-    act() call after a batch's first (which may pay one-time costs such as loading CUDA kernels, and is
-    only bounded against hangs: :func:`arena.loop.hang_bound`); on a GPU the clock includes a synchronize.
+    the batch seed). ``stop()``, asked before each batch, ends the schedule early. ``time_per_move``
+    (seconds) bounds each act() call after a batch's first (which may pay one-time costs such as loading
+    CUDA kernels, and is only bounded against hangs: :func:`arena.loop.hang_bound`); on a GPU the clock
+    includes a synchronize.
     """
     from arena.env import resolve_device
 
@@ -314,8 +315,6 @@ class _BatchRun:
         # The seating: participant k flies its p1 slots, then its p2 slots, as one batch.
         self.members = sorted(set(self.p1) | set(self.p2))
         position = {k: i for i, k in enumerate(self.members)}
-        import torch
-
         owner = torch.tensor([[position[k] for k in self.p1], [position[k] for k in self.p2]], dtype=torch.long)
         self.owner = owner
         self.position = position

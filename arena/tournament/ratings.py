@@ -89,7 +89,6 @@ def trueskill_ratings(games: Sequence[GameResult], num_participants: int, settin
     """TrueSkill of each participant after all ``games`` (positions as ids) in :func:`rating_order`.
     A forfeit is rated as the loss it is scored as."""
     import trueskill
-
     from trueskill.backends import cdf, pdf  # the package's own functions: the same numbers, bit for bit
 
     env = trueskill_env(settings)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from arena.agents import first_line
+from arena.guard import first_line
 from arena.tournament.executor import Batch, ExecutionStats, ResultSink, batch_seed, plan_batches
 from arena.tournament.participants import Participant, build_participant
 from arena.tournament.results import GameResult
@@ -420,7 +420,7 @@ def local_checkpoint(p: Participant, data: bytes) -> str:
 
 def task_error(exc: Exception) -> str:
     """The message of what a task raised, without Ray's wrapping and the worker's traceback."""
-    from arena.agents import head
+    from arena.guard import head
 
     cause = getattr(exc, "cause", None)
     if isinstance(cause, RayError):  # ours: already one line that names the participant

@@ -111,7 +111,8 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
                         f"({shown}): Elo and ranks compare only within a group")
     flagged = [f"{names[i]} ({flag})" for i, flag in enumerate(fit.flags) if flag in ("unbeaten", "winless")]
     if flagged:
-        warnings.append(f"perfect records have no finite Elo: {', '.join(flagged[:6])}{', …' if len(flagged) > 6 else ''}"
+        more = ", …" if len(flagged) > 6 else ""
+        warnings.append(f"perfect records have no finite Elo: {', '.join(flagged[:6])}{more}"
                         f"; their Elo is the capped estimate and the open side of the interval is unbounded")
     points, played = pairwise(games, n)  # [i, j]: i's points (draw ½) and games against j
     tally = [dict(games=0, wins=0, draws=0, losses=0, forfeits=0) for _ in range(n)]

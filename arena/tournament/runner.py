@@ -268,7 +268,7 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
             report.replays = notable_replays(config, store, report, planned, ids, names, agents, device, env_config,
                                              participants, progress, stream)
         except Exception as exc:  # noqa: BLE001 - the games and ratings are safe; the report still gets written
-            from arena.agents import first_line
+            from arena.guard import first_line
 
             report.warnings.append(f"replays not recorded: {first_line(exc)}")
         report.run["replays_s"] = round(time.perf_counter() - t0, 3)
@@ -303,7 +303,7 @@ def league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
     except ConfigError as exc:
         raise StoreError(f"{exc}") from None
     except (KeyError, TypeError, ValueError, IndexError) as exc:
-        from arena.agents import first_line
+        from arena.guard import first_line
 
         raise StoreError(f"{store.path}: run {run.id} cannot be rated from its stored record ({first_line(exc)}); "
                          f"expected a database written by `arena tournament`; use --fresh or another output") from None

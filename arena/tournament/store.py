@@ -344,9 +344,10 @@ class ResultStore:
         folder's lock, when no other process can be running. Returns how many were tidied."""
         cur = self.conn.execute(
             "UPDATE runs SET status = 'interrupted', "
-            "finished = COALESCE((SELECT MAX(COALESCE(b.finished, b.started)) FROM batches b WHERE b.run_id = runs.id), "
-            "started), "
-            "games_played = (SELECT COUNT(*) FROM games g JOIN batches b ON g.batch_id = b.id WHERE b.run_id = runs.id) "
+            "finished = COALESCE((SELECT MAX(COALESCE(b.finished, b.started)) FROM batches b "
+            "WHERE b.run_id = runs.id), started), "
+            "games_played = (SELECT COUNT(*) FROM games g JOIN batches b ON g.batch_id = b.id "
+            "WHERE b.run_id = runs.id) "
             "WHERE status = 'running'")
         self.conn.commit()
         return cur.rowcount
@@ -364,7 +365,8 @@ class ResultStore:
 
     def batch_record(self, batch_id: int) -> tuple[int, int, int, str] | None:
         """``(run id, seed, num_envs, device)`` of a stored batch; None when there is no such batch."""
-        row = self.conn.execute("SELECT run_id, seed, num_envs, device FROM batches WHERE id = ?", (batch_id,)).fetchone()
+        row = self.conn.execute("SELECT run_id, seed, num_envs, device FROM batches WHERE id = ?",
+                                (batch_id,)).fetchone()
         return None if row is None else (int(row[0]), int(row[1]), int(row[2]), str(row[3]))
 
     def batch_games(self, batch_id: int) -> list[tuple[int, int, int, int, int, int, int | None]]:

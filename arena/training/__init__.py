@@ -4,31 +4,58 @@ Nothing here names a plugin: agents are found through the registries in :mod:`ar
 """
 
 from arena.training.best import (
-    BEST_CHECKPOINT, BEST_RECORD, KEPT_LABEL, BestRecord, falls_behind, keep_best, read_best, replaces,
+    BEST_CHECKPOINT,
+    BEST_RECORD,
+    BestRecord,
+    keep_best,
+    read_best,
 )
 from arena.training.checkpoint import (
-    CheckpointError, checkpoint_name, checkpoint_step, clean_stale_temp_files, list_checkpoints, load_checkpoint,
+    CheckpointError,
+    checkpoint_name,
+    checkpoint_step,
+    clean_stale_temp_files,
+    list_checkpoints,
+    load_checkpoint,
     save_checkpoint,
 )
 from arena.training.distributed import (
-    DistributedError, DivergenceError, Group, PeerFailure, Rank, process_device, rank_from_env, rank_seed,
+    DistributedError,
+    DivergenceError,
+    Group,
+    PeerFailure,
+    Rank,
+    rank_from_env,
+    rank_seed,
 )
 from arena.training.evaluation import EvalResult, evaluate
 from arena.training.interrupt import StopRequest
 from arena.training.metrics import MetricLogger, default_run_dir, tensorboard_writer, to_plain, write_config
 from arena.training.opponents import (
-    OpponentPool, OpponentSpec, OpponentSpecError, SelfPlayPool, SnapshotError, Tally, capture_agent_memory,
-    describe_split, league_agents, league_partners, parse_opponent_spec, parse_opponent_specs, restore_agent_memory,
-    split_envs, with_floor,
+    OpponentPool,
+    OpponentSpec,
+    OpponentSpecError,
+    SelfPlayPool,
+    SnapshotError,
+    Tally,
+    capture_agent_memory,
+    describe_split,
+    league_agents,
+    league_partners,
+    parse_opponent_spec,
+    parse_opponent_specs,
+    restore_agent_memory,
+    split_envs,
+    with_floor,
 )
 
 __all__ = [
-    "BEST_CHECKPOINT", "BEST_RECORD", "KEPT_LABEL", "BestRecord", "capture_agent_memory", "checkpoint_name",
+    "BEST_CHECKPOINT", "BEST_RECORD", "BestRecord", "capture_agent_memory", "checkpoint_name",
     "checkpoint_step", "CheckpointError", "clean_stale_temp_files", "default_run_dir", "describe_split",
-    "DistributedError", "DivergenceError", "EvalResult", "evaluate", "falls_behind", "Group", "keep_best",
+    "DistributedError", "DivergenceError", "EvalResult", "evaluate", "Group", "keep_best",
     "league_agents", "league_partners", "list_checkpoints", "load_checkpoint", "MetricLogger", "OpponentPool",
     "OpponentSpec", "OpponentSpecError", "parse_opponent_spec", "parse_opponent_specs", "PeerFailure",
-    "process_device", "Rank", "rank_from_env", "rank_seed", "read_best", "replaces", "restore_agent_memory",
+    "Rank", "rank_from_env", "rank_seed", "read_best", "restore_agent_memory",
     "save_checkpoint", "SelfPlayPool", "SnapshotError", "split_envs", "StopRequest", "Tally", "tensorboard_writer",
     "to_plain", "with_floor", "write_config",
 ]

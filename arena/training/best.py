@@ -17,7 +17,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +27,6 @@ from arena.training.metrics import write_text_atomically
 
 BEST_CHECKPOINT = "best.pt"
 BEST_RECORD = "best.json"
-ROUNDING = 1e-9  # scores are fractions of whole games: 1.0 - 0.95 must count as within a tie of 0.05
-KEPT_LABEL = "kept"  # the kept weights as an evaluation opponent (--gate): eval.csv's eval_kept_* columns
 
 
 @dataclass(frozen=True)
@@ -39,20 +37,6 @@ class BestRecord:
     worst: float
     mean: float
     scores: dict[str, float] = field(default_factory=dict)
-    # The highest worst score among the weights kept before these, where above their own (--gate): a duel
-    # won on a tied ladder may not take the kept worst score further than TIE below it.
-    peak: float | None = None
-
-    @property
-    def bar(self) -> float:
-        """The worst score a tied challenger is measured against: this record's, or the run's peak."""
-        return max(self.worst, self.peak) if self.peak is not None else self.worst
-
-    def succeeding(self, kept: "BestRecord | None") -> "BestRecord":
-        """This record as the kept one after ``kept``: carrying the peak forward when it is higher."""
-        if kept is None or kept.bar <= self.worst:
-            return replace(self, peak=None)
-        return replace(self, peak=kept.bar)
 
     @classmethod
     def of(cls, step: int, results: Mapping[str, EvalResult]) -> "BestRecord | None":
@@ -63,6 +47,7 @@ class BestRecord:
         return cls(step, min(scores.values()), sum(scores.values()) / len(scores), scores)
 
     def beats(self, other: "BestRecord | None") -> bool:
+        """A higher worst score, or the same and a higher mean."""
         return other is None or (self.worst, self.mean) > (other.worst, other.mean)
 
     def weakest(self) -> str:
@@ -70,8 +55,7 @@ class BestRecord:
         return min(self.scores, key=lambda label: self.scores[label])
 
     def to_dict(self) -> dict[str, Any]:
-        peak = {"peak": self.peak} if self.peak is not None else {}
-        return {"step": self.step, "worst": self.worst, "mean": self.mean, "scores": dict(self.scores), **peak}
+        return {"step": self.step, "worst": self.worst, "mean": self.mean, "scores": dict(self.scores)}
 
     @classmethod
     def from_dict(cls, data: Any) -> "BestRecord":
@@ -87,46 +71,7 @@ class BestRecord:
         for name in ("worst", "mean"):
             if not is_fraction(data.get(name)):
                 raise ValueError(f"{name}: expected a fraction 0..1, got {data.get(name)!r}"[:200])
-        peak = data.get("peak")
-        if peak is not None and not is_fraction(peak):
-            raise ValueError(f"peak: expected a fraction 0..1 or none, got {peak!r}"[:200])
-        return cls(step, float(data["worst"]), float(data["mean"]), {k: float(v) for k, v in scores.items()},
-                   float(peak) if peak is not None else None)
-
-
-def replaces(record: BestRecord | None, kept: BestRecord | None, head_to_head: float | None = None,
-             tie: float = 0.0) -> bool:
-    """Whether evaluated weights (``record``) replace the kept ones.
-
-    The ladder decides: a higher worst score (:meth:`BestRecord.beats`). With a head-to-head score
-    (``--gate TIE``: the evaluated weights played the kept ones), worst scores within ``tie`` of each
-    other are a tie, which the duel breaks: above 0.5 replaces, as a challenger beats the champion in
-    AlphaGo Zero's evaluator, unless the challenger is more than ``tie`` below the highest worst score
-    kept so far (:attr:`BestRecord.bar`): duels won one after another would otherwise let the ladder
-    slide by a tie at a time (0.96 to 0.81 in four evaluations, docs/training.md). Once a league
-    policy beats every rung, its ladder scores sit at their ceiling, and only the checkpoints' duels
-    (10–90 % between neighbours, docs/training.md) still tell them apart. The ladder comes first
-    because a duel alone misleads: a checkpoint that barely beats the top rung can beat a later one that
-    sweeps it.
-    """
-    if record is None:
-        return False
-    if kept is None or head_to_head is None or abs(record.worst - kept.worst) > tie + ROUNDING:
-        return record.beats(kept)
-    return head_to_head > 0.5 and record.worst >= kept.bar - tie - ROUNDING
-
-
-def falls_behind(record: BestRecord | None, kept: BestRecord | None, head_to_head: float | None = None,
-                 margin: float = 0.0, tie: float = 0.0) -> bool:
-    """Whether evaluated weights are more than ``margin`` worse than the kept ones: a worst score further
-    below theirs, or (with a head-to-head score, the worst scores tied within ``tie``) a duel against
-    them lost by more than ``margin``."""
-    if record is None or kept is None:
-        return False
-    if record.worst < kept.worst - margin:
-        return True
-    tied = abs(record.worst - kept.worst) <= tie + ROUNDING
-    return head_to_head is not None and tied and head_to_head < 0.5 - margin
+        return cls(step, float(data["worst"]), float(data["mean"]), {k: float(v) for k, v in scores.items()})
 
 
 def is_fraction(value: Any) -> bool:

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from arena.seeds import text_seed
 
@@ -123,34 +123,6 @@ def split_count(total: int, rank: Rank) -> int:
     return base + (1 if rank.rank < extra else 0)
 
 
-def process_device(requested: str, rank: Rank) -> "torch.device":
-    """The device of one process: ``cpu``; or with ``cuda``/``auto`` the GPU of its ``LOCAL_RANK``.
-
-    ``cuda:N`` names one GPU and is refused when several processes share this machine (they would
-    all train on it). Raises ``ValueError`` (a bad or missing device) or :class:`DistributedError`.
-    """
-    import torch
-
-    from arena.match import check_device
-
-    device = check_device(requested)
-    if device.type == "cpu":
-        return device
-    if device.type != "cuda":
-        raise DistributedError(f"--device {requested}: training on several processes runs on cpu or cuda, not "
-                               f"{device.type}")
-    if ":" in requested:
-        if rank.local_world_size > 1:
-            raise DistributedError(f"--device {requested} names one GPU for the {rank.local_world_size} processes on "
-                                   f"this machine; give --device cuda: each process takes the GPU of its LOCAL_RANK")
-        return device
-    count = torch.cuda.device_count()
-    if count < rank.local_world_size:
-        raise DistributedError(f"--device {requested}: {rank.local_world_size} processes on this machine need one GPU "
-                               f"each, found {count}; start at most {count} or give --device cpu")
-    return torch.device("cuda", rank.local_rank)
-
-
 def to_cpu(value: T) -> T:
     """``value`` with every tensor moved to the CPU (containers rebuilt), to be pickled to another process."""
     import torch
@@ -160,7 +132,7 @@ def to_cpu(value: T) -> T:
     if isinstance(value, dict):
         return {k: to_cpu(v) for k, v in value.items()}  # type: ignore[return-value]
     if isinstance(value, (list, tuple)):
-        return type(value)(to_cpu(v) for v in value)  # type: ignore[return-value]
+        return type(value)(to_cpu(v) for v in value)
     return value
 
 
@@ -359,7 +331,7 @@ class _Guard:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> Literal[False]:
         if exc is None or isinstance(exc, (PeerFailure, KeyboardInterrupt)) or not isinstance(exc, RuntimeError):
             return False
         raise PeerFailure(f"lost contact with the other processes ({first_line(exc)})") from exc

@@ -92,7 +92,7 @@ def launch(args: Sequence[str], nproc: int, *, module: str = "arena", grace_s: f
 def forwarded_signals() -> list[int]:
     """The signals the launcher passes on: SIGINT, SIGTERM and SIGHUP, unless SIGHUP is ignored
     (``nohup``: the run is meant to outlive the terminal)."""
-    out = [signal.SIGINT, signal.SIGTERM]
+    out: list[int] = [signal.SIGINT, signal.SIGTERM]
     if HANGUP is not None and signal.getsignal(HANGUP) is not signal.SIG_IGN:
         out.append(HANGUP)
     return out

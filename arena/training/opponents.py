@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from arena.guard import AgentCodeError, call_agent
-from arena.training.checkpoint import list_checkpoints
-
 from arena.loop import Controller, Seating, checked_call, raise_failures
+from arena.training.checkpoint import checkpoint_step, list_checkpoints
 
 if TYPE_CHECKING:
     import torch
@@ -254,9 +253,7 @@ class SelfPlayPool:
     fixed_share: float | None = None
     power: float = 2.0
     floor: float = 0.05
-    # Games against an opponent over which its record fades (exponentially); None: every game counts alike.
-    # A record of thousands of games lags: a skill the learner loses late keeps the old, high score.
-    memory: float | None = None
+    since: int = 0  # checkpoints of earlier steps are not drawn (a league's warm-up)
     cache_size: int = 8
     records: dict[str, Tally] = field(default_factory=dict)  # file name -> record
     warn: Callable[[str], None] = field(default=lambda text: print(f"warning: {text}", file=sys.stderr))
@@ -267,7 +264,7 @@ class SelfPlayPool:
         for name in self.fixed:
             self.records.setdefault(name, Tally())
         for path in list_checkpoints(self.directory):
-            if path.name not in self.skipped:
+            if path.name not in self.skipped and (checkpoint_step(path) or 0) >= self.since:
                 self.records.setdefault(path.name, Tally())
 
     def weights(self) -> dict[str, float]:
@@ -314,9 +311,6 @@ class SelfPlayPool:
 
     def record(self, name: str, wins: float, draws: float, losses: float) -> None:
         rec = self.records.setdefault(name, Tally())
-        if self.memory:
-            fade = math.exp(-(wins + draws + losses) / self.memory)
-            rec.wins, rec.draws, rec.losses = rec.wins * fade, rec.draws * fade, rec.losses * fade
         rec.wins += wins
         rec.draws += draws
         rec.losses += losses
@@ -506,10 +500,8 @@ class OpponentPool:
         controllers: list[Controller] = []
         owner = torch.full((2, self.num_envs), -1, dtype=torch.long)
         for slot in self.slots:
-            for k, agent in enumerate(agents):
-                if agent is slot.agent:
-                    break
-            else:
+            k = next((i for i, agent in enumerate(agents) if agent is slot.agent), None)
+            if k is None:
                 k = len(agents)
                 agents.append(slot.agent)
                 controllers.append(Controller(slot.agent, *self.who(slot)))
@@ -557,13 +549,13 @@ class OpponentPool:
 
         stacked = torch.stack([wins, draws, losses]).float()
         sums = torch.stack([stacked[:, s.start:s.stop].sum(-1) for s in self.slots]).cpu().tolist()
-        for slot, (w, d, l) in zip(self.slots, sums):
+        for slot, (w, d, lost) in zip(self.slots, sums):
             tally = self.tallies[slot.group]
             tally.wins += w
             tally.draws += d
-            tally.losses += l
+            tally.losses += lost
             if slot.checkpoint is not None and self.self_play is not None:
-                self.self_play.record(slot.checkpoint, w, d, l)
+                self.self_play.record(slot.checkpoint, w, d, lost)
 
     def take_tallies(self) -> list[Tally]:
         """Per-opponent results since the last call."""

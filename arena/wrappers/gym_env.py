@@ -12,8 +12,15 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from arena.env import EnvConfig
-from arena.wrappers.battles import (ACTION_HIGH, ACTION_LOW, ACTION_SHAPE, OBS_HIGH, OBS_LOW, LearnerBattles,
-                                    action_array)
+from arena.wrappers.battles import (
+    ACTION_HIGH,
+    ACTION_LOW,
+    ACTION_SHAPE,
+    OBS_HIGH,
+    OBS_LOW,
+    LearnerBattles,
+    action_array,
+)
 
 
 def observation_space(size: int) -> spaces.Box:
@@ -45,16 +52,18 @@ class ArenaVectorEnv(VectorEnv):
         self.num_envs = num_envs
         self.as_torch = as_torch
         self.single_observation_space = observation_space(len(self.battles.keys))
-        self.single_action_space = action_space()
+        single_action = action_space()
+        self.single_action_space = single_action
         self.observation_space = batch_space(self.single_observation_space, num_envs)
-        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.action_space = batch_space(single_action, num_envs)
+        self.action_shape = (num_envs, *single_action.shape)  # what step() takes
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)
         return self._out(self.battles.reset(seed)), {}
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
-        out = self.battles.step(action_array(actions, self.action_space.shape, "ArenaVectorEnv.step"))
+        out = self.battles.step(action_array(actions, self.action_shape, "ArenaVectorEnv.step"))
         done = out.terminated | out.truncated
         info: dict[str, Any] = {"final_obs": self._out(out.final_obs), "_final_obs": self._out(done),
                                 "nan_actions": self._out(out.nan_actions)}

@@ -21,7 +21,8 @@ def pursue(obs: dict[str, torch.Tensor], gen: torch.Generator | None = None) -> 
     return {"rudder": rudder.clamp(-1.0, 1.0), "throttle": torch.ones(shape), "fire": fire}
 
 
-def team_action(n: int, t: int, rudder: float = 0.0, throttle: float = 1.0, fire: bool = False) -> dict[str, torch.Tensor]:
+def team_action(n: int, t: int, rudder: float = 0.0, throttle: float = 1.0,
+                fire: bool = False) -> dict[str, torch.Tensor]:
     return {"rudder": torch.full((n, t), rudder), "throttle": torch.full((n, t), throttle),
             "fire": torch.full((n, t), fire)}
 
@@ -130,7 +131,8 @@ def test_swapping_two_teammates_permutes_everything() -> None:
         obs_a, ra, da, ia = a.step(pursue(obs_a["p1"]), pursue(obs_a["p2"]))
         obs_b, rb, db, ib = b.step(pursue(obs_b["p1"]), pursue(obs_b["p2"]))
         assert torch.equal(da[same], db[same]) and torch.equal(ia["winner"][same], ib["winner"][same])
-        assert torch.allclose(ra["p1"][same][:, seats], rb["p1"][same]) and torch.allclose(ra["p2"][same], rb["p2"][same])
+        assert torch.allclose(ra["p1"][same][:, seats], rb["p1"][same])
+        assert torch.allclose(ra["p2"][same], rb["p2"][same])
         for key in obs_a["p1"]:
             fa, fb = ia["final_obs"], ib["final_obs"]
             assert torch.allclose(fa["p1"][key][same][:, seats], fb["p1"][key][same], atol=1e-5), key

@@ -221,8 +221,10 @@ def good(n: int) -> dict[str, torch.Tensor]:
         (lambda a: a.update(boost=torch.zeros(4)), r"unexpected key\(s\) \['boost'\]"),
         (lambda a: a.update(rudder=torch.zeros(4, 1)), r"action_p1\['rudder'\]: expected shape \[4\], got \[4, 1\]"),
         (lambda a: a.update(throttle=torch.ones(3)), r"action_p1\['throttle'\]: expected shape \[4\]"),
-        (lambda a: a.update(rudder=torch.zeros(4, dtype=torch.int64)), r"action_p1\['rudder'\]: expected dtype floating point"),
-        (lambda a: a.update(fire=torch.zeros(4, dtype=torch.int32)), r"action_p1\['fire'\]: expected dtype bool or floating"),
+        (lambda a: a.update(rudder=torch.zeros(4, dtype=torch.int64)),
+         r"action_p1\['rudder'\]: expected dtype floating point"),
+        (lambda a: a.update(fire=torch.zeros(4, dtype=torch.int32)),
+         r"action_p1\['fire'\]: expected dtype bool or floating"),
         (lambda a: a.update(rudder=[0.0] * 4), r"action_p1\['rudder'\]: expected a torch.Tensor"),
         (lambda a: a.update(rudder=torch.zeros(4, device="meta")), r"action_p1\['rudder'\]: expected device cpu"),
     ],
@@ -247,8 +249,9 @@ def test_out_of_range_values_are_clamped() -> None:
     a, b = TensorEnv(2, seed=4), TensorEnv(2, seed=4)
     a.reset()
     b.reset()
-    wild = {"rudder": torch.tensor([5.0, -7.0]), "throttle": torch.tensor([3.0, -1.0]), "fire": torch.zeros(2, dtype=torch.bool)}
-    tame = {"rudder": torch.tensor([1.0, -1.0]), "throttle": torch.tensor([1.0, 0.0]), "fire": torch.zeros(2, dtype=torch.bool)}
+    hold = torch.zeros(2, dtype=torch.bool)
+    wild = {"rudder": torch.tensor([5.0, -7.0]), "throttle": torch.tensor([3.0, -1.0]), "fire": hold}
+    tame = {"rudder": torch.tensor([1.0, -1.0]), "throttle": torch.tensor([1.0, 0.0]), "fire": hold}
     oa, *_ = a.step(wild, good(2))
     ob, *_ = b.step(tame, good(2))
     assert torch.equal(obs_vector(oa["p1"]), obs_vector(ob["p1"]))
@@ -259,7 +262,8 @@ def test_nan_is_neutral_and_counted() -> None:
     a.reset()
     b.reset()
     nan = torch.tensor([float("nan"), 0.3, float("nan")])
-    bad = {"rudder": nan, "throttle": torch.tensor([float("nan"), 1.0, 1.0]), "fire": torch.tensor([float("nan"), 1.0, 0.0])}
+    bad = {"rudder": nan, "throttle": torch.tensor([float("nan"), 1.0, 1.0]),
+           "fire": torch.tensor([float("nan"), 1.0, 0.0])}
     neutral = {"rudder": torch.tensor([0.0, 0.3, 0.0]), "throttle": torch.tensor([0.0, 1.0, 1.0]),
                "fire": torch.tensor([False, True, False])}
     oa, ra, _, ia = a.step(bad, good(3))

@@ -101,10 +101,9 @@ def test_replay_json_lists_every_battle_and_its_files(tmp_path):
 
 def test_replay_plays_a_team_checkpoint_in_its_own_team_size(tmp_path):
     pytest.importorskip("arena_ppo")
-    from arena_ppo.mappo_agent import MAPPOAgent
-
     from arena.env import EnvConfig
     from arena.training.checkpoint import save_checkpoint
+    from arena_ppo.mappo_agent import MAPPOAgent
 
     team = save_checkpoint(MAPPOAgent(env_config=EnvConfig(team_size=2)).checkpoint(), tmp_path / "team.pt")
     result = run("replay", str(team), "crank", "--out", str(tmp_path / "r"), "--json", "--env", "max_time=10", "-q")

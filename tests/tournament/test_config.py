@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 
 from arena.tournament import ConfigError, load_config, run_tournament
-
 from tourney_helpers import LEAGUE
 
 
@@ -161,11 +160,10 @@ def test_team_checkpoints_that_disagree_name_both_files(tmp_path: Path, write_le
 
 def test_a_league_of_team_and_extended_checkpoints_plays_without_env_settings(tmp_path: Path, write_league) -> None:
     pytest.importorskip("arena_ppo")
-    from arena_ppo.agent import PPOAgent
-    from arena_ppo.mappo_agent import MAPPOAgent
-
     from arena.env import EnvConfig
     from arena.training.checkpoint import save_checkpoint
+    from arena_ppo.agent import PPOAgent
+    from arena_ppo.mappo_agent import MAPPOAgent
 
     save_checkpoint(MAPPOAgent(env_config=EnvConfig(team_size=2)).checkpoint(), tmp_path / "team.pt")
     save_checkpoint(PPOAgent(env_config=EnvConfig(obs_mode="extended")).checkpoint(), tmp_path / "ext.pt")

@@ -12,7 +12,6 @@ import json
 import math
 import random
 import signal
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -283,7 +282,7 @@ def test_fuzzed_league_files(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     sample = rng.sample(played, min(len(played), CLI_SAMPLE // 2))
     sample += rng.sample(refused, min(len(refused), CLI_SAMPLE - len(sample)))
     runner = CliRunner()
-    for name, path, loaded in sample:
+    for name, path, _loaded in sample:
         counts["cli runs"] += 1
         try:
             with deadline(LIMIT_S * 3):

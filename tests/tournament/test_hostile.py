@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
+from arena.agents import BaseAgent
+from arena.plugins import PluginInfo
 from arena.tournament import ConfigError, StoreError, load_config, rebuild_report, run_tournament
 from arena.tournament.runner import league_report
 from arena.tournament.store import APPLICATION_ID, SCHEMA_VERSION, FolderLock, ResultStore
-from arena.agents import BaseAgent
-from arena.plugins import PluginInfo
 from tourney_helpers import FAST_ENV, LEAGUE, Pursuer
 
 HERE = Path(__file__).resolve().parent
@@ -50,7 +50,8 @@ def laughs(levels: int = 9, fan: int = 10) -> str:
 def test_billion_laughs_under_params_is_refused_at_once(tmp_path: Path) -> None:
     path = tmp_path / "laughs.yaml"
     path.write_text("name: laughs\n" + "env: " + json.dumps(FAST_ENV) + "\nparticipants:\n  - pursuer\n"
-                    "  - agent: pursuer\n    name: big\n    params:\n      fire_km: 8\n      junk: &a0 [lol, lol, lol]\n"
+                    "  - agent: pursuer\n    name: big\n    params:\n      fire_km: 8\n"
+                    "      junk: &a0 [lol, lol, lol]\n"
                     + "\n".join(f"      j{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10))
                     + "\n")
     start = time.perf_counter()

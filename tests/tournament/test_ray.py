@@ -23,9 +23,20 @@ import pytest
 
 from arena.tournament import ListSink, load_config, ray_backend, run_tournament
 from arena.tournament.participants import Participant, resolve_participants
-from arena.tournament.ray_backend import (HTTP2_PREFACE, LeagueSpec, RayError, RaySettings, Target,
-                                          captured_stderr, check_reachable, connect_error, connect_target,
-                                          local_checkpoint, play_on_ray, worker_device)
+from arena.tournament.ray_backend import (
+    HTTP2_PREFACE,
+    LeagueSpec,
+    RayError,
+    RaySettings,
+    Target,
+    captured_stderr,
+    check_reachable,
+    connect_error,
+    connect_target,
+    local_checkpoint,
+    play_on_ray,
+    worker_device,
+)
 from arena.tournament.schedule import pairings, units
 from tourney_helpers import LEAGUE
 

@@ -11,10 +11,10 @@ import torch
 from click.testing import CliRunner
 
 from arena.cli import main
-from arena.tournament import ListSink, load_config, plan_batches, rebuild_report, run_tournament
+from arena.tournament import load_config, plan_batches, rebuild_report, run_tournament
 from arena.tournament.replays import notable_games, read_index, rebuild_batch
 from arena.tournament.results import GameResult
-from arena.tournament.schedule import units, pairings
+from arena.tournament.schedule import pairings, units
 from arena.tournament.store import ResultStore, db_path
 from tourney_helpers import LEAGUE, Pursuer
 

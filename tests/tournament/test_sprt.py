@@ -13,8 +13,7 @@ import pytest
 from arena.tournament import ConfigError, load_config, run_tournament
 from arena.tournament.report import render
 from arena.tournament.results import DRAW, P1_WINS, P2_WINS, GameResult
-from arena.tournament.sprt import (PAIR_SCORES, SPRTConfig, SPRTState, expected_score, llr, pentanomial_llr,
-                                   verdict)
+from arena.tournament.sprt import PAIR_SCORES, SPRTConfig, SPRTState, expected_score, llr, pentanomial_llr, verdict
 from tourney_helpers import LEAGUE
 
 

@@ -58,7 +58,8 @@ def test_leaderboard_identical_from_same_database(write_league, registry) -> Non
     pd.testing.assert_frame_equal(a.leaderboard, played.leaderboard)
     csv = pd.read_csv(config.output / "leaderboard.csv")
     assert list(csv["name"]) == list(a.leaderboard["name"])
-    assert np.allclose(csv["mu"], a.leaderboard["mu"]) and np.allclose(csv["elo_high"], a.leaderboard["elo_high"], equal_nan=True)
+    assert np.allclose(csv["mu"], a.leaderboard["mu"])
+    assert np.allclose(csv["elo_high"], a.leaderboard["elo_high"], equal_nan=True)
 
 
 def test_changed_checkpoint_is_a_new_participant(write_league, registry, tmp_path: Path) -> None:

@@ -7,12 +7,13 @@ import json
 import pytest
 import torch
 
-from arena.training import BestRecord, EvalResult, falls_behind, keep_best, read_best, replaces
+from arena.training import BestRecord, EvalResult, keep_best, read_best
 
 
 def record(step, **scores_in_games_of_ten):
     """A record from (wins, draws) out of 10 games per opponent."""
-    return BestRecord.of(step, {name: EvalResult(10, w, d, 10 - w - d) for name, (w, d) in scores_in_games_of_ten.items()})
+    return BestRecord.of(step, {name: EvalResult(10, w, d, 10 - w - d)
+                                for name, (w, d) in scores_in_games_of_ten.items()})
 
 
 def test_score_counts_a_draw_as_half_a_win():
@@ -31,58 +32,11 @@ def test_the_worst_matchup_decides_then_the_mean():
     assert even.beats(None)
 
 
-def test_without_a_duel_the_ladder_alone_decides():
-    kept = record(1, crank=(10, 0), ace=(9, 0))
-    assert replaces(record(2, crank=(10, 0), ace=(10, 0)), kept)
-    assert not replaces(record(3, crank=(10, 0), ace=(9, 0)), kept)
-    assert replaces(kept, None) and not replaces(None, kept)
-    assert falls_behind(record(4, crank=(10, 0), ace=(8, 0)), kept, margin=0.05)
-    assert not falls_behind(record(5, crank=(10, 0), ace=(9, 0)), kept, margin=0.05)
-    assert not falls_behind(record(6, ace=(0, 0)), None, margin=0.05)
-
-
-def test_a_gated_tie_on_the_ladder_is_broken_by_the_duel():
-    kept = record(1, crank=(10, 0), ace=(10, 0))  # the ladder at its ceiling: only the duel can tell
-    same_ladder = record(2, crank=(10, 0), ace=(10, 0))
-    assert replaces(same_ladder, kept, head_to_head=0.6, tie=0.05)
-    assert not replaces(same_ladder, kept, head_to_head=0.5, tie=0.05)  # a drawn duel keeps the champion
-    assert replaces(same_ladder, kept, head_to_head=0.6)  # equal worst scores are a tie even at 0
-    assert not falls_behind(same_ladder, kept, head_to_head=0.46, margin=0.05, tie=0.05)
-    assert falls_behind(same_ladder, kept, head_to_head=0.44, margin=0.05, tie=0.05)
-    assert not falls_behind(record(4, crank=(9, 0), ace=(10, 0)), kept, head_to_head=0.0, margin=0.2, tie=0.05)
-    within = record(3, crank=(10, 0), ace=(9, 0))  # 0.1 below: a tie at 0.1, not at 0.05
-    assert replaces(within, kept, head_to_head=0.6, tie=0.1) and not replaces(within, kept, head_to_head=0.6, tie=0.05)
-
-
-def test_duels_won_one_after_another_cannot_slide_the_ladder_more_than_the_tie():
-    kept = record(1, crank=(10, 0), ace=(10, 0))
-    for step, ace in enumerate(((10, 0), (9, 1), (9, 1)), start=2):  # 1.0, 0.95, 0.95: within a tie of 0.05
-        challenger = record(step, crank=(10, 0), ace=ace)
-        assert replaces(challenger, kept, head_to_head=0.6, tie=0.05)
-        kept = challenger.succeeding(kept)
-    assert (kept.worst, kept.peak, kept.bar) == (0.95, 1.0, 1.0)
-    lower = record(9, crank=(10, 0), ace=(9, 0))  # 0.9: within 0.05 of 0.95, not of 1.0
-    assert not replaces(lower, kept, head_to_head=0.9, tie=0.05)
-    assert not falls_behind(lower, kept, head_to_head=0.9, margin=0.05, tie=0.05)  # nor does it go back
-    assert replaces(record(10, crank=(10, 0), ace=(10, 0)), kept, head_to_head=0.6, tie=0.05)
-    assert record(10, ace=(10, 0)).succeeding(kept).peak is None  # a new high carries no peak
-
-
-def test_the_peak_travels_with_the_record(tmp_path):
-    kept = record(2, ace=(9, 0)).succeeding(record(1, ace=(10, 0)))
-    assert kept.peak == 1.0 and BestRecord.from_dict(kept.to_dict()) == kept
-    assert "peak" not in record(3, ace=(9, 0)).to_dict()  # best.json as before when there is none
-    with pytest.raises(ValueError, match="peak"):
-        BestRecord.from_dict({**kept.to_dict(), "peak": 1.5})
-
-
-def test_beyond_the_tie_the_ladder_decides_whatever_the_duel():
-    kept = record(1, crank=(10, 0), ace=(6, 0))
-    better, worse = record(2, crank=(10, 0), ace=(9, 0)), record(3, crank=(10, 0), ace=(3, 0))
-    assert replaces(better, kept, head_to_head=0.0, tie=0.1)  # an early policy can beat a later one it trails
-    assert not falls_behind(better, kept, head_to_head=0.0, margin=0.05, tie=0.1)
-    assert not replaces(worse, kept, head_to_head=1.0, tie=0.1)
-    assert falls_behind(worse, kept, head_to_head=1.0, margin=0.05, tie=0.1)
+def test_a_record_reads_back_as_it_was_written_and_refuses_damage():
+    kept = record(2, crank=(10, 0), ace=(9, 0))
+    assert BestRecord.from_dict(kept.to_dict()) == kept
+    with pytest.raises(ValueError, match="worst"):
+        BestRecord.from_dict({**kept.to_dict(), "worst": 1.5})
 
 
 def test_an_evaluation_without_games_is_no_record():

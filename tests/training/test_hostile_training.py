@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from arena.cli import main
 from arena.training import list_checkpoints
 
-TINY = ["--n-steps", "16", "--batch-size", "64", "--n-epochs", "1", "--eval-games", "0", "--no-progress",
-        "--threads", "1", "--num-envs", "4"]
+TINY = ["--set", "ppo.n_steps=16", "--set", "ppo.batch_size=64", "--set", "ppo.n_epochs=1", "--eval-games", "0",
+        "--no-progress", "--threads", "1", "--num-envs", "4"]
 
 
 def train(*args: str):
@@ -67,16 +67,17 @@ def setp(data: dict[str, Any], path: str, value: Any) -> None:
 
 
 DAMAGE = [  # (path, value, words the error line must hold)
-    ("config", 42, ["config", "expected a dict"]),
-    ("config.run", [1], ["config.run", "expected a dict"]),
-    ("config.run.num_envs", "abc", ["config.run.num_envs", "expected int"]),
-    ("config.run.num_envs", 99999999999, ["config.run.num_envs"]),
-    ("config.run.vs", 5, ["config.run.vs", "list of strings"]),
-    ("config.run.obs_mode", "weird", ["config.run.obs_mode"]),
-    ("config.ppo.learning_rate", float("nan"), ["config.ppo.learning_rate", "finite"]),
-    ("config.ppo.n_steps", -1, ["config.ppo.n_steps"]),
+    ("config", 42, ["config: expected a mapping of sections", "got int"]),
+    ("config.run", [1], ["config: run: expected a mapping of settings", "got list"]),
+    ("config.run.num_envs", "abc", ["config: run.num_envs: expected an int", "got 'abc'"]),
+    ("config.run.num_envs", 99999999999, ["config: run.num_envs", "got 99999999999"]),
+    ("config.run.vs", 5, ["config: run.vs: expected a list", "names", "got 5"]),
+    ("config.run.obs_mode", "weird", ["config: run.obs_mode", "got 'weird'"]),
+    ("config.ppo.learning_rate", float("nan"), ["config: ppo.learning_rate: expected a number", "got nan"]),
+    ("config.ppo.n_steps", -1, ["config: ppo.n_steps", "got -1"]),
+    ("config.ppo.clip_epsilonn", 0.1, ["config: unknown setting 'ppo.clip_epsilonn'", "did you mean ppo.clip_epsilon"]),
     ("config.network.actor_hidden", [100000000], ["network.actor_hidden", "4096"]),
-    ("counters", None, ["counters", "expected a dict"]),
+    ("counters", None, ["counters: expected a dict", "got NoneType"]),
     ("counters.env_steps", "x", ["counters.env_steps", "expected an int"]),
     ("counters.updates", -4, ["counters.updates", "expected an int >= 0"]),
     ("counters.elapsed", float("inf"), ["counters.elapsed"]),
@@ -322,8 +323,8 @@ STOPS = [  # (mode, words)
 def test_a_misbehaving_opponent_stops_training_cleanly_and_keeps_the_checkpoint(fake_dists, tmp_path, mode, words):
     fake_dists.add("bad-opponent", f"bad_opp_{mode}", OPPONENT_PLUGIN.format(mode=mode))
     out = tmp_path / "run"
-    result = train(*TINY, "--vs", "crank", "--vs", "bad", "--floor", "0", "--max-steps", "256", "--save-interval", "64",
-                   "--out", str(out))
+    result = train(*TINY, "--vs", "crank", "--vs", "bad", "--set", "run.floor=0", "--max-steps", "256",
+                   "--save-interval", "64", "--out", str(out))
     line = one_clean_line(result, "training stopped", "'bad' (--vs bad)", *words)
     saved = list_checkpoints(out)
     assert f"saved in {saved[-1]}" in line and [p.name for p in saved] == ["ckpt_000000064.pt", "ckpt_000000128.pt"]
@@ -361,11 +362,23 @@ def test_unreadable_self_play_checkpoint_is_skipped_with_a_warning(base_run, tmp
     (["--out", "/proc/arena-x"], ["--out /proc/arena-x", "cannot write"]),
     (["--out", "/dev/null/x"], ["--out /dev/null/x", "cannot write"]),
     (["--num-envs", "99999999999"], ["--num-envs", "99999999999"]),
-    (["--max-time", "nan"], ["--max-time", "not a finite number"]),
+    (["--max-time", "nan"], ["--max-time", "nan"]),
     (["--max-time", "inf"], ["--max-time"]),
     (["--max-time", "-1"], ["--max-time"]),
-    (["--learning-rate", "nan"], ["--learning-rate", "not a finite number"]),
-    (["--gamma", "nan"], ["--gamma"]),
+    (["--learning-rate", "nan"], ["Invalid value for '--learning-rate'", "'nan'", "expected a number > 0"]),
+    (["--learning-rate", "inf"], ["Invalid value for '--learning-rate'", "'inf'"]),
+    # Every other setting goes through --set, its value read as YAML: one line naming the item and the key.
+    (["--set", "ppo.gamma=nan"], ["--set ppo.gamma=nan: ppo.gamma: expected a number >= 0", "got 'nan'"]),
+    (["--set", "ppo.gamma=.nan"], ["--set ppo.gamma=.nan: ppo.gamma: expected a number >= 0", "got nan"]),
+    (["--set", "ppo.gamma=.inf"], ["--set ppo.gamma=.inf: ppo.gamma", "got inf"]),
+    (["--set", "ppo.clip_epsilon=-1"], ["--set ppo.clip_epsilon=-1: ppo.clip_epsilon: expected a number > 0",
+                                        "got -1"]),
+    (["--set", "ppo.n_steps=1.5"], ["--set ppo.n_steps=1.5: ppo.n_steps: expected an int", "got 1.5"]),
+    (["--set", "run.obs_norm=maybe"], ["--set run.obs_norm=maybe: run.obs_norm: expected true or false"]),
+    (["--set", "ppo.clip_epsilonn=0.1"], ["--set ppo.clip_epsilonn=0.1: unknown setting 'ppo.clip_epsilonn'",
+                                          "did you mean ppo.clip_epsilon?"]),
+    (["--set", "network.obs_dim=3"], ["--set network.obs_dim=3: network.obs_dim is computed by the trainer"]),
+    (["--set", "ppo.gamma"], ["--set 'ppo.gamma': expected SECTION.NAME=VALUE"]),
     (["--threads", "99999"], ["--threads"]),
     (["--seed", "99999999999999999999999"], ["--seed"]),
     (["--device", "mps"], ["--device", "MPS is not available"]),
@@ -382,9 +395,28 @@ def test_out_of_range_options_are_one_line(tmp_path, args, words):
     assert not list_checkpoints(tmp_path / "run")
 
 
-def test_resume_cannot_change_the_self_play_slots(base_run):
-    result = train("--resume", str(base_run / "ckpt_000000128.pt"), "--self-slots", "2", "--no-progress")
-    one_clean_line(result, "cannot change --self-slots")
+@pytest.mark.parametrize("args, words", [
+    (["--set", "run.self_slots=2"], ["--resume: cannot change run.self_slots of a run"]),
+    (["--num-envs", "8"], ["--resume: cannot change run.num_envs (--num-envs) of a run"]),
+])
+def test_resume_cannot_change_a_fixed_setting(base_run, args, words):
+    result = train("--resume", str(base_run / "ckpt_000000128.pt"), *args, "--no-progress")
+    one_clean_line(result, *words)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("ppo:\n  gamma: 2\n", ["ppo.gamma: expected a number >= 0", "got 2"]),
+    ("ppo:\n  gammma: 0.9\n", ["unknown setting 'ppo.gammma'", "did you mean ppo.gamma?"]),
+    ("rn:\n  num_envs: 4\n", ["unknown section 'rn'", "did you mean run?"]),
+    ("run: [4]\n", ["run: expected a mapping of settings"]),
+    ("ppo:\n  gamma: [\n", ["not valid YAML"]),
+])
+def test_a_bad_config_file_is_one_line_naming_the_file_and_the_key(tmp_path, text, words):
+    config = tmp_path / "settings.yaml"
+    config.write_text(text)
+    result = train(*TINY, "--vs", "crank", "--max-steps", "64", "--config", str(config), "--out", str(tmp_path / "run"))
+    one_clean_line(result, f"--config {config}", *words)
+    assert not (tmp_path / "run").exists()
 
 
 def test_checkpoint_temp_files_carry_the_writer_pid(tmp_path):

@@ -6,8 +6,16 @@ import pytest
 import torch
 
 from arena.training import (
-    OpponentPool, OpponentSpec, OpponentSpecError, SelfPlayPool, capture_agent_memory, parse_opponent_spec,
-    parse_opponent_specs, restore_agent_memory, save_checkpoint, split_envs,
+    OpponentPool,
+    OpponentSpec,
+    OpponentSpecError,
+    SelfPlayPool,
+    capture_agent_memory,
+    parse_opponent_spec,
+    parse_opponent_specs,
+    restore_agent_memory,
+    save_checkpoint,
+    split_envs,
 )
 
 
@@ -126,19 +134,13 @@ def test_self_play_prefers_checkpoints_the_learner_beats_least(tmp_path):
     assert other.weights() == pfsp.weights()
 
 
-def test_with_a_memory_a_record_follows_the_recent_games(tmp_path):
-    """2,000 old wins then 100 losses: every game counting alike, the opponent still reads as beaten
-    (weight at the floor); with a memory of 100 games it reads as lost to, and gets the draws."""
-    pools = {memory: SelfPlayPool(tmp_path, lambda p: Constant(0.0), memory=memory) for memory in (None, 100.0)}
-    for pool in pools.values():
-        for _ in range(100):
-            pool.record("ace", wins=20, draws=0, losses=0)
-        for _ in range(10):
-            pool.record("ace", wins=0, draws=0, losses=10)
-    assert pools[None].records["ace"].win_probability() > 0.95 and pools[None].weights()["ace"] == 0.05
-    faded = pools[100.0].records["ace"]
-    assert faded.games < 200 and faded.win_probability() < 0.45
-    assert pools[100.0].weights()["ace"] > 0.3
+def test_checkpoints_before_since_are_never_drawn(tmp_path):
+    """A league's warm-up checkpoints stay out of its pool: only those from ``since`` on are drawn."""
+    for step in (1, 2, 3):
+        save_checkpoint({"agent": "stub", "format_version": 1}, tmp_path / f"ckpt_00000000{step}.pt")
+    pool = SelfPlayPool(tmp_path, lambda p: Constant(0.0), since=2)
+    pool.refresh()
+    assert set(pool.records) == {"ckpt_000000002.pt", "ckpt_000000003.pt"}
 
 
 def test_the_pfsp_power_sets_how_soon_a_slipping_score_gets_more_games(tmp_path):

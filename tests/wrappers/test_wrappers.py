@@ -46,7 +46,7 @@ def test_vector_env_autoresets_in_the_same_step():
     assert env.metadata["autoreset_mode"] == gymnasium.vector.AutoresetMode.SAME_STEP
     obs, _ = env.reset(seed=1)
     assert obs.shape == (6, 10) and obs.dtype == np.float32 and env.observation_space.contains(obs)
-    for step in range(5):
+    for _ in range(5):
         obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
     assert truncated.all() and not terminated.any()
     assert info["_final_obs"].all() and info["final_obs"].shape == (6, 10)

@@ -87,8 +87,8 @@ class CrankAgent(BaseAgent):
         """Forget the state of the envs in ``env_mask`` (every env when None): a new battle starts."""
         import torch
 
-        if env_mask is None or self.mode is None:
-            self.mode = self.cooldown = self.crank_left = None
+        if env_mask is None or self.mode is None or self.cooldown is None or self.crank_left is None:
+            self.mode = self.cooldown = self.crank_left = None  # the three are created together
             return
         self.mode = torch.where(env_mask, torch.zeros_like(self.mode), self.mode)
         self.cooldown = torch.where(env_mask, torch.zeros_like(self.cooldown), self.cooldown)
@@ -96,9 +96,9 @@ class CrankAgent(BaseAgent):
 
     def to(self, device: "str | torch.device") -> "CrankAgent":
         super().to(device)
-        if self.mode is not None:
+        if self.mode is not None and self.cooldown is not None and self.crank_left is not None:
             self.mode, self.cooldown, self.crank_left = (
-                t.to(self.device) for t in (self.mode, self.cooldown, self.crank_left))
+                self.mode.to(self.device), self.cooldown.to(self.device), self.crank_left.to(self.device))
         return self
 
     def act(self, observation: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:

@@ -138,7 +138,7 @@ class Sniper(ScriptedPilot):
     name: ClassVar[str] = "sniper"
     description: ClassVar[str] = "ladder 2: fires at full range, then turns tail and extends before coming back"
     timers: ClassVar[tuple[str, ...]] = ("extend", "cooldown")
-    ladder_rung: ClassVar[int] = 2
+    ladder_rung: ClassVar[int | None] = 2
 
     def __init__(self, device: "str | torch.device" = "cpu", env_config: "EnvConfig | None" = None, *,
                  fire_range_frac: float = 1.0, fire_angle_deg: float = 20.0, extend_s: float = 25.0,

@@ -10,11 +10,10 @@ import pytest
 import torch
 
 from arena.agents import build_agent
-from arena.env import EnvConfig
+from arena.env import EnvConfig, TensorEnv
 from arena.loop import needs_extended
 from arena.match import play_match
 from arena.testing import check_agent
-from arena.env import TensorEnv
 from arena.training import league_agents, league_partners
 from arena_crank.ladder import Ace, Defender, Salvo, Sniper
 

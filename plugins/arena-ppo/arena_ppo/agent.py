@@ -12,18 +12,17 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from arena.agents import BaseAgent
 from arena.training.checkpoint import CheckpointError, load_checkpoint
-
 from arena_ppo.config import NetworkConfig
 
 if TYPE_CHECKING:  # torch loads when an agent is built, not when `arena agents` lists this class
     import torch
 
     from arena.env import EnvConfig
-    from arena_ppo.modules import PolicyOutput
+    from arena_ppo.modules import ActorCritic, PolicyOutput, RecurrentActorCritic, ValueNorm, ValueNormalizer
 
 FORMAT_VERSION = 1
 LN_2 = math.log(2.0)
@@ -40,13 +39,12 @@ class PPOAgent(BaseAgent):
                  network: NetworkConfig | dict[str, Any] | None = None, obs_norm: bool = True,
                  privileged_critic: bool = False, value_norm: bool = False) -> None:
         from arena.env.observations import global_state_size, obs_keys
-
         from arena_ppo.modules import RunningNormalizer
 
         super().__init__(device=device, env_config=env_config)
         self.obs_keys = obs_keys(self.env_config)
         net = NetworkConfig.from_dict(network) if isinstance(network, dict) else (network or NetworkConfig())
-        obs_size = len(self.obs_keys) * (2 if net.obs_delta else 1)
+        obs_size = len(self.obs_keys)
         state_size = global_state_size(self.env_config)
         net.obs_dim = obs_size + self.seat_columns
         net.critic_obs_dim = state_size + self.seat_columns if privileged_critic else net.obs_dim
@@ -60,9 +58,6 @@ class PPOAgent(BaseAgent):
         self.fire_rule = "median"  # eval-mode trigger; "threshold" fires when p > 0.5 (see fire_decision)
         self.fire_hazard: torch.Tensor | None = None  # [N] accumulated -log(1 - p) since the last launch
         self.play_hidden: torch.Tensor | None = None  # [N, H] recurrent actor state while playing (not training)
-        # obs_delta while playing: [N, K] last raw observation, [N] rows with none yet (arena_ppo.modules.change)
-        self.play_last: torch.Tensor | None = None
-        self.play_fresh: torch.Tensor | None = None
         self.model.eval()
 
     # -- what differs in subclasses (MAPPO) --------------------------------------------------------
@@ -72,12 +67,12 @@ class PPOAgent(BaseAgent):
         """Columns appended to every actor and critic input to say which seat a row flies (none here)."""
         return 0
 
-    def build_model(self, net: NetworkConfig) -> "torch.nn.Module":
+    def build_model(self, net: NetworkConfig) -> "ActorCritic":
         from arena_ppo.modules import ActorCritic, RecurrentActorCritic
 
         return RecurrentActorCritic(net) if net.recurrent else ActorCritic(net)
 
-    def build_value_normalizer(self) -> "torch.nn.Module":
+    def build_value_normalizer(self) -> "ValueNormalizer | ValueNorm":
         from arena_ppo.modules import ValueNormalizer
 
         return ValueNormalizer()
@@ -89,15 +84,10 @@ class PPOAgent(BaseAgent):
     # -- acting -----------------------------------------------------------------------------------
 
     def features(self, observation: "dict[str, torch.Tensor]") -> "torch.Tensor":
-        """The actor's input: the observation stacked in canonical order (with its change since the
-        last step, ``obs_delta``) and normalized."""
+        """The actor's input: the observation stacked in canonical order and normalized."""
         from arena.env import obs_vector
 
         x = obs_vector(observation, self.obs_keys)
-        if self.network.obs_delta:
-            from arena_ppo.modules.change import stack_change
-
-            x, self.play_last, self.play_fresh = stack_change(x, self.play_last, self.play_fresh)
         return self.obs_normalizer(x) if self.obs_normalizer is not None else x
 
     def critic_features(self, observation: "torch.Tensor", global_state: "torch.Tensor | None") -> "torch.Tensor":
@@ -120,14 +110,15 @@ class PPOAgent(BaseAgent):
         deterministic = not self.training
         if not self.recurrent:
             return self.model.act(features, deterministic=deterministic, generator=generator)
+        model = cast("RecurrentActorCritic", self.model)  # what a recurrent model is
         playing = hidden is None
         if playing:
             rows = features.shape[0]
             state = self.play_hidden
             if state is None or state.shape[0] != rows or state.device != features.device:
-                state = features.new_zeros(rows, self.model.actor_hidden_size)
+                state = features.new_zeros(rows, model.actor_hidden_size)
             hidden = state
-        out = self.model.act(features, deterministic=deterministic, generator=generator, hidden=hidden)
+        out = model.act(features, deterministic=deterministic, generator=generator, hidden=hidden)
         if playing:
             self.play_hidden = out.hidden
         return out
@@ -139,8 +130,35 @@ class PPOAgent(BaseAgent):
     def value_step(self, critic_features: "torch.Tensor", hidden: "torch.Tensor"
                    ) -> "tuple[torch.Tensor, torch.Tensor]":
         """A recurrent critic's V(s) in return units and its next hidden state."""
-        v, h = self.model.value_step(critic_features, hidden)
+        v, h = cast("RecurrentActorCritic", self.model).value_step(critic_features, hidden)
         return self.denormalized(v), h
+
+    def values(self, critic_features: "torch.Tensor", hidden: "torch.Tensor | None" = None
+               ) -> "tuple[torch.Tensor, torch.Tensor | None]":
+        """V(s) in return units, and a recurrent critic's next hidden state (given its ``hidden``)."""
+        return self.value_step(critic_features, hidden) if hidden is not None else (self.value(critic_features), None)
+
+    # -- the learner's inputs while it trains --------------------------------------------------------
+
+    def training_input(self, observation: "dict[str, torch.Tensor]", commit: bool = True) -> "torch.Tensor":
+        """The actor's input for rows of observations, with seats. ``commit``: the step being played, which
+        moves the normalizer's statistics; otherwise a look (bootstrap values) that leaves them alone."""
+        from arena.env import obs_vector
+
+        x = obs_vector(observation, self.obs_keys)
+        if self.obs_normalizer is not None:
+            if commit:
+                self.obs_normalizer.update(x)
+            x = self.obs_normalizer(x)
+        return self.with_seats(x)
+
+    def critic_input(self, features: "torch.Tensor", global_state: "torch.Tensor | None",
+                     commit: bool = True) -> "torch.Tensor":
+        """The critic's input while training: ``features``, or the global state with a privileged critic
+        (``commit`` as in :meth:`training_input`)."""
+        if commit and self.privileged_critic and self.critic_normalizer is not None and global_state is not None:
+            self.critic_normalizer.update(global_state)  # none: critic_features says it is missing
+        return self.critic_features(features, global_state)
 
     def denormalized(self, v: "torch.Tensor") -> "torch.Tensor":
         return self.value_normalizer.denormalize(v) if self.value_normalizer is not None else v
@@ -178,15 +196,10 @@ class PPOAgent(BaseAgent):
         return fire
 
     def reset(self, env_mask: "torch.Tensor | None" = None) -> None:
-        """New battles start with no accumulated launch hazard (and a zero recurrent state, and no
-        previous observation)."""
+        """New battles start with no accumulated launch hazard (and a zero recurrent state)."""
         if env_mask is None:
-            self.fire_hazard = self.play_hidden = self.play_last = self.play_fresh = None
+            self.fire_hazard = self.play_hidden = None
             return
-        if self.play_fresh is not None:
-            from arena_ppo.modules.change import forget
-
-            self.play_fresh = forget(self.play_fresh, env_mask)
         if self.fire_hazard is not None and env_mask.shape == self.fire_hazard.shape:
             self.fire_hazard = self.fire_hazard.masked_fill(env_mask.to(self.fire_hazard.device), 0.0)
         if self.play_hidden is not None and env_mask.shape[0] == self.play_hidden.shape[0]:
@@ -196,6 +209,9 @@ class PPOAgent(BaseAgent):
         super().train(mode)
         self.model.train(mode)
         return self
+
+    def eval(self) -> "PPOAgent":
+        return self.train(False)
 
     def to(self, device: "str | torch.device") -> "PPOAgent":
         super().to(device)
@@ -215,9 +231,9 @@ class PPOAgent(BaseAgent):
 
         from torch import nn
 
-        if self.recurrent or self.network.obs_delta:
-            raise ValueError("a recurrent policy, or one reading each observation's change (obs_delta), carries a "
-                             "state between steps; arena export takes policies of one observation only")
+        if self.recurrent:
+            raise ValueError("a recurrent policy carries a state between steps; arena export takes policies of one "
+                             "observation only")
         if self.seat_columns:
             raise ValueError(f"{self.name} reads a seat one-hot beside the observation; arena export takes "
                              f"feed-forward PPO policies only")
@@ -349,43 +365,19 @@ def check_seat(saved: "EnvConfig", env: "EnvConfig", where: str) -> None:
                               f"{', …' if len(missing) > 4 else ''}; play it in teams of {saved.team_size} or more")
 
 
-MAX_LAYER_WIDTH = 4096  # units per hidden layer: 32x the default, far beyond what this task needs
-MAX_LAYERS = 8
 OPTION_KEYS = ("obs_norm", "privileged_critic", "value_norm")
 
 
 def check_network(value: Any) -> dict[str, Any]:
-    """A checkpoint's ``network`` entry, bounded before anything is allocated (a hostile
-    ``actor_hidden: [100000000]`` would otherwise take gigabytes before failing)."""
-    import math
-    from dataclasses import fields
+    """A checkpoint's ``network`` entry, each value checked against its setting's declared range before
+    anything is allocated (a hostile ``actor_hidden: [100000000]`` would otherwise take gigabytes)."""
+    from arena.training.settings import check_value, settings_of
+    from arena_ppo.config import TrainConfig
 
     if not isinstance(value, dict):
         raise ValueError(f"network: expected a dict, got {type(value).__name__}")
-    known = {f.name: f.default for f in fields(NetworkConfig)}
-    out: dict[str, Any] = {}
-    for key, item in value.items():
-        if key not in known:
-            continue  # written by a newer version: ignored, as NetworkConfig.from_dict does
-        default = known[key]
-        if key in ("actor_hidden", "critic_hidden"):
-            ok = isinstance(item, (list, tuple)) and 1 <= len(item) <= MAX_LAYERS and all(
-                isinstance(w, int) and not isinstance(w, bool) and 1 <= w <= MAX_LAYER_WIDTH for w in item)
-            if not ok:
-                raise ValueError(f"network.{key}: expected 1 to {MAX_LAYERS} layer widths, each an int from 1 to "
-                                 f"{MAX_LAYER_WIDTH}, got {item!r}"[:300])
-        elif isinstance(default, bool):
-            if not isinstance(item, bool):
-                raise ValueError(f"network.{key}: expected true or false, got {item!r}"[:200])
-        elif isinstance(default, int):
-            if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= 1 << 16:
-                raise ValueError(f"network.{key}: expected a positive int, got {item!r}"[:200])
-        elif isinstance(default, float):
-            if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(item) \
-                    or abs(item) > 1e3:
-                raise ValueError(f"network.{key}: expected a finite number, got {item!r}"[:200])
-        out[key] = item
-    return out
+    known = {s.name: s for s in settings_of(TrainConfig()) if s.section == "network"}
+    return {key: check_value(known[key], item) for key, item in value.items() if key in known}
 
 
 def check_options(value: Any) -> dict[str, bool]:

@@ -1,40 +1,54 @@
-"""Configuration dataclasses of the PPO plugin: the network, the algorithm and the run.
+"""The PPO plugin's settings: the network, the update and the run, each declared once.
 
-Defaults start from the baseline PPO design's values; where a measurement showed a better value for this
-environment the default was changed and the measurement is recorded in docs/training.md.
+Every field is made with :func:`arena.training.settings.setting`: its help, range, whether the command
+line shows it and whether a resumed run may change it live here, and the options of ``arena train
+ppo``/``mappo``, the checks of ``--config``/``--set``/checkpoints and the table in docs/training.md are
+derived from it. Defaults start from the baseline PPO design's values; where a measurement showed a
+better value for this environment the default was changed, and the measurement is in docs/experiments/.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
+
+from arena.training.settings import setting
 
 if TYPE_CHECKING:
     from arena.env import EnvConfig
 
-LRSchedule = Literal["constant", "linear", "adaptive"]
 LR_SCHEDULES: tuple[str, ...] = ("constant", "linear", "adaptive")
+POLICIES: tuple[str, ...] = ("shared", "separated")
+MAX_ENVS = 1 << 24  # battles stepped at once: ~16.7 M, already tens of GB of env state and rollout
+MAX_STEPS = 1 << 60  # environment steps (and intervals): far beyond any run, still exact in int64 counters
+MAX_SEED = (1 << 62) - 1  # seeds feed 64-bit torch generators with small offsets added
+MAX_LAYER_WIDTH = 4096  # units per hidden layer: 32x the default, far beyond what this task needs
+NO_TEACHER = "none"
 
 
 @dataclass
 class NetworkConfig:
-    """Shape of the actor and critic (10→128→64, ReLU)."""
+    """Shape of the actor and critic (10→128→64, ReLU). A resumed run keeps all of it: the weights have its shape."""
 
-    obs_dim: int = 10
-    critic_obs_dim: int = 10  # = obs_dim, or the global-state size with a privileged critic
-    actor_hidden: tuple[int, ...] = (128, 64)
-    critic_hidden: tuple[int, ...] = (128, 64)
-    input_layer_norm: bool = False  # LayerNorm on the raw input of both networks
-    init_log_std: float = 0.0  # bias of the rudder log-std output at start (std 1 before the squash)
-    # Bias of the fire logit at start. -6 (p≈0.0025 per step) keeps the missiles on the rails until the
-    # policy learns where to shoot; at -2 or -4 they were all gone before the first 40 km (docs/training.md).
-    init_fire_logit: float = -6.0
-    log_std_min: float = -5.0
-    log_std_max: float = 2.0
-    recurrent: bool = False  # a GRU cell after each trunk (mappo --recurrent)
-    # Each input also carries its change since the previous step (arena_ppo.modules.change): rates
-    # (missile closure, turn rate) that one observation cannot show a feed-forward policy.
-    obs_delta: bool = False
+    obs_dim: int = setting(10, "Actor input size, from the observation mode and team size.", derived=True, low=1,
+                           high=1 << 16)
+    critic_obs_dim: int = setting(10, "Critic input size: the actor's, or the global state's with a privileged "
+                                      "critic.", derived=True, low=1, high=1 << 16)
+    actor_hidden: tuple[int, ...] = setting(factory=lambda: (128, 64), help="Widths of the actor's hidden layers.",
+                                            fixed=True, low=1, high=MAX_LAYER_WIDTH, min_items=1, max_items=8)
+    critic_hidden: tuple[int, ...] = setting(factory=lambda: (128, 64), help="Widths of the critic's hidden layers.",
+                                             fixed=True, low=1, high=MAX_LAYER_WIDTH, min_items=1, max_items=8)
+    input_layer_norm: bool = setting(False, "LayerNorm on the raw input of both networks.", fixed=True)
+    init_log_std: float = setting(0.0, "Starting bias of the rudder's log-std (std 1 before the squash).",
+                                  low=-20, high=20)
+    init_fire_logit: float = setting(-6.0, "Starting bias of the fire logit: -6 (p≈0.0025 a step) keeps the "
+                                           "missiles on the rails until the policy learns where to shoot.",
+                                     low=-50, high=50)
+    log_std_min: float = setting(-5.0, "Lower clamp of the rudder's log-std.", low=-20, high=20)
+    log_std_max: float = setting(2.0, "Upper clamp of the rudder's log-std.", low=-20, high=20)
+    recurrent: bool = setting(False, "A GRU cell in the actor and the critic, its state reset when a battle "
+                                     "restarts.", cli=("mappo",), fixed=True)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "NetworkConfig":
@@ -48,103 +62,89 @@ class NetworkConfig:
 
 @dataclass
 class PPOConfig:
-    """The update: the baseline hyper-parameters plus the optional pieces (rsl_rl, MAPPO)."""
+    """The update: clipped PPO with an adaptive learning rate (rsl_rl), and the teacher's weight."""
 
-    learning_rate: float = 3e-4
-    n_steps: int = 32  # per env per update (seed: 2048 with few envs; 1024 envs x 32 = 32,768 samples per update)
-    batch_size: int = 8192  # minibatch size (seed: 64; 4 minibatches per epoch keeps the update cheap on a CPU)
-    n_epochs: int = 4  # seed: 10
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    clip_epsilon: float = 0.2
-    value_loss_coef: float = 0.5
-    entropy_coef: float = 0.001  # seed: 0.01, which let noise do the evading and left the mean policy helpless
-    # Weight of a penalty on the trigger's entropy (a Bernoulli's, at most ln 2 a step). Training samples the
-    # trigger every step; play fires at the median of that launch time. A moderate p held over several steps
-    # spreads the sampled launches widely, so training scores a policy that play never uses. The penalty
-    # pushes p toward 0 or 1, where the two agree. 0: off.
-    fire_entropy_penalty: float = 0.0
-    max_grad_norm: float = 0.5
-    clip_value_loss: bool = False
-    normalize_advantages: bool = True
-    # adaptive (rsl_rl's KL target; docs/training.md): with a constant rate the policy's steps grew as its
-    # std shrank (approx-KL 0.05-0.08) and a policy winning 100 % fell back to 58 % and recovered.
-    lr_schedule: str = "adaptive"  # constant | linear (to 0 at --max-steps) | adaptive (KL target)
-    desired_kl: float = 0.01
-    # Share of the budget (--max-steps, or --max-time when that ends first) at its end over which the
-    # learning rate's ceiling falls linearly to 0, so the last updates settle instead of moving the
-    # final checkpoint as far as any other. 0: off.
-    lr_anneal: float = 0.0
-    value_norm: bool = False  # MAPPO's ValueNorm: critic learns normalized returns
-    adam_eps: float = 1e-5
-    # Weight of the kickstart teacher's loss at the start of a run (RunConfig.kickstart); it moves linearly
-    # to kickstart_final over RunConfig.kickstart_steps and stays there. In the league, dropping the teacher
-    # (final 0) lost what it had taught; the more of it was kept (0.2, 0.5, 1), the better the final
-    # policy did against the ace (docs/training.md), so by default it keeps its full weight.
-    kickstart_coef: float = 1.0
-    kickstart_final: float = 1.0
-    # Weight of the teacher's trigger (when to fire) against its rudder, within its loss.
-    kickstart_trigger: float = 1.0
-    data_chunk_length: int = 8  # recurrent policies: steps per training sequence (MAPPO: 10; 8 divides n_steps 32)
+    learning_rate: float = setting(3e-4, "Adam's step size; with the adaptive schedule, its ceiling.", cli=True,
+                                   low=0, low_open=True, high=1)
+    n_steps: int = setting(32, "Steps per env per update.", low=1, high=1 << 20)
+    batch_size: int = setting(8192, "Minibatch size, over all processes: each of N takes batch_size/N of it.",
+                              low=1, high=1 << 40)
+    n_epochs: int = setting(4, "Passes over each rollout.", low=1, high=10_000)
+    gamma: float = setting(0.99, "Discount.", low=0, high=1)
+    gae_lambda: float = setting(0.95, "GAE's lambda.", low=0, high=1)
+    clip_epsilon: float = setting(0.2, "PPO's clip range.", low=0, low_open=True, high=10)
+    value_loss_coef: float = setting(0.5, "Weight of the value loss.", low=0, high=1e6)
+    entropy_coef: float = setting(0.001, "Weight of the entropy bonus (0.01 let noise do the evading).", low=0,
+                                  high=1e6)
+    max_grad_norm: float = setting(0.5, "Gradient norm clip.", low=0, low_open=True, high=1e6)
+    clip_value_loss: bool = setting(False, "Clip the value update like the policy.")
+    normalize_advantages: bool = setting(True, "Normalize advantages per rollout.")
+    lr_schedule: str = setting("adaptive", "constant; linear to 0 at max_steps; adaptive: keep the KL near "
+                                           "desired_kl (a constant rate let a winning policy fall back).",
+                               choices=LR_SCHEDULES)
+    desired_kl: float = setting(0.01, "KL target of the adaptive schedule.", low=0, low_open=True, high=10)
+    value_norm: bool = setting(False, "The critic learns normalized returns (MAPPO's ValueNorm for mappo).",
+                               fixed=True)
+    adam_eps: float = setting(1e-5, "Adam's epsilon.", low=0, low_open=True, high=1)
+    kickstart_coef: float = setting(1.0, "Weight of the teacher's loss (run.kickstart) against PPO's, for the "
+                                         "whole run: dropping it lost what it taught.", low=0, high=1e6)
+    data_chunk_length: int = setting(8, "Recurrent policies: steps per training sequence; divides n_steps.",
+                                     low=1, high=1 << 20)
 
 
 @dataclass
 class RunConfig:
     """Everything about a run that is not the update rule."""
 
-    num_envs: int = 1024
-    max_steps: int = 30_000_000  # environment steps over all envs (about 15 minutes on a 2-core CPU)
-    # Env steps between checkpoints, rounded up to whole updates (seed: 1000, counted in single-env steps).
-    save_interval: int = 2_000_000
-    log_interval: int = 250_000  # env steps between console lines; metrics.csv gets every update (seed: 100)
-    eval_interval: int = 0  # env steps between evaluations; 0 = at every checkpoint
-    eval_games: int = 200
-    # After each evaluation, keep the weights with the best worst-case score in best.pt (arena.training.best).
-    keep_best: bool = True
-    # When an evaluation's worst score falls more than this below the kept weights', training goes back to
-    # them (population-based training's "exploit" step, against the run's own past). A league policy's score
-    # against the ace swings between neighbouring checkpoints and drifts down late (docs/training.md); going
-    # back keeps what the run reached. 0: off.
-    rollback: float = 0.0
-    # Evaluations also play the kept weights, and worst scores within this of theirs are a tie that the duel
-    # breaks (arena.training.best.replaces; with --rollback, a duel lost by more than the margin goes back).
-    # Once the ladder is beaten its scores no longer tell checkpoints apart; their duels still do. 0: off.
-    gate: float = 0.0
-    reward: str = "pursuit"
-    vs: tuple[str, ...] = ("crank",)
-    # Share of the envs that play the league's floor (the random placeholder) whatever --vs says: a
-    # policy that only ever meets opponents that come at it never learns to find one that does not,
-    # and flew out of the arena against the placeholder (docs/training.md). 0 turns it off.
-    floor: float = 0.25
-    # --vs league: share of the drawn opponents that come from the ladder (and training partners) once
-    # the run has checkpoints; the rest are its checkpoints. Without it the checkpoints, piling up at
-    # one every 2 M steps, crowd the rungs out (docs/training.md). None: one pool (runs saved before).
-    ladder_share: float | None = 0.8
-    # --vs self / league: games against an opponent over which its PFSP record fades; 0: all games count alike.
-    pfsp_memory: float = 0.0
-    pfsp_power: float = 2.0  # PFSP weight (1 - score)^power, floored at 0.05
-    # Kickstarting: an agent (name or ckpt:PATH) whose actions on the learner's states are an extra loss,
-    # weighted from PPOConfig.kickstart_coef to kickstart_final over kickstart_steps (arena_ppo.kickstart). "": none.
-    kickstart: str = ""
-    kickstart_steps: int = 20_000_000
-    device: str = "auto"
-    seed: int = 0
-    out: str = ""
-    obs_mode: str = "default"  # or "extended"
-    # Aircraft a side (team battles): one policy flies every seat of p1, each on its own observation
-    # (independent PPO with parameter sharing); opponents fly p2's seats.
-    team_size: int = 1
-    policy: str = "shared"  # mappo: one actor for every seat (with a seat id), or "separated" (one per seat)
-    obs_norm: bool = True  # rsl_rl running observation normalization (saved in checkpoints)
-    privileged_critic: bool = False  # critic fed env.global_state (rsl_rl privileged obs, MAPPO centralized critic)
-    self_slots: int = 4  # past checkpoints playing at once for a `self` opponent
-    # Env steps a drawn opponent (self, league) keeps its envs, rounded up to whole rollouts; 0: the
-    # longest battle (max_time / dt). With handover the next draw takes over the battles in flight
-    # (measured better in the league than whole battles: docs/training.md); without, they restart.
-    tenure: int = 1
-    handover: bool = True
-    threads: int | None = None  # torch intra-op threads: None = arena's default for num_envs (arena.threads); 0 = torch's
-
+    vs: tuple[str, ...] = setting(factory=lambda: ("crank",), cli=True, metavar="NAME[=WEIGHT]",
+                                  help="Opponent, repeatable: an agent name, ckpt:PATH, self (the run's past "
+                                       "checkpoints) or league (the ladder and the run's past, with a warm-up "
+                                       "and a teacher). Envs are split by weight.")
+    team_size: int = setting(1, "Aircraft a side: the policy flies every seat of its team.", cli=True, fixed=True,
+                             low=1, high=8)
+    obs_mode: str = setting("default", "extended adds aspect, enemy missiles and the nearest threat (the league "
+                                       "needs the missile warning).", cli=True, fixed=True,
+                            choices=("default", "extended"))
+    policy: str = setting("shared", "shared: one actor and critic for every seat, told its seat; separated: one "
+                                    "per seat.", cli=("mappo",), fixed=True, choices=POLICIES)
+    reward: str = setting("pursuit", "Reward shaping added to the env reward (a name from arena_rewards).", cli=True)
+    num_envs: int = setting(1024, "Battles stepped at once, over all processes.", cli=True, fixed=True, low=1,
+                            high=MAX_ENVS)
+    max_steps: int = setting(30_000_000, "Environment steps over all envs (about 15 minutes on a 2-core CPU).",
+                             cli=True, low=1, high=MAX_STEPS)
+    save_interval: int = setting(2_000_000, "Environment steps between checkpoints (whole updates).", cli=True,
+                                 low=1, high=MAX_STEPS)
+    log_interval: int = setting(250_000, "Environment steps between console lines; metrics.csv gets every update.",
+                                low=1, high=MAX_STEPS)
+    eval_interval: int = setting(0, "Environment steps between evaluations; 0: at every checkpoint.", low=0,
+                                 high=MAX_STEPS)
+    eval_games: int = setting(200, "Deterministic games per opponent in each evaluation; 0: none.", cli=True,
+                              low=0, high=MAX_ENVS)
+    keep_best: bool = setting(True, "Keep the evaluated weights with the best worst-case score in best.pt.")
+    floor: float = setting(0.25, "Share of the envs that play the random placeholder besides vs, so the policy "
+                                 "also learns to find an opponent that does not come at it.", fixed=True, low=0,
+                           high=0.9)
+    kickstart: str = setting(NO_TEACHER, "Teacher whose actions on the learner's states are an extra loss: an "
+                                         "agent name or ckpt:PATH, or none (a league duel: the ladder's top rung).",
+                             cli=True, metavar="NAME|ckpt:PATH|none")
+    warm_up_steps: int = setting(12_000_000, "league: env steps against the ladder's top rung alone before the "
+                                             "league opens; 0: none.", fixed=True, low=0, high=MAX_STEPS)
+    ladder_share: float = setting(0.8, "league: share of the drawn opponents taken from the ladder once the run "
+                                       "has checkpoints; the rest are its own.", low=0, low_open=True, high=1)
+    pfsp_power: float = setting(2.0, "self/league: an opponent's weight is (1 - score)^power, floored at 0.05.",
+                                low=0, high=16)
+    self_slots: int = setting(4, "self/league: opponents drawn at once.", fixed=True, low=1, high=1024)
+    tenure: int = setting(1, "self/league: env steps a drawn opponent keeps its envs, in whole rollouts; 0: the "
+                             "longest battle.", low=0, high=MAX_STEPS)
+    handover: bool = setting(True, "self/league: the next draw takes over the battles in flight (else they "
+                                   "restart).")
+    obs_norm: bool = setting(True, "Running observation normalization, saved in checkpoints.", fixed=True)
+    privileged_critic: bool = setting(False, "The critic reads the env's global state (always on for mappo).",
+                                      fixed=True)
+    device: str = setting("auto", "cpu, cuda, cuda:N or auto; several processes take a GPU each.", cli=True)
+    threads: int | None = setting(None, "torch threads a process; null: arena's choice for the batch, 0: torch's.",
+                                  cli=True, low=0, high=1024)
+    seed: int = setting(0, "Seed of the weights, the envs and every random stream.", cli=True, low=0, high=MAX_SEED)
 
     def env_config(self) -> "EnvConfig":
         """The env this run trains in."""
@@ -152,9 +152,47 @@ class RunConfig:
 
         return EnvConfig(obs_mode=self.obs_mode, team_size=self.team_size)  # type: ignore[arg-type]
 
+    def teacher(self) -> str:
+        """The kickstart teacher this run uses ("" for none)."""
+        return "" if self.kickstart in ("", NO_TEACHER) else self.kickstart
+
 
 @dataclass
 class TrainConfig:
     run: RunConfig = field(default_factory=RunConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     network: NetworkConfig = field(default_factory=NetworkConfig)
+
+
+def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = None) -> TrainConfig:
+    """A trainer's defaults for a run given ``given`` (settings by key).
+
+    mappo's are 2-v-2 teams, ValueNorm and the central critic. A league duel (``run.vs`` with
+    ``league``, one aircraft a side) is the recipe that beat the whole ladder: the extended observation
+    and the ladder's top rung as teacher, besides the warm-up (docs/experiments/).
+    """
+    given = given or {}
+    cfg = TrainConfig()
+    if algorithm == "mappo":
+        cfg.run.team_size = 2
+        cfg.run.privileged_critic = True
+        cfg.ppo.value_norm = True
+    vs, team_size = given.get("run.vs", cfg.run.vs), given.get("run.team_size", cfg.run.team_size)
+    if team_size == 1 and any(str(entry).split("=")[0].strip() == "league" for entry in vs):
+        from arena.training import league_agents
+
+        cfg.run.obs_mode = "extended"
+        cfg.run.kickstart = league_agents()[-1]
+    return cfg
+
+
+def settings_table() -> str:
+    """The settings table of docs/training.md (``python -m arena_ppo.config`` prints it)."""
+    from arena.training.settings import markdown_table
+
+    return markdown_table(default_config("ppo"), {"mappo": default_config("mappo"),
+                                                  "league": default_config("ppo", {"run.vs": ("league",)})})
+
+
+if __name__ == "__main__":
+    print(settings_table(), end="")

@@ -14,7 +14,7 @@ stay bit for bit equal without ever being copied after the start:
 
 What differs between processes is only what a checkpoint keeps per process: the env world, the
 random streams, the opponents' and the kickstart teacher's per-env memory, a recurrent learner's
-hidden state and, with ``--obs-delta``, each row's last observation (:data:`RANK_KEYS`). The main
+hidden state (:data:`RANK_KEYS`). The main
 process gathers those into its checkpoint, so a run saved by N processes resumes on N processes
 exactly. Per-opponent results (PFSP records of ``--vs self`` and ``--vs league``) are pooled after
 each rollout, so every process draws from the same priorities.
@@ -28,17 +28,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from arena.training.distributed import Group, fingerprint, to_cpu
-
 from arena_ppo.modules.normalizer import fold
 
 if TYPE_CHECKING:
     from arena.training import SelfPlayPool
-
     from arena_ppo.agent import PPOAgent
     from arena_ppo.algorithms import PPO
 
 # The parts of a trainer checkpoint that each process has its own.
-RANK_KEYS = ("rng", "env", "opponents", "hidden", "teacher", "obs_change")
+RANK_KEYS = ("rng", "env", "opponents", "hidden", "teacher")
 NORMALIZERS = ("obs_normalizer", "critic_normalizer", "value_normalizer")
 ROLLOUT_NORMALIZERS = ("obs_normalizer", "critic_normalizer")  # updated at every env step: merged per rollout
 

@@ -1,12 +1,11 @@
-"""Kickstarting (Schmitt et al., 2018): a teacher's actions as an extra loss on the learner, on a schedule.
+"""Kickstarting (Schmitt et al., 2018): a teacher's actions as an extra loss on the learner.
 
 The teacher flies no battle. At every rollout step it reads the learner's own observation and says
-what it would do; the update adds ``coef · (squared error of the rudder + cross-entropy of the
-trigger)`` against those labels, on the states the learner itself visits (as DAgger labels them), and
-``coef`` moves linearly from ``--kickstart-coef`` to ``--kickstart-final`` over ``--kickstart-steps``.
-With a final weight of 0 the teacher is then no longer asked and the run is plain PPO; any other
-final weight (the default keeps the full one) holds the learner near the teacher's doctrine for good,
-as AlphaStar kept its agents near their supervised policy, while the reward decides what it does better.
+what it would do; the update adds ``ppo.kickstart_coef · (squared error of the rudder + cross-entropy
+of the trigger)`` against those labels, on the states the learner itself visits (as DAgger labels
+them). The weight holds for the whole run: it keeps the learner near the teacher's doctrine for good,
+as AlphaStar kept its agents near their supervised policy, while the reward decides what it does
+better (fading it out lost what it taught: docs/experiments/).
 
 Any agent that can be an opponent can teach: a scripted doctrine (``ace``) or a checkpoint
 (``ckpt:PATH``). A scripted teacher keeps its per-env memory as if its orders had been obeyed: it
@@ -42,14 +41,6 @@ def check_teacher(text: str, team_size: int) -> OpponentSpec:
     if team_size != 1:
         raise OpponentSpecError(f"--kickstart labels duels only: --team-size is {team_size}, use 1")
     return teacher_spec(text)
-
-
-def coefficient(start: float, steps: int, env_steps: int, final: float = 0.0) -> float:
-    """The loss weight at ``env_steps``: ``start`` moving linearly to ``final`` at ``steps``, then ``final``."""
-    if steps <= 0:
-        return max(final, 0.0)
-    frac = min(1.0, env_steps / steps)
-    return max(0.0, start + (final - start) * frac)
 
 
 class Teacher:

@@ -21,6 +21,18 @@ import click
 T = TypeVar("T")
 
 
+class TrainingError(click.ClickException):
+    """A mistake the user can fix: one line, exit status 2 (or the ``status`` given), no traceback."""
+
+    def __init__(self, message: str, status: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = status  # type: ignore[misc]  # click types it a ClassVar; a launch passes its own status
+
+
+def fail(message: str, status: int = 2) -> TrainingError:
+    return TrainingError(message, status)
+
+
 def agreed(group: Any, step: Callable[[], T]) -> T:
     """Run ``step`` on every process; if it fails (one line) on any of them, all stop: the main
     process with the failure of the lowest rank, the others with exit status 2 and no message.
@@ -44,8 +56,6 @@ def agreed(group: Any, step: Callable[[], T]) -> T:
 
 def everyone(group: Any, message: str) -> click.exceptions.ClickException | click.exceptions.Exit:
     """The exception for a failure every process meets: the main process says it, the others leave quietly."""
-    from arena_ppo.trainer import fail
-
     if group is None or group.rank.main:
         return fail(message)
     return click.exceptions.Exit(2)
@@ -90,25 +100,3 @@ def token(value: Any) -> str:
     if isinstance(value, Path):
         return str(value)
     return str(value)
-
-
-def launch_training(ctx: click.Context, params: dict[str, Any], algorithm: str, nproc: int) -> dict[str, float]:
-    """``arena train ALGORITHM … --nproc N``: check the run as N processes would, then start them."""
-    from arena.training.distributed import Rank
-    from arena.training.launcher import launch
-
-    from arena_ppo.trainer import fail, prepare
-
-    setup = prepare(ctx, params, algorithm, Rank(0, nproc, 0, nproc))
-    if setup.plan is not None and setup.plan.note:
-        click.echo(f"note: {setup.plan.note}", err=True)
-    args = ["train", algorithm, *replay_options(ctx, {"nproc"}, {"out": setup.out})]
-    del setup  # the processes load the checkpoint and opponents themselves
-    result = launch(args, nproc)
-    if result.message:
-        error = fail(result.message)
-        error.exit_code = result.status
-        raise error
-    if result.status:
-        raise click.exceptions.Exit(result.status)
-    return {}

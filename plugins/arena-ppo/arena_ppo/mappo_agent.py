@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from arena.training.checkpoint import CheckpointError
-
 from arena_ppo.agent import PPOAgent, check_options, check_seat
 from arena_ppo.config import NetworkConfig
 
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
     import torch
 
     from arena.env import EnvConfig
+    from arena_ppo.modules import ActorCritic, ValueNorm
 
 POLICIES: tuple[str, ...] = ("shared", "separated")
 
@@ -52,7 +52,7 @@ class MAPPOAgent(PPOAgent):
     def seat_columns(self) -> int:
         return self.seats
 
-    def build_model(self, net: NetworkConfig) -> "torch.nn.Module":
+    def build_model(self, net: NetworkConfig) -> "ActorCritic":
         from arena_ppo.modules import RecurrentSeparatedActorCritic, SeparatedActorCritic
 
         if self.policy_kind == "separated":
@@ -60,7 +60,7 @@ class MAPPOAgent(PPOAgent):
             return kind(net, self.seats)
         return super().build_model(net)
 
-    def build_value_normalizer(self) -> "torch.nn.Module":
+    def build_value_normalizer(self) -> "ValueNorm":
         from arena_ppo.modules import ValueNorm
 
         return ValueNorm()

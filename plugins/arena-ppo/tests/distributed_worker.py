@@ -16,24 +16,24 @@ import json
 import sys
 from pathlib import Path
 
-import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 import torch
 
 from arena.training import DivergenceError, Group
 from arena_ppo.config import TrainConfig
 from arena_ppo.distributed import shared_tensors
+from arena_ppo.prepare import opponent_factory, resolve_reward
 from arena_ppo.runners import MAPPORunner, OnPolicyRunner
-from arena_ppo.trainer import opponent_factory, resolve_reward
 
 STEPS, ENVS = 16, 8
 
 
-def config(name: str, out: Path) -> TrainConfig:
+def config(name: str) -> TrainConfig:
     cfg = TrainConfig()
     run, ppo = cfg.run, cfg.ppo
     run.num_envs, run.max_steps, run.save_interval = ENVS, ENVS * STEPS * 3, ENVS * STEPS
     run.eval_games, run.eval_interval = (2 if name == "ppo" else 0), ENVS * STEPS * 3  # 1 game per process
-    run.device, run.seed, run.threads, run.out = "cpu", 7, 1, str(out)
+    run.device, run.seed, run.threads = "cpu", 7, 1
     ppo.n_steps, ppo.batch_size, ppo.n_epochs = STEPS, 32, 2
     if name == "ppo":
         run.vs, run.self_slots, run.floor = ("crank", "self=0.5"), 2, 0.0
@@ -52,7 +52,7 @@ def main(tmp: Path) -> None:
     runner = None
     for name, runner_class in (("ppo", OnPolicyRunner), ("mappo", MAPPORunner)):
         out = tmp / name
-        cfg = config(name, out)
+        cfg = config(name)
         lines: list[str] = []
         runner = runner_class(cfg, out, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
                               reward_fn=resolve_reward(cfg.run.reward), console=lines.append, progress=False,

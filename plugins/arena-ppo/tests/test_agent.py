@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arena.env import EnvConfig, TensorEnv
 from arena.agents import build_agent
+from arena.env import EnvConfig, TensorEnv
 from arena.training import CheckpointError, save_checkpoint
 from arena_ppo.agent import PPOAgent
 
@@ -94,30 +94,3 @@ def test_train_mode_samples_the_trigger():
     obs = observation(n=512)
     rates = torch.stack([agent.act(obs)["fire"].float() for _ in range(4)]).mean()
     assert 0.0 < rates < 0.02  # the initial fire logit of -6: p ≈ 0.0025
-
-
-def test_obs_delta_feeds_each_observation_with_its_change_and_survives_a_checkpoint(tmp_path):
-    from arena.env import obs_vector
-
-    torch.manual_seed(0)
-    cfg = EnvConfig(obs_mode="extended")
-    agent = PPOAgent(env_config=cfg, network={"obs_delta": True}, obs_norm=False)
-    assert agent.network.obs_dim == 2 * 15
-    env = TensorEnv(4, "cpu", seed=3, config=cfg)
-    straight = {"rudder": torch.full((4,), 0.5), "throttle": torch.ones(4), "fire": torch.zeros(4, dtype=torch.bool)}
-    seen = [env.reset()["p1"]]
-    for _ in range(2):
-        env.step(straight, straight)
-        seen.append(env.observe()["p1"])
-    raw = [obs_vector(o, agent.obs_keys) for o in seen]
-    assert torch.equal(agent.features(seen[0]), torch.cat((raw[0], torch.zeros_like(raw[0])), -1))
-    assert torch.allclose(agent.features(seen[1])[:, 15:], raw[1] - raw[0])
-    agent.reset(torch.tensor([True, False, False, False]))  # battle 0 restarted
-    change = agent.features(seen[2])[:, 15:]
-    assert change[0].abs().max() == 0 and torch.allclose(change[1:], (raw[2] - raw[1])[1:])
-    assert change[1:].abs().max() > 0
-    path = save_checkpoint(agent.checkpoint(), tmp_path / "ckpt_000000001.pt")
-    loaded = PPOAgent.load(path)
-    assert loaded.network.obs_delta and loaded.network.obs_dim == 30
-    with pytest.raises(ValueError, match="obs_delta"):
-        loaded.export_module()

@@ -18,12 +18,12 @@ from click.testing import CliRunner
 
 from arena.cli import main
 from arena.training import Group, Rank, SelfPlayPool, Tally, list_checkpoints
-from arena.training.distributed import DistributedError, process_device, rank_from_env, rank_seed, split_count
+from arena.training.distributed import DistributedError, rank_from_env, rank_seed, split_count
 
 WORKER = Path(__file__).with_name("distributed_worker.py")
 # The CPU: with --nproc 2, auto would ask for one GPU per process.
-TINY = ["--n-steps", "16", "--batch-size", "32", "--n-epochs", "2", "--eval-games", "0", "--no-progress",
-        "--threads", "1", "--device", "cpu"]
+TINY = ["--set", "ppo.n_steps=16", "--set", "ppo.batch_size=32", "--set", "ppo.n_epochs=2", "--eval-games", "0",
+        "--no-progress", "--threads", "1", "--device", "cpu"]
 RANK_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
              "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", "ARENA_LAUNCHER_PID")
 
@@ -115,10 +115,12 @@ def wait_for(predicate, timeout: float, proc: subprocess.Popen) -> None:
 
 linux = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the processes through /proc")
 
-# --obs-delta: each process's last observations, which a resume must put back (the teacher's memory is
-# still empty at these steps; test_each_process_resumes_its_own_per_env_state covers it).
+# A teacher beside self-play: each process's own envs, streams, opponents and teacher, which a resume must put
+# back (the teacher's memory is still empty at these steps; test_each_process_resumes_its_own_per_env_state
+# covers it).
 COMMON = ["--vs", "crank", "--vs", "self=0.5", "--num-envs", "8", "--seed", "3", "--save-interval", "128",
-          "--privileged-critic", "--value-norm", "--kickstart", "crank", "--obs-delta", *TINY, "--nproc", "2"]
+          "--set", "run.privileged_critic=true", "--set", "ppo.value_norm=true", "--kickstart", "crank", *TINY,
+          "--nproc", "2"]
 
 
 @linux
@@ -214,8 +216,8 @@ def test_the_processes_end_with_the_launcher_and_leave_whole_checkpoints(tmp_pat
 
 def test_one_process_repeats_a_plain_run_exactly(tmp_path, monkeypatch):
     args = ["train", "ppo", "--vs", "crank", "--vs", "self=0.5", "--num-envs", "6", "--seed", "5", "--max-steps",
-            "192", "--save-interval", "96", "--privileged-critic", "--value-norm", "--learning-rate", "0.003",
-            "--desired-kl", "0.001", *TINY]
+            "192", "--save-interval", "96", "--set", "run.privileged_critic=true", "--set", "ppo.value_norm=true",
+            "--learning-rate", "0.003", "--set", "ppo.desired_kl=0.001", *TINY]
     plain = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "plain")])
     assert plain.exit_code == 0, plain.output
     for key, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
@@ -241,7 +243,7 @@ def train(args, out):
     (["--num-envs", "1", "--nproc", "2"], "--num-envs 1: fewer battles than the 2 processes"),
     (["--num-envs", "9", "--nproc", "2"], "--num-envs 9 does not split evenly over 2 processes (it counts the envs "
                                           "of all of them); give a multiple of 2, e.g. 8 or 10"),
-    (["--num-envs", "4", "--batch-size", "2", "--nproc", "4"], "--batch-size 2: smaller than the 4 processes"),
+    (["--num-envs", "4", "--set", "ppo.batch_size=2", "--nproc", "4"], "2: smaller than the 4 processes"),
     (["--num-envs", "4", "--vs", "crank", "--vs", "placeholder", "--vs", "self", "--nproc", "2"],
      "3 opponents need 3 envs in each of the 2 processes; give at least 6"),
     (["--device", "cuda:0", "--nproc", "2"], "--device"),
@@ -282,20 +284,6 @@ def test_a_run_resumes_only_on_as_many_processes_as_saved_it(tmp_path):
     assert "saved by 2 processes and continues exactly only on 2: arena train ppo --resume" in result.output
 
 
-def test_cuda_devices_per_process(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    assert process_device("cuda", Rank(3, 4, 1, 2)) == torch.device("cuda", 1)
-    assert process_device("auto", Rank(0, 2, 0, 2)) == torch.device("cuda", 0)
-    assert process_device("cpu", Rank(0, 4, 0, 4)) == torch.device("cpu")
-    with pytest.raises(DistributedError, match="3 processes on this machine need one GPU each, found 2"):
-        process_device("cuda", Rank(0, 3, 0, 3))
-    with pytest.raises(DistributedError, match="names one GPU for the 2 processes"):
-        process_device("cuda:1", Rank(0, 2, 0, 2))
-    assert process_device("cuda:1", Rank(0, 2, 0, 1)) == torch.device("cuda", 1)
-
-
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
 def test_two_gpu_processes_hold_identical_learners(tmp_path):
     env = clean_env()
@@ -321,10 +309,11 @@ def test_rank_from_env_and_seeds():
 def test_each_process_resumes_its_own_per_env_state():
     """The main process's checkpoint keys hold process 0's state; every other process takes its own from
     ``ranks``: env, streams, opponents, hidden state, the kickstart teacher's memory and the last
-    observations of --obs-delta (a teacher with process 0's memory labels the wrong battles)."""
+    ``ranks``: env, streams, opponents, hidden state and the kickstart teacher's memory (a teacher with
+    process 0's memory labels the wrong battles)."""
     from arena_ppo.distributed import RANK_KEYS, rank_part
 
-    assert {"env", "rng", "opponents", "hidden", "teacher", "obs_change"} <= set(RANK_KEYS)
+    assert {"env", "rng", "opponents", "hidden", "teacher"} <= set(RANK_KEYS)
     data = {"world_size": 2, "model": "shared", **{k: f"{k} of 0" for k in RANK_KEYS},
             "ranks": [{k: f"{k} of 1" for k in RANK_KEYS}]}
     assert rank_part(data, 0, 2) is data
@@ -439,14 +428,19 @@ def test_options_are_replayed_exactly():
     from arena_ppo.trainer import PPOTrainer
 
     command = PPOTrainer.command()
-    args = ["--vs", "crank=3", "--vs", "self", "--learning-rate", "0.0001234567891", "--no-obs-norm",
-            "--num-envs", "8", "--nproc", "2", "--out", "x"]
+    args = ["--vs", "crank=3", "--vs", "self", "--learning-rate", "0.0001234567891", "--no-progress",
+            "--set", "run.obs_norm=false", "--set", "ppo.desired_kl=0.000987654321", "--num-envs", "8", "--nproc",
+            "2", "--out", "x"]
     ctx = command.make_context("ppo", list(args))
     replayed = replay_options(ctx, {"nproc"}, {"out": Path("y")})
     again = command.make_context("ppo", list(replayed))
     assert "--nproc" not in replayed and again.params["out"] == Path("y")
-    for name in ("vs", "learning_rate", "obs_norm", "num_envs"):
+    for name in ("vs", "learning_rate", "progress", "assignments", "num_envs"):
         assert again.params[name] == ctx.params[name], name
+    assert again.params["progress"] is False and again.params["assignments"] == ("run.obs_norm=false",
+                                                                                 "ppo.desired_kl=0.000987654321")
+    # Options left at their defaults stay out, so each process resolves them as the launcher did.
+    assert "--seed" not in replayed and "--config" not in replayed
 
 
 def test_group_needs_a_launcher():

@@ -1,4 +1,4 @@
-"""Kickstarting: the teacher's labels, their loss, its schedule, and the run that uses them."""
+"""Kickstarting: the teacher's labels, their loss, and the run that uses them."""
 
 from __future__ import annotations
 
@@ -15,18 +15,9 @@ from arena.training import OpponentSpecError
 from arena_ppo.algorithms import PPO
 from arena_ppo.algorithms.ppo import distillation_loss
 from arena_ppo.config import NetworkConfig, PPOConfig
-from arena_ppo.kickstart import Teacher, check_teacher, coefficient
+from arena_ppo.kickstart import Teacher, check_teacher
 from arena_ppo.modules import ActorCritic
 from arena_ppo.storage import RolloutStorage, Transition
-
-
-def test_the_teachers_weight_moves_linearly_to_its_final_value_and_stays_there():
-    assert coefficient(2.0, 100, 0) == 2.0
-    assert coefficient(2.0, 100, 25) == pytest.approx(1.5)
-    assert coefficient(2.0, 100, 100) == 0.0 and coefficient(2.0, 100, 10_000) == 0.0
-    assert coefficient(2.0, 0, 0) == 0.0 and coefficient(0.0, 100, 0) == 0.0
-    assert coefficient(1.0, 100, 50, final=0.2) == pytest.approx(0.6)
-    assert coefficient(1.0, 100, 10_000, final=0.2) == pytest.approx(0.2) == coefficient(1.0, 0, 0, final=0.2)
 
 
 def test_distillation_loss_is_the_rudder_error_plus_the_trigger_cross_entropy():
@@ -34,11 +25,8 @@ def test_distillation_loss_is_the_rudder_error_plus_the_trigger_cross_entropy():
     rudder, fire = torch.tensor([1.0, -1.0]), torch.tensor([1.0, 0.0])
     rudder_error = [1.0, (math.tanh(10.0) + 1.0) ** 2]
     trigger_entropy = [math.log(2.0), -math.log(0.25)]
-    for weight in (1.0, 0.25, 0.0):
-        by_hand = [r + weight * t for r, t in zip(rudder_error, trigger_entropy)]
-        assert distillation_loss(mean, logit, rudder, fire, trigger_weight=weight).tolist() == pytest.approx(by_hand)
     assert distillation_loss(mean, logit, rudder, fire).tolist() == pytest.approx(
-        [r + t for r, t in zip(rudder_error, trigger_entropy)])  # the default weight is 1
+        [r + t for r, t in zip(rudder_error, trigger_entropy)])
 
 
 def labelled_storage(model: ActorCritic, steps: int = 8, envs: int = 64) -> RolloutStorage:
@@ -52,8 +40,9 @@ def labelled_storage(model: ActorCritic, steps: int = 8, envs: int = 64) -> Roll
             out = model.act(obs, generator=gen)
             storage.add(Transition(obs=obs, critic_obs=None, u=out.u, fire=out.fire, log_prob=out.log_prob,
                                    value=torch.zeros(envs), reward=torch.zeros(envs),
-                                   done=torch.zeros(envs, dtype=torch.bool), bootstrap=torch.zeros(envs), mean=out.mean, log_std=out.log_std,
-                                   fire_logit=out.fire_logit, teacher_rudder=torch.sign(obs[:, 0]),
+                                   done=torch.zeros(envs, dtype=torch.bool), bootstrap=torch.zeros(envs),
+                                   mean=out.mean, log_std=out.log_std, fire_logit=out.fire_logit,
+                                   teacher_rudder=torch.sign(obs[:, 0]),
                                    teacher_fire=(obs[:, 1] > 0.8).float()))
         storage.compute_returns(torch.zeros(envs), 0.99, 0.95)
     return storage
@@ -87,21 +76,6 @@ def test_the_update_moves_the_policy_toward_the_teacher_only_while_it_weighs():
         last = algo.update(storage)["kickstart_loss"]
     assert last < 0.6 * first
     assert agreement(model, storage) > 0.9 > before + 0.2
-
-
-def test_a_trigger_weight_of_zero_teaches_the_rudder_alone():
-    torch.manual_seed(0)
-    model = ActorCritic(NetworkConfig())
-    algo = PPO(model, PPOConfig(batch_size=128, n_epochs=8, learning_rate=3e-3, lr_schedule="constant",
-                                entropy_coef=0.0, kickstart_trigger=0.0))
-    storage = labelled_storage(model)
-    rudder_before, fire_before = agreements(model, storage)
-    algo.kickstart_coef = 1.0
-    for _ in range(6):
-        algo.update(storage)
-    rudder_after, fire_after = agreements(model, storage)
-    assert rudder_after > 0.9 > rudder_before + 0.2
-    assert fire_after == pytest.approx(fire_before, abs=0.05)
 
 
 def test_a_rollout_is_labelled_at_every_step_or_at_none():
@@ -148,22 +122,32 @@ def rows(path):
     return list(csv.DictReader(path.open()))
 
 
-def test_a_kickstarted_run_logs_the_teachers_weight_until_it_is_dropped(tmp_path):
+def test_a_kickstarted_run_logs_the_teachers_loss_at_every_update(tmp_path):
     out = tmp_path / "run"
     result = CliRunner().invoke(main, [
-        "train", "ppo", "--vs", "crank", "--kickstart", "crank", "--kickstart-steps", str(16 * 16 * 2),
-        "--kickstart-final", "0", "--kickstart-trigger", "0.5",
-        "--num-envs", "16", "--n-steps", "16", "--batch-size", "64", "--n-epochs", "1", "--max-steps", str(16 * 16 * 4),
-        "--eval-games", "0", "--no-progress", "--threads", "1", "--out", str(out)])
+        "train", "ppo", "--vs", "crank", "--kickstart", "crank", "--set", "ppo.kickstart_coef=0.5",
+        "--num-envs", "16", "--set", "ppo.n_steps=16", "--set", "ppo.batch_size=64", "--set", "ppo.n_epochs=1",
+        "--max-steps", str(16 * 16 * 3), "--eval-games", "0", "--no-progress", "--threads", "1", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "taught by crank (weight 1 to 0 over 512 steps, trigger 0.5)" in result.output
+    assert "taught by crank (weight 0.5)" in result.output
     metrics = rows(out / "metrics.csv")
-    assert [float(r["kickstart_coef"]) for r in metrics] == [1.0, 0.5, 0.0, 0.0]
-    assert all(math.isfinite(float(r["kickstart_loss"])) for r in metrics[:2])
-    assert all(math.isnan(float(r["kickstart_loss"])) for r in metrics[2:])
-    saved = torch.load(out / "ckpt_000001024.pt", weights_only=True)
+    assert len(metrics) == 3 and all(math.isfinite(float(r["kickstart_loss"])) for r in metrics)
+    saved = torch.load(out / "ckpt_000000768.pt", weights_only=True)
     assert saved["config"]["run"]["kickstart"] == "crank" and "teacher" in saved
-    assert saved["config"]["ppo"]["kickstart_trigger"] == 0.5
+    assert saved["config"]["ppo"]["kickstart_coef"] == 0.5
+
+
+def test_a_league_duel_defaults_to_the_recipe_taught_by_the_top_rung():
+    from arena.training import league_agents
+    from arena_ppo.prepare import build_config
+
+    league = build_config("ppo", {"run.vs": ("league",)}).run
+    assert (league.teacher(), league.obs_mode) == (league_agents()[-1], "extended") == ("ace", "extended")
+    assert build_config("ppo", {"run.vs": ("crank",)}).run.teacher() == ""
+    assert build_config("ppo", {"run.vs": ("league",), "run.kickstart": "none"}).run.teacher() == ""
+    assert build_config("ppo", {"run.vs": ("crank",), "run.kickstart": "sniper"}).run.teacher() == "sniper"
+    teams = build_config("ppo", {"run.vs": ("league",), "run.team_size": 2}).run
+    assert (teams.teacher(), teams.obs_mode) == ("", "default")  # a teacher labels duels only
 
 
 @pytest.mark.parametrize("args, message", [

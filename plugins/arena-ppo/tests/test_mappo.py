@@ -14,8 +14,8 @@ from arena_ppo.algorithms import PPO
 from arena_ppo.config import NetworkConfig, PPOConfig
 from arena_ppo.modules import ActorCritic, SeparatedActorCritic, ValueNorm
 
-TINY = ["--n-steps", "16", "--batch-size", "64", "--n-epochs", "2", "--eval-games", "0", "--no-progress",
-        "--threads", "1"]
+TINY = ["--set", "ppo.n_steps=16", "--set", "ppo.batch_size=64", "--set", "ppo.n_epochs=2", "--eval-games", "0",
+        "--no-progress", "--threads", "1"]
 
 
 def train(args, out):
@@ -107,8 +107,9 @@ def test_seat_ids_and_central_critic_inputs():
 
 def test_smoke_one_update_then_play_at_its_team_size(tmp_path):
     out = tmp_path / "run"
-    result = train(["--vs", "rule_based", "--reward", "zero", "--num-envs", "8", "--n-steps", "256", "--max-steps",
-                    "1000", "--eval-games", "8", "--no-progress", "--threads", "1", "--device", "cpu"], out)
+    result = train(["--vs", "rule_based", "--reward", "zero", "--num-envs", "8", "--set", "ppo.n_steps=256",
+                    "--max-steps", "1000", "--eval-games", "8", "--no-progress", "--threads", "1", "--device", "cpu"],
+                   out)
     assert result.exit_code == 0, result.output
     assert "training mappo on cpu, 2-v-2, shared policy, central critic" in result.output
     rows = list(csv.DictReader((out / "metrics.csv").open()))
@@ -152,8 +153,8 @@ def test_recurrent_chunks_replay_the_hidden_states_of_the_rollout_across_dones(t
     values exactly: the stored start states and the resets where episodes began are right."""
     from arena.env import EnvConfig
     from arena_ppo.config import TrainConfig
+    from arena_ppo.prepare import opponent_factory
     from arena_ppo.runners import MAPPORunner
-    from arena_ppo.trainer import opponent_factory
 
     cfg = TrainConfig()
     cfg.run.team_size, cfg.run.num_envs, cfg.run.policy, cfg.run.privileged_critic = 2, 6, policy, True
@@ -182,8 +183,8 @@ def test_recurrent_chunks_replay_the_hidden_states_of_the_rollout_across_dones(t
 
 def test_recurrent_runs_resume_exactly(tmp_path):
     common = ["--vs", "crank", "--num-envs", "4", "--seed", "2", "--save-interval", "80", "--recurrent",
-              "--n-steps", "20", "--data-chunk-length", "5", "--batch-size", "40", "--n-epochs", "2",
-              "--eval-games", "0", "--no-progress", "--threads", "1"]
+              "--set", "ppo.n_steps=20", "--set", "ppo.data_chunk_length=5", "--set", "ppo.batch_size=40",
+              "--set", "ppo.n_epochs=2", "--eval-games", "0", "--no-progress", "--threads", "1"]
     a, b = straight_and_resumed(tmp_path, common, 160, 240)
     for key, value in a["model"].items():
         assert torch.equal(value, b["model"][key]), key
@@ -191,5 +192,8 @@ def test_recurrent_runs_resume_exactly(tmp_path):
 
 
 def test_a_chunk_length_that_does_not_divide_the_rollout_is_refused(tmp_path):
-    result = train(["--recurrent", "--n-steps", "32", "--data-chunk-length", "10", "--max-steps", "1"], tmp_path)
-    assert result.exit_code != 0 and "--data-chunk-length 10 must divide --n-steps 32" in result.output
+    result = train(["--recurrent", "--set", "ppo.n_steps=32", "--set", "ppo.data_chunk_length=10", "--max-steps", "1"],
+                   tmp_path)
+    assert result.exit_code == 2, result.output
+    assert "ppo.data_chunk_length 10 must divide ppo.n_steps 32" in result.output and "Traceback" not in result.output
+    assert not list_checkpoints(tmp_path)

@@ -91,23 +91,3 @@ def test_running_normalizer_matches_batch_statistics():
     v = ValueNormalizer()
     v.update(torch.tensor([[1.0], [3.0]]))
     assert torch.allclose(v.denormalize(v.normalize(torch.tensor([5.0]))), torch.tensor([5.0]))
-
-
-def test_observation_change_is_the_difference_since_the_last_step_and_zero_when_a_battle_starts():
-    from arena_ppo.modules import ObservationChange
-
-    x0 = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
-    x1 = torch.tensor([[1.5, 1.0], [3.0, 6.0]])
-    x2 = torch.tensor([[2.0, 0.0], [9.0, 9.0]])
-    change = ObservationChange(2, 2)
-    assert torch.equal(change.stack(x0), torch.cat((x0, torch.zeros_like(x0)), -1))  # no previous step yet
-    assert torch.equal(change.stack(x1, commit=False), torch.cat((x1, x1 - x0), -1))
-    assert torch.equal(change.stack(x1), torch.cat((x1, x1 - x0), -1))  # the look above changed nothing
-    change.reset(torch.tensor([False, True]))  # row 1's battle restarted
-    assert change.stack(x2)[:, 2:].tolist() == [[0.5, -1.0], [0.0, 0.0]]
-    assert torch.equal(change.stack(x2[:1])[:, 2:], torch.zeros(1, 2))  # other battles: start fresh
-    saved = ObservationChange(2, 2)
-    saved.stack(x0)
-    again = ObservationChange(2, 2)
-    again.load_state_dict(saved.state_dict())
-    assert torch.equal(again.stack(x1), saved.stack(x1))

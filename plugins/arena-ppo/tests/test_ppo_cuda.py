@@ -13,7 +13,7 @@ from test_trainer import TINY, rows, straight_and_resumed
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
-@pytest.mark.parametrize("options", [[], ["--team-size", "2", "--privileged-critic"]])
+@pytest.mark.parametrize("options", [[], ["--team-size", "2", "--set", "run.privileged_critic=true"]])
 def test_resume_on_the_gpu_continues_exactly(tmp_path, options):
     common = ["--vs", "crank", "--vs", "placeholder=0.5", "--vs", "self=0.5", "--num-envs", "12", "--seed", "5",
               "--save-interval", "192", "--reward", "pursuit", "--device", "cuda", *TINY, *options]

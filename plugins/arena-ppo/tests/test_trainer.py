@@ -11,11 +11,11 @@ import torch
 from click.testing import CliRunner
 
 from arena.cli import main
-from arena.training import KEPT_LABEL, BestRecord, falls_behind, list_checkpoints, replaces
+from arena.training import list_checkpoints
 from arena_ppo.agent import PPOAgent
 
-TINY = ["--n-steps", "16", "--batch-size", "64", "--n-epochs", "2", "--eval-games", "0", "--no-progress",
-        "--threads", "1"]
+TINY = ["--set", "ppo.n_steps=16", "--set", "ppo.batch_size=64", "--set", "ppo.n_epochs=2", "--eval-games", "0",
+        "--no-progress", "--threads", "1"]
 
 
 def run(args, out=None):
@@ -29,7 +29,8 @@ def rows(path):
 
 def test_seed_smoke_test_finishes_exactly_one_update(tmp_path):
     out = tmp_path / "run"
-    result = run(["--vs", "rule_based", "--reward", "zero", "--num-envs", "8", "--n-steps", "256", "--max-steps",
+    result = run(["--vs", "rule_based", "--reward", "zero", "--num-envs", "8", "--set", "ppo.n_steps=256",
+                  "--max-steps",
                   "1000", "--eval-games", "16", "--no-progress", "--threads", "1"], out)
     assert result.exit_code == 0, result.output
     metrics = rows(out / "metrics.csv")
@@ -71,15 +72,20 @@ def straight_and_resumed(common, tmp_path):
             torch.load(split / "ckpt_000000576.pt", weights_only=True))
 
 
-@pytest.mark.parametrize("options", [[], ["--privileged-critic", "--value-norm", "--layer-norm", "--obs-mode",
-                                          "extended",
-                                          "--lr-schedule", "adaptive", "--clip-value-loss", "--no-obs-norm"],
-                                     ["--team-size", "2", "--privileged-critic"],
+def settings(**values):
+    """--set arguments for SECTION__NAME=VALUE keywords."""
+    return [arg for key, value in values.items() for arg in ("--set", f"{key.replace('__', '.')}={value}")]
+
+
+@pytest.mark.parametrize("options", [[], ["--obs-mode", "extended", *settings(
+                                         run__privileged_critic="true", ppo__value_norm="true",
+                                         network__input_layer_norm="true", ppo__lr_schedule="adaptive",
+                                         ppo__clip_value_loss="true", run__obs_norm="false")],
+                                     ["--team-size", "2", *settings(run__privileged_critic="true")],
                                      # a teacher with a random stream, which the checkpoint must keep
-                                     ["--kickstart", "placeholder", "--kickstart-steps", "500"],
-                                     # each row's last observation, the learner's and (held over the
-                                     # checkpoint by a long tenure) its past selves', which it must keep
-                                     ["--obs-delta", "--obs-mode", "extended", "--tenure", "576"]])
+                                     ["--kickstart", "placeholder"],
+                                     # opponents held over the checkpoint by a long tenure
+                                     ["--obs-mode", "extended", *settings(run__tenure=576)]])
 def test_resume_continues_exactly(tmp_path, options):
     common = ["--vs", "crank", "--vs", "placeholder=0.5", "--vs", "self=0.5", "--num-envs", "12", "--seed", "5",
               "--save-interval", "192", "--reward", "pursuit", *TINY, *options]
@@ -97,35 +103,11 @@ def test_resume_continues_exactly(tmp_path, options):
     assert [r["policy_loss"] for r in ra] == [r["policy_loss"] for r in rb]
 
 
-def test_lr_anneal_lowers_the_rate_over_the_last_share_of_the_steps(tmp_path):
-    args = ["--vs", "crank", "--num-envs", "12", "--max-steps", "768", "--lr-schedule", "constant", "--lr-anneal", "0.5",
-            *TINY]
-    assert run(args, tmp_path).exit_code == 0
-    # the rate of each update is set from the steps done before it: 0, 192, 384 and 576 of 768
-    assert [float(r["learning_rate"]) for r in rows(tmp_path / "metrics.csv")] == [3e-4, 3e-4, 3e-4, 1.5e-4]
-
-
 def test_linear_schedule_falls_to_zero_at_max_steps(tmp_path):
-    args = ["--vs", "crank", "--num-envs", "12", "--max-steps", "768", "--lr-schedule", "linear", *TINY]
+    args = ["--vs", "crank", "--num-envs", "12", "--max-steps", "768", "--set", "ppo.lr_schedule=linear", *TINY]
     assert run(args, tmp_path).exit_code == 0
     rates = [float(r["learning_rate"]) for r in rows(tmp_path / "metrics.csv")]
     assert rates == pytest.approx([3e-4, 2.25e-4, 1.5e-4, 7.5e-5])
-
-
-def test_lr_anneal_follows_max_time_when_it_ends_first():
-    from types import SimpleNamespace
-
-    from arena_ppo.algorithms import PPO
-    from arena_ppo.config import NetworkConfig, TrainConfig
-    from arena_ppo.modules import ActorCritic
-    from arena_ppo.runners.on_policy_runner import OnPolicyRunner
-
-    cfg = TrainConfig()
-    cfg.ppo.lr_anneal = 0.2
-    runner = SimpleNamespace(cfg=cfg, counters=SimpleNamespace(env_steps=0),
-                             algorithm=PPO(ActorCritic(NetworkConfig()), cfg.ppo))
-    OnPolicyRunner.schedule_learning_rate(runner, time_used=0.9)  # adaptive: its own rate, under half the ceiling
-    assert runner.algorithm.lr_ceiling == runner.algorithm.learning_rate == pytest.approx(1.5e-4)
 
 
 def test_team_training_flies_every_seat_and_its_checkpoints_play_teams_only(tmp_path):
@@ -183,7 +165,7 @@ def test_resume_rejects_foreign_file_and_structural_changes(tmp_path):
     assert result.exit_code != 0 and "not an arena checkpoint" in result.output
     assert run(["--num-envs", "4", "--max-steps", "64", "--vs", "crank", *TINY], tmp_path / "r").exit_code == 0
     result = run(["--resume", str(tmp_path / "r" / "ckpt_000000064.pt"), "--num-envs", "8"])
-    assert result.exit_code != 0 and "cannot change --num-envs" in result.output
+    assert result.exit_code != 0 and "cannot change run.num_envs (--num-envs)" in result.output
 
 
 def test_unknown_trainer_suggests():
@@ -200,33 +182,31 @@ def test_new_run_refuses_an_out_that_holds_a_run(tmp_path):
     assert (tmp_path / "r" / "metrics.csv").read_text() == before
 
 
-def test_a_run_saved_before_the_floor_the_ladder_share_or_tenures_existed_resumes_without_them():
+def test_a_saved_config_reads_back_and_damage_is_named():
     from dataclasses import asdict
 
     from arena_ppo.config import TrainConfig
-    from arena_ppo.trainer import config_from_dict
+    from arena_ppo.prepare import saved_config
 
     saved = asdict(TrainConfig())
-    run = config_from_dict(saved).run
-    assert (run.floor, run.ladder_share, run.tenure, run.handover) == (0.25, 0.8, 1, True)
-    for key in ("floor", "ladder_share", "tenure", "handover"):
-        del saved["run"][key]
-    run = config_from_dict(saved).run
-    assert run.floor == 0.0
-    assert run.ladder_share is None  # one pool, as such a run was trained
-    assert (run.tenure, run.handover) == (1, True)  # every slot drawn at every rollout, battles handed over
+    assert saved_config(saved, "ppo") == TrainConfig()
+    with pytest.raises(ValueError, match=r"run.floor: expected a number >= 0, <= 0.9, got 2"):
+        saved_config({**saved, "run": {**saved["run"], "floor": 2}}, "ppo")
+    with pytest.raises(ValueError, match="unknown setting 'ppo.lr_anneal'"):
+        saved_config({**saved, "ppo": {**saved["ppo"], "lr_anneal": 0.2}}, "ppo")
 
 
 def test_league_training_plays_the_ladder_and_evaluates_against_every_rung(tmp_path, short_battles):
-    """--vs league: the ladder (some of it reading the extended observation) and the training partners
-    drawn by PFSP with the run's own checkpoints; the learner keeps its standard observation; eval.csv
-    has every rung and no partner."""
+    """--vs league: the ladder and the training partners drawn by PFSP with the run's own checkpoints; some
+    rungs read the extended observation, and a learner told to keep the standard one keeps it; eval.csv has
+    every rung and no partner."""
     from arena.training import league_agents, league_partners
 
     out = tmp_path / "league"
-    result = run(["--vs", "league", "--num-envs", "16", "--self-slots", "8", "--max-steps", str(16 * 16 * 3),
-                  "--save-interval", str(16 * 16), "--n-steps", "16", "--batch-size", "64", "--n-epochs", "1",
-                  "--eval-games", "4", "--no-progress", "--threads", "1"], out)
+    result = run(["--vs", "league", "--num-envs", "16", "--max-steps", str(16 * 16 * 3), "--save-interval",
+                  str(16 * 16), "--eval-games", "4", "--no-progress", "--threads", "1", "--obs-mode", "default",
+                  *settings(run__self_slots=8, ppo__n_steps=16, ppo__batch_size=64, ppo__n_epochs=1,
+                            run__warm_up_steps=0)], out)
     assert result.exit_code == 0, result.output
     header = rows(out / "eval.csv")[0]
     for name in league_agents():
@@ -241,8 +221,8 @@ def test_league_training_plays_the_ladder_and_evaluates_against_every_rung(tmp_p
 
 def test_league_training_resumes_exactly(tmp_path):
     # a tenure of two rollouts: the third, after the resume, draws half the slots and restarts their battles
-    common = ["--vs", "league", "--num-envs", "12", "--self-slots", "6", "--seed", "3", "--save-interval", "192",
-              "--tenure", "32", "--no-handover", *TINY]
+    common = ["--vs", "league", "--num-envs", "12", "--seed", "3", "--save-interval", "192", *TINY,
+              *settings(run__self_slots=6, run__tenure=32, run__handover="false", run__warm_up_steps=0)]
     a, b = straight_and_resumed(common, tmp_path)
     for key, value in a["model"].items():
         assert torch.equal(value, b["model"][key]), key
@@ -280,89 +260,8 @@ def test_the_evaluated_weights_with_the_best_worst_score_are_kept(tmp_path, shor
     resumed = run(["--resume", str(out / "best.pt")])
     assert resumed.exit_code != 0 and "holds weights only" in resumed.output
 
-    assert run(args + ["--max-steps", "256", "--no-keep-best"], tmp_path / "none").exit_code == 0
+    assert run(args + ["--max-steps", "256", "--set", "run.keep_best=false"], tmp_path / "none").exit_code == 0
     assert not (tmp_path / "none" / "best.pt").exists() and not (tmp_path / "none" / "best.json").exists()
-
-
-def test_rollback_goes_back_to_the_kept_weights_when_an_evaluation_falls_below_them(tmp_path, short_battles):
-    out = tmp_path / "run"
-    args = ["--vs", "crank", "--num-envs", "16", "--seed", "2", "--save-interval", str(16 * 16), *TINY,
-            "--eval-games", "8", "--rollback", "0.001"]
-    result = run(args + ["--max-steps", str(16 * 16 * 6)], out)
-    assert result.exit_code == 0, result.output
-    kept, rolled = None, 0
-    for row in rows(out / "eval.csv"):
-        step, worst = int(row["step"]), worst_and_mean(row)[0]
-        expected = kept is not None and worst < kept[1] - 0.001
-        assert float(row["rollback"]) == float(expected), row
-        model = torch.load(out / f"ckpt_{step:09d}.pt", weights_only=True)["model"]
-        if expected:  # the checkpoint of this step holds the kept weights, and training went on from them
-            rolled += 1
-            source = torch.load(out / f"ckpt_{kept[0]:09d}.pt", weights_only=True)["model"]
-            assert all(torch.equal(value, source[key]) for key, value in model.items())
-            assert f"back to the weights of step {kept[0]:,}" in result.output
-        if kept is None or worst_and_mean(row) > kept[1:]:
-            kept = (step, *worst_and_mean(row))
-    assert rolled >= 1  # the seed was chosen so that the test sees one
-
-    refused = run(args + ["--max-steps", "256", "--no-keep-best"], tmp_path / "refused")
-    assert refused.exit_code != 0 and "--rollback 0.001 goes back to the weights in best.pt" in refused.output
-
-
-def test_a_resumed_run_rolls_back_as_one_that_never_stopped(tmp_path):
-    common = ["--vs", "crank", "--num-envs", "12", "--seed", "1", "--save-interval", "192", *TINY, "--eval-games", "6",
-              "--rollback", "0.001"]
-    a, b = straight_and_resumed(common, tmp_path)
-    assert [row["rollback"] for row in rows(tmp_path / "straight" / "eval.csv")] == ["0.0", "0.0", "1.0"]
-    assert rows(tmp_path / "split" / "eval.csv")[-1]["rollback"] == "1.0"  # after the resume, from its best.pt
-    assert all(torch.equal(value, b["model"][key]) for key, value in a["model"].items())
-    assert a["best"] == b["best"]
-
-
-def replay_gate(eval_rows, margin, tie, gated=True):
-    """What the run should have decided at each evaluation of eval.csv, by arena.training.best's rules:
-    (step of the weights kept after it, whether it went back). ``gated=False``: ignoring the duels."""
-    kept, decisions = None, []
-    for row in eval_rows:
-        ladder = {k: v for k, v in row.items() if not k.startswith(f"eval_{KEPT_LABEL}_")}
-        record = BestRecord(int(row["step"]), *worst_and_mean(ladder))
-        played = bool(row.get(f"eval_{KEPT_LABEL}_win"))
-        assert played == (kept is not None) or not gated  # every evaluation but the first plays the kept weights
-        duel = (float(row[f"eval_{KEPT_LABEL}_win"]) + 0.5 * float(row[f"eval_{KEPT_LABEL}_draw"])
-                if played and gated else None)
-        back = falls_behind(record, kept, duel, margin, tie)
-        if replaces(record, kept, duel, tie):
-            kept = record.succeeding(kept)
-        decisions.append((kept.step, back))
-    return decisions
-
-
-def test_a_gated_run_keeps_only_weights_that_beat_the_kept_ones_head_to_head(tmp_path):
-    out = tmp_path / "run"
-    args = ["--vs", "crank", "--num-envs", "16", "--seed", "4", "--save-interval", str(16 * 16), *TINY,
-            "--eval-games", "8", "--rollback", "0.2", "--gate", "0.3"]
-    result = run(args + ["--max-steps", str(16 * 16 * 6)], out)
-    assert result.exit_code == 0, result.output
-    logged = rows(out / "eval.csv")
-    decisions = replay_gate(logged, 0.2, 0.3)
-    assert [float(row["rollback"]) for row in logged] == [float(back) for _, back in decisions]
-    assert json.loads((out / "best.json").read_text())["step"] == decisions[-1][0]
-    # The seed was chosen so that a duel decides, and sends the run back.
-    assert decisions != replay_gate(logged, 0.2, 0.3, gated=False)
-    assert "against the kept weights, more than 0.2 below 0.5: back to the weights of step" in result.output
-
-    refused = run(args + ["--max-steps", "256", "--rollback", "0", "--eval-games", "0"], tmp_path / "refused")
-    assert refused.exit_code != 0 and "--gate 0.3 plays the weights in best.pt" in refused.output
-
-
-def test_a_resumed_gated_run_plays_and_decides_as_one_that_never_stopped(tmp_path, short_battles):
-    common = ["--vs", "crank", "--num-envs", "12", "--seed", "1", "--save-interval", "192", *TINY, "--eval-games", "6",
-              "--rollback", "0.1", "--gate", "0.2"]
-    a, b = straight_and_resumed(common, tmp_path)
-    straight, split = rows(tmp_path / "straight" / "eval.csv"), rows(tmp_path / "split" / "eval.csv")
-    assert straight[-1] == split[-1] and straight[-1][f"eval_{KEPT_LABEL}_win"] != ""  # the duel after the resume
-    assert all(torch.equal(value, b["model"][key]) for key, value in a["model"].items())
-    assert a["best"] == b["best"]
 
 
 def test_a_resumed_run_keeps_the_same_best_weights(tmp_path, short_battles):
@@ -372,7 +271,8 @@ def test_a_resumed_run_keeps_the_same_best_weights(tmp_path, short_battles):
     assert (tmp_path / "straight" / "best.json").read_text() == (tmp_path / "split" / "best.json").read_text()
     # Resuming an older checkpoint branches into a new folder: its best.pt is the best up to that step.
     older = torch.load(tmp_path / "straight" / "ckpt_000000192.pt", weights_only=True)["best"]
-    branched = run(["--resume", str(tmp_path / "straight" / "ckpt_000000192.pt"), "--max-steps", "192", "--no-progress"])
+    branched = run(["--resume", str(tmp_path / "straight" / "ckpt_000000192.pt"), "--max-steps", "192",
+                    "--no-progress"])
     assert branched.exit_code == 0, branched.output
     branch = tmp_path / "straight-branch-192"
     assert json.loads((branch / "best.json").read_text())["step"] == older["step"] == 192
@@ -395,12 +295,12 @@ def test_best_weights_in_no_checkpoint_of_the_folder_start_again(tmp_path, short
 
 
 def test_a_tenure_shorter_than_a_battle_without_handover_is_warned_of(tmp_path):
-    result = run(["--vs", "self", "--num-envs", "4", "--max-steps", "64", "--no-handover", "--tenure", "100",
-                  "--device", "cpu", *TINY], tmp_path)
+    result = run(["--vs", "self", "--num-envs", "4", "--max-steps", "64", "--device", "cpu", *TINY,
+                  *settings(run__handover="false", run__tenure=100)], tmp_path)
     assert result.exit_code == 0, result.output
-    assert "warning: --no-handover with --tenure 100: a battle longer than 112 steps restarts" in result.output
-    quiet = run(["--vs", "self", "--num-envs", "4", "--max-steps", "64", "--no-handover", "--tenure", "0",
-                 "--device", "cpu", *TINY], tmp_path / "whole")
+    assert "warning: run.handover false with run.tenure 100: a battle longer than 112 steps restarts" in result.output
+    quiet = run(["--vs", "self", "--num-envs", "4", "--max-steps", "64", "--device", "cpu", *TINY,
+                 *settings(run__handover="false", run__tenure=0)], tmp_path / "whole")
     assert quiet.exit_code == 0 and "warning" not in quiet.output
 
 
@@ -408,11 +308,12 @@ def test_a_slot_drawn_again_restarts_its_battles_and_credits_only_whole_games(tm
     """--vs league --no-handover with a tenure of one rollout: every slot is drawn again at each
     rollout and its battles start over, so no game changes opponent midway; only the games that began
     and ended within a rollout are credited (with --tenure 0 a whole battle fits in one)."""
+    from arena_ppo.prepare import build_config, opponent_factory
     from arena_ppo.runners import OnPolicyRunner
-    from arena_ppo.trainer import build_config, opponent_factory
 
-    cfg = build_config({"vs": ["league"], "floor": 0.0, "num_envs": 8, "self_slots": 4, "n_steps": 16,
-                        "tenure": 16, "handover": False, "device": "cpu", "out": str(tmp_path), "threads": 1})
+    cfg = build_config("ppo", {"run.vs": ("league",), "run.floor": 0.0, "run.num_envs": 8, "run.self_slots": 4,
+                               "ppo.n_steps": 16, "run.tenure": 16, "run.handover": False, "run.device": "cpu",
+                               "run.threads": 1, "run.warm_up_steps": 0})
     runner = OnPolicyRunner(cfg, tmp_path, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
                             console=None, progress=False)
     runner.collect()
@@ -425,35 +326,16 @@ def test_a_slot_drawn_again_restarts_its_battles_and_credits_only_whole_games(tm
     assert time[2:6].eq(16).all() and time[:2].eq(32).all() and time[6:].eq(32).all()
 
 
-def test_obs_delta_stores_each_step_with_its_change_and_none_across_a_battle_start(tmp_path):
-    from arena_ppo.runners import OnPolicyRunner
-    from arena_ppo.trainer import build_config, opponent_factory
-
-    cfg = build_config({"vs": ["crank"], "num_envs": 64, "n_steps": 32, "obs_delta": True, "obs_norm": False,
-                        "obs_mode": "extended", "device": "cpu", "out": str(tmp_path), "threads": 1})
-    runner = OnPolicyRunner(cfg, tmp_path, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
-                            console=None, progress=False)
-    for _ in range(8):  # 256 steps: battles end and restart along the way
-        runner.collect()
-    obs, done = runner.storage.obs, runner.storage.done  # [T, N, 2K]
-    size = obs.shape[-1] // 2
-    state, change = obs[..., :size], obs[..., size:]
-    going_on = ~done[:-1]  # step t + 1 continues the battle of step t
-    assert done.any() and going_on.any()
-    assert torch.allclose(change[1:][going_on], (state[1:] - state[:-1])[going_on])
-    assert change[1:][~going_on].abs().max() == 0  # a new battle's first step reads no change
-
-
 @pytest.mark.parametrize("trainer", ["ppo", "mappo"])
 def test_every_trainer_logs_to_tensorboard_when_it_is_installed(tmp_path, trainer):
     pytest.importorskip("tensorboard", reason="the optional tensorboard extra")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     out = tmp_path / trainer
-    args = ["--vs", "crank", "--num-envs", "8", "--max-steps", "256", "--n-epochs", "1", "--eval-games", "4",
-            "--no-progress", "--threads", "1"]
-    result = CliRunner().invoke(main, ["train", trainer, *args, "--n-steps", "16", "--batch-size", "64",
-                                       "--out", str(out)] + (["--team-size", "2"] if trainer == "mappo" else []))
+    args = ["--vs", "crank", "--num-envs", "8", "--max-steps", "256", "--eval-games", "4", "--no-progress",
+            "--threads", "1", *settings(ppo__n_epochs=1, ppo__n_steps=16, ppo__batch_size=64)]
+    result = CliRunner().invoke(main, ["train", trainer, *args, "--out", str(out)]
+                                + (["--team-size", "2"] if trainer == "mappo" else []))
     assert result.exit_code == 0, result.output
     events = EventAccumulator(str(out / "tensorboard"))
     events.Reload()
@@ -467,8 +349,9 @@ def test_the_progress_line_names_the_trainer_and_shows_missing_statistics_once(t
     """Piped output (not a terminal): 16 steps end no battle, so win and return are not known yet and
     read "-", never nan; the meter is labelled with the algorithm trained, and its one line is not
     repeated when the run closes."""
-    args = ["--vs", "crank", "--num-envs", "8", "--max-steps", "128", "--n-steps", "16", "--batch-size", "64",
-            "--n-epochs", "1", "--eval-games", "0", "--threads", "1", "--progress", "--out", str(tmp_path / "run")]
+    args = ["--vs", "crank", "--num-envs", "8", "--max-steps", "128", "--eval-games", "0", "--threads", "1",
+            "--progress", "--out", str(tmp_path / "run"), *settings(ppo__n_steps=16, ppo__batch_size=64,
+                                                                     ppo__n_epochs=1)]
     result = CliRunner().invoke(main, ["train", trainer, *args] + (["--team-size", "2"] if trainer == "mappo" else []))
     assert result.exit_code == 0, result.output
     assert "nan" not in result.output

@@ -1,5 +1,5 @@
 """The PPO update."""
 
-from arena_ppo.algorithms.ppo import PPO, anneal_factor, bernoulli_kl, gaussian_kl
+from arena_ppo.algorithms.ppo import PPO, bernoulli_kl, gaussian_kl
 
-__all__ = ["PPO", "anneal_factor", "bernoulli_kl", "gaussian_kl"]
+__all__ = ["PPO", "bernoulli_kl", "gaussian_kl"]

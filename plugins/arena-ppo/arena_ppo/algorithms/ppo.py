@@ -13,8 +13,7 @@ import torch
 from torch import nn
 
 from arena_ppo.config import PPOConfig
-from arena_ppo.modules import ActorCritic, ValueNormalizer
-from arena_ppo.modules.actor_critic import bernoulli_entropy
+from arena_ppo.modules import ActorCritic, ValueNorm, ValueNormalizer
 from arena_ppo.storage import RolloutStorage
 
 if TYPE_CHECKING:
@@ -23,14 +22,6 @@ if TYPE_CHECKING:
 # The adaptive rate brakes, it does not accelerate: it stays in [LR_MIN, --learning-rate]. rsl_rl lets it
 # climb to 1e-2; here it then swung between 2.6e-4 and 4.4e-3 and a policy winning 99 % fell to 78 %.
 LR_MIN = 1e-5
-
-
-def anneal_factor(share: float, used: float) -> float:
-    """The learning rate's ceiling as a fraction of the configured rate when ``used`` of the budget is spent:
-    1 until the last ``share`` of it, then linear down to 0 at its end (``share`` 0: always 1)."""
-    if share <= 0:
-        return 1.0
-    return min(1.0, max(0.0, (1.0 - used) / share))
 
 
 def gaussian_kl(mean_old: torch.Tensor, log_std_old: torch.Tensor, mean: torch.Tensor,
@@ -48,17 +39,16 @@ def bernoulli_kl(logit_old: torch.Tensor, logit: torch.Tensor) -> torch.Tensor:
 
 
 def distillation_loss(mean: torch.Tensor, logit: torch.Tensor, teacher_rudder: torch.Tensor,
-                      teacher_fire: torch.Tensor, trigger_weight: float = 1.0) -> torch.Tensor:
+                      teacher_fire: torch.Tensor) -> torch.Tensor:
     """Per-row distance of the policy from a teacher's action (kickstarting): the squared error of the
-    mean rudder (the Gaussian's log-likelihood at a fixed std) plus ``trigger_weight`` times the
-    cross-entropy of the trigger."""
+    mean rudder (the Gaussian's log-likelihood at a fixed std) plus the cross-entropy of the trigger."""
     rudder = (torch.tanh(mean) - teacher_rudder).square()
     trigger = nn.functional.binary_cross_entropy_with_logits(logit, teacher_fire, reduction="none")
-    return rudder + trigger_weight * trigger
+    return rudder + trigger
 
 
 class PPO:
-    """Clipped-surrogate PPO with its optional pieces (value clipping and normalization, KL-adaptive or linear learning rate) behind config flags.
+    """Clipped-surrogate PPO with value clipping and normalization, and a KL-adaptive learning rate (rsl_rl).
 
     ``sync`` (training on several processes) makes every process take the same step: gradients and
     the KL that steers the adaptive learning rate are averaged over the processes, advantages are
@@ -66,15 +56,14 @@ class PPO:
     Without it, nothing leaves this process.
     """
 
-    def __init__(self, model: ActorCritic, cfg: PPOConfig, value_normalizer: ValueNormalizer | None = None,
+    def __init__(self, model: ActorCritic, cfg: PPOConfig, value_normalizer: ValueNormalizer | ValueNorm | None = None,
                  sync: "UpdateSync | None" = None) -> None:
         self.model = model
         self.cfg = cfg
         self.value_normalizer = value_normalizer
         self.sync = sync
         self.learning_rate = cfg.learning_rate
-        self.lr_ceiling = cfg.learning_rate  # the adaptive schedule's upper bound (lowered by --lr-anneal)
-        self.kickstart_coef = 0.0  # weight of the teacher's loss in this update (the runner's schedule)
+        self.kickstart_coef = 0.0  # weight of the teacher's loss (the runner sets it when a teacher labels)
         self.optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
 
     def set_learning_rate(self, lr: float) -> None:
@@ -115,20 +104,16 @@ class PPO:
             value_loss = avg((value - returns).square())
 
         entropy_mean = avg(entropy)
-        fire_entropy = avg(bernoulli_entropy(logit))
-        total = (policy_loss + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy_mean
-                 + cfg.fire_entropy_penalty * fire_entropy)
+        total = policy_loss + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy_mean
         teacher = None
         if self.kickstart_coef > 0 and "teacher_rudder" in batch:
-            teacher = avg(distillation_loss(mean, logit, batch["teacher_rudder"], batch["teacher_fire"],
-                                            cfg.kickstart_trigger))
+            teacher = avg(distillation_loss(mean, logit, batch["teacher_rudder"], batch["teacher_fire"]))
             total = total + self.kickstart_coef * teacher
         with torch.no_grad():
             parts = {
                 "policy_loss": policy_loss.detach(),
                 "value_loss": value_loss.detach(),
                 "entropy": entropy_mean.detach(),
-                "fire_entropy": fire_entropy.detach(),
                 "approx_kl": avg((ratio - 1) - log_ratio),  # cleanrl's low-variance estimator
                 "clip_fraction": avg(((ratio - 1).abs() > cfg.clip_epsilon).float()),
                 "kl": avg(gaussian_kl(batch["mean"], batch["log_std"], mean, log_std)
@@ -164,9 +149,9 @@ class PPO:
             if cfg.lr_schedule == "adaptive":  # rsl_rl: keep the KL near its target, per minibatch (capped)
                 kl = float(parts["kl"])
                 if kl > 2.0 * cfg.desired_kl:
-                    self.set_learning_rate(min(self.lr_ceiling, max(LR_MIN, self.learning_rate / 1.5)))
+                    self.set_learning_rate(max(LR_MIN, self.learning_rate / 1.5))
                 elif 0.0 < kl < cfg.desired_kl / 2.0:
-                    self.set_learning_rate(min(self.lr_ceiling, self.learning_rate * 1.5))
+                    self.set_learning_rate(min(cfg.learning_rate, self.learning_rate * 1.5))
             for key, value in parts.items():
                 sums[key] = sums.get(key, 0.0) + value
             batches += 1

@@ -1,16 +1,21 @@
 """Networks and normalizers."""
 
 from arena_ppo.modules.actor_critic import (
-    Actor, ActorCritic, Critic, PolicyOutput, bernoulli_log_prob, gaussian_log_prob, squash_correction,
+    Actor,
+    ActorCritic,
+    Critic,
+    PolicyOutput,
+    bernoulli_log_prob,
+    gaussian_log_prob,
+    squash_correction,
     squashed_log_prob,
 )
-from arena_ppo.modules.change import ObservationChange
 from arena_ppo.modules.normalizer import RunningNormalizer, ValueNorm, ValueNormalizer
 from arena_ppo.modules.recurrent import RecurrentActorCritic
 from arena_ppo.modules.separated import RecurrentSeparatedActorCritic, SeatRouted, SeparatedActorCritic
 
 __all__ = [
-    "Actor", "ActorCritic", "Critic", "ObservationChange", "PolicyOutput", "RecurrentActorCritic",
+    "Actor", "ActorCritic", "Critic", "PolicyOutput", "RecurrentActorCritic",
     "RecurrentSeparatedActorCritic",
     "RunningNormalizer", "SeatRouted", "SeparatedActorCritic",
     "ValueNorm", "ValueNormalizer", "bernoulli_log_prob",

@@ -121,6 +121,10 @@ class PolicyOutput:
 class ActorCritic(nn.Module):
     """The actor, the critic and the distributions between them."""
 
+    # An Actor and a Critic here; per-seat models route each row to its seat's (separated.SeatRouted).
+    actor: nn.Module  # obs -> (rudder mean, rudder log-std, fire logit)
+    critic: nn.Module  # critic obs -> V(s)
+
     def __init__(self, cfg: NetworkConfig) -> None:
         super().__init__()
         self.cfg = cfg
@@ -131,7 +135,8 @@ class ActorCritic(nn.Module):
 
     def act(self, obs: torch.Tensor, deterministic: bool = False,
             generator: torch.Generator | None = None) -> PolicyOutput:
-        return self.sample(*self.actor(obs), deterministic=deterministic, generator=generator)
+        mean, log_std, logit = self.actor(obs)
+        return self.sample(mean, log_std, logit, deterministic=deterministic, generator=generator)
 
     @staticmethod
     def sample(mean: torch.Tensor, log_std: torch.Tensor, logit: torch.Tensor, deterministic: bool = False,

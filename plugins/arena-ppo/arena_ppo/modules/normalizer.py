@@ -76,6 +76,11 @@ class RunningNormalizer(nn.Module):
     Neither is saved: the hooks are set by the trainer of each run.
     """
 
+    # Buffers (registered in __init__, saved in state_dict).
+    mean: torch.Tensor
+    var: torch.Tensor
+    count: torch.Tensor  # float64 scalar
+
     def __init__(self, size: int, eps: float = 1e-8, clip: float = 10.0) -> None:
         super().__init__()
         self.eps, self.clip = eps, clip
@@ -186,6 +191,11 @@ class ValueNorm(nn.Module):
     """
 
     per_minibatch = True
+
+    # Buffers (registered in __init__, saved in state_dict), float64 scalars.
+    running_mean: torch.Tensor
+    running_mean_sq: torch.Tensor
+    debiasing_term: torch.Tensor
 
     def __init__(self, beta: float = 0.99999, eps: float = 1e-5) -> None:
         super().__init__()

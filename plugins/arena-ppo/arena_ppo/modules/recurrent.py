@@ -9,11 +9,16 @@ states the rollout did (as the MAPPO documents' recurrent training does).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
 
 from arena_ppo.config import NetworkConfig
 from arena_ppo.modules.actor_critic import Actor, ActorCritic, Critic, PolicyOutput
+
+if TYPE_CHECKING:
+    from arena_ppo.modules.separated import SeatRouted
 
 
 class RecurrentActor(Actor):
@@ -58,6 +63,10 @@ class RecurrentActorCritic(ActorCritic):
 
     recurrent = True
 
+    # Per-seat models (separated.RecurrentSeparatedActorCritic) route each row to its seat's network.
+    actor: RecurrentActor | SeatRouted
+    critic: RecurrentCritic | SeatRouted
+
     def __init__(self, cfg: NetworkConfig) -> None:
         nn.Module.__init__(self)
         self.cfg = cfg
@@ -76,7 +85,8 @@ class RecurrentActorCritic(ActorCritic):
         return out
 
     def value_step(self, critic_obs: torch.Tensor, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.critic.step(critic_obs, hidden)
+        v, h = self.critic.step(critic_obs, hidden)
+        return v, h
 
     def value(self, critic_obs: torch.Tensor) -> torch.Tensor:
         """V from a zero hidden state (a first step); the runner uses :meth:`value_step`."""

@@ -7,6 +7,7 @@ the sampling and the log-probabilities of :class:`~arena_ppo.modules.ActorCritic
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import torch
@@ -20,7 +21,7 @@ from arena_ppo.modules.recurrent import RecurrentActor, RecurrentActorCritic, Re
 class SeatRouted(nn.Module):
     """Seat ``k``'s rows through ``nets[k]``: the seat is read from the one-hot tail of each row."""
 
-    def __init__(self, nets: list[nn.Module]) -> None:
+    def __init__(self, nets: Sequence[nn.Module]) -> None:
         super().__init__()
         self.nets = nn.ModuleList(nets)
 
@@ -69,7 +70,7 @@ class RecurrentSeparatedActorCritic(RecurrentActorCritic):
         self.cfg = cfg
         inner = replace(cfg, obs_dim=cfg.obs_dim - seats, critic_obs_dim=cfg.critic_obs_dim - seats)
         actors, critics = [RecurrentActor(inner) for _ in range(seats)], [RecurrentCritic(inner) for _ in range(seats)]
-        self.actor = SeatRouted(actors)  # type: ignore[assignment]
-        self.critic = SeatRouted(critics)  # type: ignore[assignment]
+        self.actor = SeatRouted(actors)
+        self.critic = SeatRouted(critics)
         self.actor_hidden_size = actors[0].gru.hidden_size
         self.critic_hidden_size = critics[0].gru.hidden_size

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -67,7 +68,7 @@ class RolloutStorage:
                  device: torch.device | str, active_masks: bool = False,
                  hidden_sizes: tuple[int, int] | None = None, teacher: bool = False) -> None:
         self.n_steps, self.num_envs, self.device = n_steps, num_envs, torch.device(device)
-        f = dict(device=self.device, dtype=torch.float32)
+        f: dict[str, Any] = dict(device=self.device, dtype=torch.float32)
         shape = (n_steps, num_envs)
         self.obs = torch.zeros(*shape, obs_dim, **f)
         self.critic_obs = torch.zeros(*shape, critic_obs_dim, **f) if critic_obs_dim else None
@@ -117,14 +118,15 @@ class RolloutStorage:
             self.actor_hidden[i] = t.actor_hidden
             self.critic_hidden[i] = t.critic_hidden
         if self.teacher_rudder is not None and self.teacher_fire is not None:
-            labelled = t.teacher_rudder is not None and t.teacher_fire is not None
+            rudder, fire = t.teacher_rudder, t.teacher_fire
+            labelled = rudder is not None and fire is not None
             if i == 0:
                 self.fields = self.FIELDS + (("teacher_rudder", "teacher_fire") if labelled else ())
             elif labelled != ("teacher_rudder" in self.fields):
                 raise ValueError("a rollout is labelled by the teacher at every step or at none")
-            if labelled:
-                self.teacher_rudder[i] = t.teacher_rudder
-                self.teacher_fire[i] = t.teacher_fire
+            if rudder is not None and fire is not None:  # labelled
+                self.teacher_rudder[i] = rudder
+                self.teacher_fire[i] = fire
         self.step += 1
 
     def clear(self) -> None:

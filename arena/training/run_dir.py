@@ -1,0 +1,151 @@
+"""A training run's folder: whether one holds a run, and where a resumed run writes.
+
+A run continues in its own folder only from its latest state; resuming an older checkpoint branches
+into a new folder (:func:`plan_resume`), so a later line of the run is never overwritten, mixed with
+new rows, or drawn as a ``self`` opponent. Any trainer that writes checkpoints and metric CSVs with
+:mod:`arena.training` can use it.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from arena.training.checkpoint import checkpoint_step, list_checkpoints
+
+
+def holds_run(directory: Path) -> bool:
+    """Whether ``directory`` already holds a training run (checkpoints or metrics)."""
+    return bool(list_checkpoints(directory)) or (Path(directory) / "metrics.csv").exists()
+
+
+def check_writable(out: Path) -> None:
+    """Create ``out`` and write a probe file now, so a bad --out fails before any training (``ValueError``)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".arena-write-test.{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ValueError(f"--out {out}: cannot write there ({exc.strerror or type(exc).__name__}); expected a "
+                         f"directory that can be created and written") from None
+
+
+@dataclass
+class ResumePlan:
+    """Where a resumed run writes, and what history a new folder starts with.
+
+    A run continues in its own folder only from its latest state; resuming an older checkpoint
+    branches into a new folder, so the later checkpoints and metrics of the abandoned line are never
+    overwritten, mixed with new rows, or drawn as ``--vs self`` opponents.
+    """
+
+    out: Path
+    source: Path | None = None  # the run folder whose history (up to ``step``) the new folder starts with
+    step: int = 0
+    note: str = ""
+
+    def materialize(self) -> bool:
+        """Create the new folder with the history up to ``step``; returns whether a folder was created."""
+        if self.source is None:
+            return False
+        created = not self.out.exists()
+        branch_history(self.source, self.out, self.step)
+        return created
+
+    def undo(self, created: bool) -> None:
+        """Remove a branch folder this plan created (resume failed before anything was trained)."""
+        if created and self.out.exists():
+            shutil.rmtree(self.out, ignore_errors=True)
+
+
+def plan_resume(checkpoint: Path, step: int, out: Path | None) -> ResumePlan:
+    """Decide where ``--resume checkpoint`` (taken at ``step``) writes; ``ValueError`` when it must refuse."""
+    home = checkpoint.parent
+    if out is not None and not same_dir(out, home):
+        if holds_run(out):
+            raise ValueError(f"--out {out}: already holds another training run; resuming {checkpoint} there would mix "
+                             f"the two runs — give a new or empty directory, or leave out --out")
+        return ResumePlan(out, home if holds_run(home) else None, step)
+    later = later_than(home, step)
+    if not later:
+        return ResumePlan(home)
+    if out is not None:
+        raise ValueError(f"--resume {checkpoint}: {home} already goes on past step {step:,} ({later}); resuming "
+                         f"there would overwrite it — leave out --out to branch into a new folder, or give a new one")
+    branch = free_dir(home.parent / f"{home.name}-branch-{step}")
+    return ResumePlan(branch, home, step,
+                      note=f"{checkpoint.name} is not the latest state of {home} ({later}); continuing in a new "
+                           f"folder {branch} with that run's checkpoints and metrics up to step {step:,}")
+
+
+def same_dir(a: Path, b: Path) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
+def free_dir(base: Path) -> Path:
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
+def later_than(directory: Path, step: int) -> str:
+    """What in a run folder is newer than ``step`` (checkpoints, metric rows), described; "" when nothing."""
+    found = []
+    newer = [p for p in list_checkpoints(directory) if (checkpoint_step(p) or 0) > step]
+    if newer:
+        found.append(f"{len(newer)} later checkpoint(s), up to {newer[-1].name}")
+    for name in ("metrics.csv", "eval.csv"):
+        rows = [r for r in read_rows(directory / name) if row_step(r) > step]
+        if rows:
+            found.append(f"{len(rows)} row(s) of {name} past it")
+    return ", ".join(found)
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        return []
+    try:
+        with path.open(newline="") as handle:
+            return list(csv.DictReader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []
+
+
+def row_step(row: dict[str, str]) -> float:
+    try:
+        return float(row.get("step") or "nan")
+    except ValueError:
+        return float("nan")
+
+
+def branch_history(source: Path, target: Path, step: int) -> None:
+    """Give ``target`` the history of ``source`` up to ``step``: checkpoints (hard links where possible)
+    and the metrics/eval rows, so the branch reads as one run and ``--vs self`` finds its past."""
+    target.mkdir(parents=True, exist_ok=True)
+    for path in list_checkpoints(source):
+        if (checkpoint_step(path) or 0) <= step and not (target / path.name).exists():
+            try:
+                os.link(path, target / path.name)
+            except OSError:
+                shutil.copy2(path, target / path.name)
+    for name in ("metrics.csv", "eval.csv"):
+        src = source / name
+        if not src.is_file() or (target / name).exists():
+            continue
+        with src.open(newline="") as handle:
+            reader = csv.DictReader(handle)
+            columns = list(reader.fieldnames or [])
+            rows = [r for r in reader if row_step(r) <= step]
+        with (target / name).open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(rows)

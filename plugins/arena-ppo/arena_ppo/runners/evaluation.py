@@ -1,0 +1,117 @@
+"""Evaluation during training, and the best evaluated weights kept in ``best.pt``.
+
+An :class:`Evaluator` is handed what it needs at the start of a run (who it plays, how to build them,
+the env, the seed, its share of the games, the process group, where to write) and is then given the
+learner at each evaluation. It plays deterministic games against every fixed opponent and keeps the
+weights whose worst score is the best so far (:mod:`arena.training.best`). With several processes
+each plays its share of the games with its own seed and the results are summed, so every process
+holds the same figures and agrees on what is kept; only the main one writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from arena.env import EnvConfig
+from arena.training import (
+    BEST_CHECKPOINT,
+    BestRecord,
+    EvalResult,
+    OpponentSpec,
+    checkpoint_name,
+    evaluate,
+    keep_best,
+    league_agents,
+    load_checkpoint,
+    read_best,
+)
+from arena.training.distributed import Group, Rank, split_count
+
+EVAL_SEED_OFFSET = 10_000  # evaluation games draw from their own seeds, apart from training's
+
+
+def evaluation_specs(specs: list[OpponentSpec]) -> list[OpponentSpec]:
+    """Who evaluation plays: every fixed opponent of a run, and with ``league`` every rung of the ladder."""
+    fixed = [s for s in specs if s.kind in ("agent", "checkpoint")]
+    if any(s.kind == "league" for s in specs):
+        named = {s.target for s in fixed if s.kind == "agent"}
+        fixed += [OpponentSpec("agent", name) for name in league_agents() if name not in named]
+    return fixed
+
+
+class Evaluator:
+    """Deterministic games against fixed opponents, and the best weights kept (``keep``)."""
+
+    def __init__(self, specs: list[OpponentSpec], make_opponent: Callable[[OpponentSpec], Any], env_config: EnvConfig,
+                 device: torch.device, seed: int, games: int, out_dir: Path, rank: Rank, group: Group | None = None,
+                 keep: bool = True, echo: Callable[[str], None] = lambda text: None) -> None:
+        self.specs = evaluation_specs(specs)
+        self.make_opponent = make_opponent
+        self.env_config, self.device = env_config, device
+        self.seed = seed + EVAL_SEED_OFFSET
+        self.games = split_count(games, rank)  # this process's share
+        self.out_dir, self.group, self.main = Path(out_dir), group, rank.main
+        self.keep, self.echo = keep, echo
+        self.best: BestRecord | None = None
+        self._opponents: dict[str, Any] = {}
+
+    def play(self, agent: Any, step: int) -> tuple[dict[str, float], BestRecord | None]:
+        """Eval.csv's columns for this evaluation (win/draw/loss fractions per opponent) and its record."""
+        opponents = []
+        for spec in self.specs:
+            if spec.label not in self._opponents:
+                self._opponents[spec.label] = self.make_opponent(spec)
+            opponents.append(self._opponents[spec.label])
+        with torch.random.fork_rng(devices=[]):
+            results = [evaluate(agent, opponent, self.games, env_config=self.env_config, device=self.device,
+                                seed=self.seed) if self.games else EvalResult(0, 0, 0, 0) for opponent in opponents]
+        if self.group is not None and results:
+            counts = torch.tensor([[r.games, r.wins, r.draws, r.losses] for r in results], dtype=torch.float64)
+            results = [EvalResult(*map(int, c)) for c in self.group.all_reduce_(counts).tolist()]
+        row: dict[str, float] = {}
+        for spec, result in zip(self.specs, results):
+            row.update(result.as_row(spec.label))
+            self.echo(f"eval vs {spec.label} after {step:,} steps: "
+                      f"{result.wins}W {result.draws}D {result.losses}L of {result.games} (deterministic)")
+        agent.train(True)
+        return row, BestRecord.of(step, {s.label: r for s, r in zip(self.specs, results)})
+
+    def offer(self, record: BestRecord | None, payload: Callable[[], Mapping[str, Any]]) -> bool:
+        """Keep the evaluated weights (``payload()``, a loadable checkpoint) when ``record`` beats the kept
+        ones; returns whether it did."""
+        if not self.keep or record is None or not record.beats(self.best):
+            return False
+        self.best = record
+        if self.main:
+            keep_best(self.out_dir, payload(), record)
+        return True
+
+    def sync(self, weight_keys: set[str]) -> None:
+        """Make best.pt hold the kept weights of a resumed run: a branch folder, or a run whose best.pt is
+        missing or from a line abandoned by resuming an older checkpoint, gets them from the checkpoint of
+        that step (its ``weight_keys`` only). Without one (evaluations between checkpoints) the record
+        starts again."""
+        if self.best is None or (read_best_quietly(self.out_dir) == self.best and
+                                 (self.out_dir / BEST_CHECKPOINT).is_file()):
+            return
+        source = self.out_dir / checkpoint_name(self.best.step)
+        if not source.is_file():
+            self.echo(f"note: no checkpoint of step {self.best.step:,} holds the best weights so far; "
+                      f"{BEST_CHECKPOINT} starts again from the next evaluation")
+            self.best = None
+            return
+        if self.main:
+            data = load_checkpoint(source)
+            keep_best(self.out_dir, {k: v for k, v in data.items() if k in weight_keys}, self.best)
+
+
+def read_best_quietly(out_dir: Path) -> BestRecord | None:
+    """The record in ``out_dir``'s best.json; None when it is missing or unreadable (it is then rewritten)."""
+    try:
+        return read_best(out_dir)
+    except ValueError:
+        return None

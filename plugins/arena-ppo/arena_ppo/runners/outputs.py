@@ -1,0 +1,60 @@
+"""What a run writes besides checkpoints: config.yaml, metrics.csv, eval.csv, TensorBoard and console lines.
+
+Only the main process of a run writes; the others hold a :class:`RunOutputs` that writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from arena.progress import format_stat
+from arena.training import MetricLogger, clean_stale_temp_files, tensorboard_writer, write_config
+
+
+class RunOutputs:
+    """The output folder's logs and the console (``console`` None: silent)."""
+
+    def __init__(self, out_dir: Path, console: Callable[[str], None] | None, main: bool = True) -> None:
+        self.out_dir, self.main = Path(out_dir), main
+        self.console = console if main else None
+        self.metrics: MetricLogger | None = None
+        self.evals: MetricLogger | None = None
+
+    def open(self, config: dict[str, Any]) -> None:
+        """Create the folder, write config.yaml (``config``: plain values) and open the metric logs."""
+        if not self.main:
+            return
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        for path in clean_stale_temp_files(self.out_dir):  # left by a writer that was killed mid-write
+            self.echo(f"removed {path.name}, an unfinished write of a process that no longer runs")
+        write_config(self.out_dir / "config.yaml", config)
+        tb = tensorboard_writer(self.out_dir / "tensorboard")
+        self.metrics = MetricLogger(self.out_dir / "metrics.csv", tensorboard=tb)
+        self.evals = MetricLogger(self.out_dir / "eval.csv", tensorboard=tb)
+
+    def echo(self, text: str) -> None:
+        if self.console is not None:
+            self.console(text)
+
+    def log_update(self, metrics: dict[str, float], step: int) -> None:
+        if self.metrics is not None:
+            self.metrics.log(metrics, step=step)
+
+    def log_evaluation(self, row: dict[str, float], step: int) -> None:
+        if self.evals is not None:
+            self.evals.log(row, step=step, prefix="eval/")
+
+    def update_line(self, m: dict[str, float]) -> None:
+        """One console line of an update; episode statistics are NaN until an episode ends: shown as "-"."""
+        self.echo(f"update {m['update']:>5}  steps {m['step']:>11,}  sps {m['sps']:>7,.0f}  "
+                  f"win {format_stat(m['win_rate'], '.3f')}  draw {format_stat(m['draw_rate'], '.3f')}  "
+                  f"return {format_stat(m['episode_return'], '+.3f')}  "
+                  f"length {format_stat(m['episode_length'], '.0f')}  "
+                  f"pl {m['policy_loss']:+.4f}  vl {m['value_loss']:.4f}  ent {m['entropy']:.3f}  "
+                  f"kl {m['approx_kl']:.4f}  clip {m['clip_fraction']:.3f}  lr {m['learning_rate']:.2e}")
+
+    def close(self) -> None:
+        if self.metrics is not None:
+            self.metrics.close()

@@ -1,0 +1,98 @@
+"""The trainer's settings from the outside: the command line, --config and --set, the docs table, the league's
+warm-up."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from click.testing import CliRunner
+
+from arena.cli import main
+from arena.training import league_agents
+from arena_ppo.config import settings_table
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "training.md"
+TINY = ["--set", "ppo.n_steps=16", "--set", "ppo.batch_size=64", "--set", "ppo.n_epochs=1", "--eval-games", "0",
+        "--no-progress", "--threads", "1"]
+
+
+def train(*args):
+    return CliRunner().invoke(main, ["train", *args])
+
+
+@pytest.mark.parametrize("trainer", ["ppo", "mappo"])
+def test_the_command_line_stays_small(trainer):
+    text = train(trainer, "--help").output
+    options = [line for line in text.splitlines() if re.match(r"\s+-", line)]
+    assert len(text.splitlines()) <= 80 and len(options) <= 30, text
+
+
+def test_the_docs_table_is_the_one_the_settings_declare():
+    text = DOCS.read_text()
+    begin, end = "<!-- settings table: python -m arena_ppo.config -->\n", "<!-- end of the settings table -->"
+    assert begin in text and end in text, "docs/training.md lost its settings table markers"
+    table = text.split(begin, 1)[1].split(end, 1)[0]
+    assert table == settings_table(), "docs/training.md's settings table is stale: paste `python -m arena_ppo.config`"
+
+
+def test_a_runs_config_yaml_is_a_config_and_the_command_line_wins(tmp_path):
+    first = tmp_path / "first"
+    result = train("ppo", "--vs", "crank", "--num-envs", "8", "--max-steps", "128", "--seed", "7", "--set",
+                   "ppo.clip_epsilon=0.1", "--set", "run.floor=0.5", *TINY, "--out", str(first))
+    assert result.exit_code == 0, result.output
+    again = tmp_path / "again"
+    result = train("ppo", "--config", str(first / "config.yaml"), "--set", "run.floor=0.25", "--seed", "8",
+                   "--out", str(again))
+    assert result.exit_code == 0, result.output
+    a, b = (yaml.safe_load((d / "config.yaml").read_text()) for d in (first, again))
+    assert b["run"]["seed"] == 8 and b["run"]["floor"] == 0.25 and b["ppo"]["clip_epsilon"] == 0.1
+    a["run"].update(seed=8, floor=0.25)
+    assert a == b  # every other setting came from the file
+
+
+@pytest.mark.parametrize("text, message", [
+    ("run: {num_envs: 0}\n", "config.yaml: run.num_envs: expected an int >= 1"),
+    ("ppo: {clip_epsilom: 0.1}\n", "unknown setting 'ppo.clip_epsilom'; did you mean ppo.clip_epsilon?"),
+    ("run: [1, 2\n", "not valid YAML at line"),
+])
+def test_a_bad_config_file_is_one_line_naming_the_file_and_key(tmp_path, text, message):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    result = train("ppo", "--config", str(path), "--out", str(tmp_path / "run"))
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_league_warms_up_against_the_top_rung_then_opens_with_a_fresh_optimizer(tmp_path):
+    """192 steps a rollout, a warm-up of 300: two rollouts against the ace (and the floor), then the league,
+    whose pool draws no checkpoint saved before the warm-up ended; a resume across the boundary is exact."""
+    common = ["--vs", "league", "--num-envs", "12", "--seed", "3", "--save-interval", "192", *TINY,
+              "--set", "run.warm_up_steps=300", "--set", "ppo.lr_schedule=constant"]
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    result = train("ppo", *common, "--max-steps", "768", "--out", str(straight))
+    assert result.exit_code == 0, result.output
+    assert "taught by ace (weight 1); the first 300 steps against ace alone" in result.output
+    assert "warm-up done after 384 steps: the league opens" in result.output
+    warm = torch.load(straight / "ckpt_000000384.pt", weights_only=True)
+    assert warm["opponents"].get("self_play") is None  # the warm-up pool: the ace and the floor
+    league = torch.load(straight / "ckpt_000000576.pt", weights_only=True)
+    adam_steps = [{int(s["step"]) for s in data["algorithm"]["optimizer"]["state"].values()} for data in (warm, league)]
+    assert adam_steps == [{6}, {3}]  # 3 minibatches an update: the league's first update starts a fresh Adam
+    drawn = league["opponents"]["self_play"]["records"]
+    assert set(league_agents()) <= set(drawn) and "ckpt_000000192.pt" not in drawn
+    assert train("ppo", *common, "--max-steps", "384", "--out", str(split)).exit_code == 0
+    resumed = train("ppo", "--resume", str(split / "ckpt_000000384.pt"), "--max-steps", "768", "--no-progress")
+    assert resumed.exit_code == 0, resumed.output
+    a, b = (torch.load(d / "ckpt_000000768.pt", weights_only=True) for d in (straight, split))
+    assert all(torch.equal(v, b["model"][k]) for k, v in a["model"].items())
+    assert a["opponents"]["self_play"] == b["opponents"]["self_play"]
+
+
+def test_a_warm_up_longer_than_the_run_is_warned_of(tmp_path):
+    result = train("ppo", "--vs", "league", "--num-envs", "8", "--max-steps", "128", *TINY, "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "warning: the league's warm-up (run.warm_up_steps 12,000,000) takes all of --max-steps 128" in result.output
