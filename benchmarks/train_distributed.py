@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="arena-bench-distributed-"))
     root.mkdir(parents=True, exist_ok=True)
-    steps_per_update = 32  # the trainer's --n-steps
+    steps_per_update = 32  # the trainer's ppo.n_steps
     rates: dict[str, list[float]] = {name: [] for name in CONFIGS}
     collect: dict[str, list[float]] = {name: [] for name in CONFIGS}
     print(f"throughput: {args.rounds} round(s) of {args.updates} updates per configuration, median after "

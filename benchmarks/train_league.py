@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=20.0, help="training budget of each main run")
     parser.add_argument("--exploit-minutes", type=float, default=10.0, help="budget of each exploiter")
     parser.add_argument("--games", type=int, default=1000, help="deterministic games per opponent")
-    parser.add_argument("--games-per-pairing", type=int, default=200, help="rating-over-training league")
+    parser.add_argument("--games-per-pairing", type=int, default=200, help="rating-over-training league (0: none)")
     parser.add_argument("--parallel", type=int, default=2, help="trainings at once (each in its own process)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per training")
     parser.add_argument("--runs", default="league,crank", help="main runs: league, crank or both")
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             row["exploiter"] = {**exploit[n], **score(exploiter, [str(finals[n])], args.games, args.seed,
                                                       obs_mode)[str(finals[n])]}
         result["runs"][n] = row
-    if "league" in runs:
+    if "league" in runs and args.games_per_pairing > 0:
         result["rating"] = rating_over_training(root / "league", ladder, args.games_per_pairing, args.seed,
                                                 trained["league"]["obs_mode"])
 

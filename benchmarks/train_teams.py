@@ -1,6 +1,6 @@
 """Team training for a wall-clock budget each: MAPPO and its ablations against independent PPO.
 
-    python benchmarks/train_teams.py                                   # the five runs docs/training.md reports
+    python benchmarks/train_teams.py                                   # the runs of docs/experiments (MAPPO teams)
     python benchmarks/train_teams.py --minutes 3 --runs mappo,ippo     # a quick look
     python benchmarks/train_teams.py --parallel 2 --threads 1          # two runs at once, a core each
 

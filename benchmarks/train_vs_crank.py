@@ -1,6 +1,6 @@
 """Train PPO with the trainer's defaults for a wall-clock budget, then score every checkpoint.
 
-    python benchmarks/train_vs_crank.py --minutes 15            # the curve docs/training.md reports
+    python benchmarks/train_vs_crank.py --minutes 15            # the curve of the 15-minute figure (docs/experiments)
     python benchmarks/train_vs_crank.py --minutes 2 --games 400 # a quick look
     python benchmarks/train_vs_crank.py --curve-only runs/demo  # score an existing run's checkpoints
 

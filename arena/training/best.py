@@ -1,7 +1,7 @@
 """The best weights a run has evaluated: ``best.pt`` and ``best.json`` beside its checkpoints.
 
 A league policy's score against a hard opponent can swing from one checkpoint to the next (0.39 to
-0.995 against the ace between neighbours, docs/training.md), so the last checkpoint is not always the
+0.995 against the ace between neighbours, docs/experiments/), so the last checkpoint is not always the
 one to keep. After each evaluation a trainer offers the evaluated weights here; they replace the
 kept ones when their worst score over the evaluation opponents is higher (ties: the higher mean).
 The worst case rather than the mean, because a policy is only as robust as its weakest matchup, and a

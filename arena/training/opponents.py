@@ -147,7 +147,7 @@ def with_floor(specs: list[OpponentSpec], share: float, num_envs: int,
     there are too few envs to give it one of its own.
     """
     if not 0.0 <= share < 1.0:
-        raise OpponentSpecError(f"--floor: expected a share in [0, 1), got {share!r}")
+        raise OpponentSpecError(f"floor: expected a share in [0, 1), got {share!r}")
     listed = any(s.kind == "agent" and s.target == agent for s in specs)
     if share == 0.0 or listed or num_envs <= len(specs):
         return specs

@@ -244,7 +244,7 @@ def by_key(config: Any) -> dict[str, Setting]:
 
 def unknown_key(key: str, known: Mapping[str, Setting], where: str) -> ValueError:
     close = difflib.get_close_matches(key, list(known), n=1)
-    hint = f"; did you mean {close[0]}?" if close else "; the settings are listed in docs/training.md"
+    hint = f"; did you mean {close[0]}?" if close else f"; expected one of {len(known)} SECTION.NAME keys"
     return ValueError(f"{where}: unknown setting {key!r}{hint}")
 
 

@@ -303,7 +303,7 @@ def test_the_floor_steps_aside(vs, share, envs) -> None:
 def test_a_floor_share_of_one_is_refused() -> None:
     from arena.training import OpponentSpecError, parse_opponent_specs, with_floor
 
-    with pytest.raises(OpponentSpecError, match=r"--floor: expected a share in \[0, 1\)"):
+    with pytest.raises(OpponentSpecError, match=r"floor: expected a share in \[0, 1\)"):
         with_floor(parse_opponent_specs(["crank"]), 1.0, 64)
 
 

@@ -96,7 +96,7 @@ class PPOConfig:
 class RunConfig:
     """Everything about a run that is not the update rule."""
 
-    vs: tuple[str, ...] = setting(factory=lambda: ("crank",), cli=True, metavar="NAME[=WEIGHT]",
+    vs: tuple[str, ...] = setting(factory=lambda: ("crank",), cli=True, fixed=True, metavar="NAME[=WEIGHT]",
                                   help="Opponent, repeatable: an agent name, ckpt:PATH, self (the run's past "
                                        "checkpoints) or league (the ladder and the run's past, with a warm-up "
                                        "and a teacher). Envs are split by weight.")

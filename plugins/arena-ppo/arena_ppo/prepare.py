@@ -29,7 +29,6 @@ from arena_ppo.launch import fail
 CONFIG_EXTRAS = ("env", "device", "processes")
 
 
-
 def given_settings(params: dict[str, Any], algorithm: str) -> dict[str, Any]:
     """The settings this command line gives, by key: the --config file, then --set, then the options."""
     defaults = default_config(algorithm)

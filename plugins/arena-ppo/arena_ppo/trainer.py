@@ -250,8 +250,8 @@ def train(params: dict[str, Any], algorithm: str, group: Any = None) -> dict[str
     teacher = cfg.run.teacher()
     taught = f"; taught by {teacher} (weight {cfg.ppo.kickstart_coef:g})" if teacher else ""
     warm_up = runner.opponents.warm_up_steps
-    if warm_up:
-        taught += f"; the first {warm_up:,} steps against {runner.opponents.warm_up_opponent} alone"
+    if warm_up and not runner.opponents.league_open:
+        taught += f"; the league after {warm_up:,} steps against {runner.opponents.warm_up_opponent} alone"
     if main:
         click.echo(f"training {algorithm} on {where}, {teams}vs {split}; reward {cfg.run.reward}{taught}; "
                    f"{envs} x {cfg.ppo.n_steps} steps per update; output {out}")

@@ -75,7 +75,7 @@ def test_a_league_warms_up_against_the_top_rung_then_opens_with_a_fresh_optimize
     straight, split = tmp_path / "straight", tmp_path / "split"
     result = train("ppo", *common, "--max-steps", "768", "--out", str(straight))
     assert result.exit_code == 0, result.output
-    assert "taught by ace (weight 1); the first 300 steps against ace alone" in result.output
+    assert "taught by ace (weight 1); the league after 300 steps against ace alone" in result.output
     assert "warm-up done after 384 steps: the league opens" in result.output
     warm = torch.load(straight / "ckpt_000000384.pt", weights_only=True)
     assert warm["opponents"].get("self_play") is None  # the warm-up pool: the ace and the floor
