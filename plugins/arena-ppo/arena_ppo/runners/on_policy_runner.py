@@ -227,7 +227,8 @@ class OnPolicyRunner:
                     self.open_league()
                 self.schedule_learning_rate()
                 metrics = self.step(start)
-                if self.counters.updates == start_updates + 1 or self.counters.env_steps - self.counters.last_log >= run.log_interval:
+                first = self.counters.updates == start_updates + 1
+                if first or self.counters.env_steps - self.counters.last_log >= run.log_interval:
                     self.counters.last_log = self.counters.env_steps
                     self.outputs.update_line(metrics)
                 meter.total = max(meter.total, self.counters.env_steps - start_steps)  # the last rollout may overshoot
