@@ -177,10 +177,6 @@ class OnPolicyRunner:
 
     # -- collection -------------------------------------------------------------------------------
 
-    def _seat_rows(self, value: torch.Tensor) -> torch.Tensor:
-        """A per-env [N, ...] tensor repeated for each of p1's seats: [N·T, ...] (as it is in a duel)."""
-        return value if self.seats == 1 else value.repeat_interleave(self.seats, 0)
-
     def collect(self) -> dict[str, float]:
         """One rollout into the storage; returns statistics of the episodes that ended in it."""
         summary = self.rollouts.collect(self.pool, played=self.counters.env_steps > 0)
