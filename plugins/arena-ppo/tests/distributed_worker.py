@@ -19,6 +19,7 @@ from pathlib import Path
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 import torch
 
+from arena.guard import end_process
 from arena.training import DivergenceError, Group
 from arena_ppo.config import TrainConfig
 from arena_ppo.distributed import shared_tensors
@@ -83,3 +84,6 @@ def main(tmp: Path) -> None:
 
 if __name__ == "__main__":
     main(Path(sys.argv[1]))
+    # As the command line does after torch.distributed: gloo's threads can abort the interpreter's shutdown
+    # ("terminate called without an active exception", status 134) once everything is written.
+    end_process(0)

@@ -7,7 +7,8 @@ rollout.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -16,8 +17,15 @@ from arena_ppo.config import PPOConfig
 from arena_ppo.modules import ActorCritic, ValueNorm, ValueNormalizer
 from arena_ppo.storage import RolloutStorage
 
-if TYPE_CHECKING:
-    from arena_ppo.distributed import UpdateSync
+
+class UpdateSync(Protocol):
+    """What the update asks of the processes of a run (``arena_ppo.distributed.UpdateSync`` does it)."""
+
+    def average_gradients(self, params: Iterable[torch.nn.Parameter], *scalars: torch.Tensor) -> torch.Tensor: ...
+
+    def average(self, values: torch.Tensor) -> torch.Tensor: ...
+
+    def mean_std(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
 
 # The adaptive rate brakes, it does not accelerate: it stays in [LR_MIN, --learning-rate]. rsl_rl lets it
 # climb to 1e-2; here it then swung between 2.6e-4 and 4.4e-3 and a policy winning 99 % fell to 78 %.
@@ -57,7 +65,7 @@ class PPO:
     """
 
     def __init__(self, model: ActorCritic, cfg: PPOConfig, value_normalizer: ValueNormalizer | ValueNorm | None = None,
-                 sync: "UpdateSync | None" = None) -> None:
+                 sync: UpdateSync | None = None) -> None:
         self.model = model
         self.cfg = cfg
         self.value_normalizer = value_normalizer
