@@ -15,6 +15,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from arena.agents import BaseAgent
+from arena.guard import head
 from arena.training.checkpoint import CheckpointError, load_checkpoint
 from arena_ppo.config import NetworkConfig
 
@@ -339,9 +340,8 @@ class PPOAgent(BaseAgent):
         except CheckpointError:
             raise
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             raise CheckpointError(f"{where}: damaged or incompatible PPO checkpoint "
-                                  f"({type(exc).__name__}: {text})") from exc
+                                  f"({type(exc).__name__}: {head(str(exc))})") from exc
         return agent.eval()
 
 

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import click
 
+from arena.guard import head
 from arena.training.run_dir import check_writable
 from arena.training.settings import click_options
 from arena_ppo.config import default_config
@@ -219,7 +220,7 @@ def train(params: dict[str, Any], algorithm: str, group: Any = None) -> dict[str
         try:
             runner.restore(setup.resume_data)
         except Exception as exc:  # noqa: BLE001 - a damaged part of the trainer state: one line naming it
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            text = head(str(exc)) or type(exc).__name__
             raise fail(f"checkpoint {params['resume']}: cannot resume: {text}") from None
 
     created = agreed(group, create_outputs if main else (lambda: False))

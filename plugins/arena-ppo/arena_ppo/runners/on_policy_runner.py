@@ -367,15 +367,8 @@ class OnPolicyRunner:
         """Continue from a checkpoint written by :meth:`save`; ``ValueError`` naming a damaged part."""
         data = distributed.rank_part(data, self.rank.rank, self.rank.world_size)  # this process's envs, streams
         restored = read_state(data, agent=self.agent, algorithm=self.algorithm, env=self.env,
-                              generators=self.generators, hidden=self.rollouts.hidden, teacher=self.teacher,
-                              device=self.device)
-        try:
-            self.opponents.load_state_dict(restored.opponents)
-        except AgentFailure:
-            raise
-        except Exception as exc:  # noqa: BLE001 - one line naming the part
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ValueError(text if text.startswith("opponents") else f"opponents: {text}") from exc
+                              generators=self.generators, opponents=self.opponents, hidden=self.rollouts.hidden,
+                              teacher=self.teacher, device=self.device)
         self.counters, self.last_metrics, self.rollouts.obs = restored.counters, restored.metrics, restored.obs
         self.rollouts.hidden = restored.hidden or self.rollouts.hidden
         self.evaluator.best = restored.best

@@ -1,11 +1,9 @@
 """A run's state beyond the weights, and reading it back from a checkpoint for an exact resume.
 
 :func:`read_state` is handed the parts of a runner that hold state (the agent, the update, the env,
-the random generators, the recurrent state, the teacher) and puts each part of a checkpoint back
-into its part, after checking it against what the part holds now; a damaged part raises
-``ValueError`` naming its key, so a bad file is refused at start-up rather than crashing later.
-What depends on the step (the opponent pool of a league past its warm-up) is the runner's to
-rebuild from the returned counters before it loads the pool's state.
+the random generators, the opponents, the recurrent state, the teacher) and puts each part of a
+checkpoint back into its part, after checking it against what the part holds now; a damaged part
+raises ``ValueError`` naming its key, so a bad file is refused at start-up rather than crashing later.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ from typing import Any
 
 import torch
 
+from arena.guard import head
 from arena.match import AgentFailure
 from arena.training import BestRecord
 from arena.training.state import check_like, check_optimizer_state
@@ -41,7 +40,6 @@ class Restored:
     obs: dict[str, Any]
     hidden: dict[str, torch.Tensor] = field(default_factory=dict)
     best: BestRecord | None = None
-    opponents: Any = None  # the pool's state: loaded by the runner once its pool fits the step
 
 
 def rng_state(generators: dict[str, torch.Generator], device: torch.device) -> dict[str, Any]:
@@ -53,7 +51,7 @@ def rng_state(generators: dict[str, torch.Generator], device: torch.device) -> d
 
 
 def read_state(data: dict[str, Any], *, agent: Any, algorithm: Any, env: Any, generators: dict[str, torch.Generator],
-               hidden: dict[str, torch.Tensor], teacher: Any, device: torch.device) -> Restored:
+               opponents: Any, hidden: dict[str, torch.Tensor], teacher: Any, device: torch.device) -> Restored:
     """Load a checkpoint written by the runner's ``save`` into these parts; ``ValueError`` naming the part."""
     stage = ""  # the weights' own messages name their key (model.…, obs_normalizer)
     try:
@@ -86,6 +84,8 @@ def read_state(data: dict[str, Any], *, agent: Any, algorithm: Any, env: Any, ge
             raise ValueError(f"the checkpoint ran {saved_envs} envs; --num-envs is {env.num_envs}")
         check_like(saved_env, env.state_dict(), "env")
         obs = env.load_state_dict(saved_env)
+        stage = "opponents"
+        opponents.load_state_dict(data.get("opponents"))
         restored_hidden: dict[str, torch.Tensor] = {}
         if hidden:
             stage = "hidden"
@@ -100,12 +100,11 @@ def read_state(data: dict[str, Any], *, agent: Any, algorithm: Any, env: Any, ge
     except AgentFailure:
         raise
     except Exception as exc:  # noqa: BLE001 - any damage to any part: one line naming the part
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        text = head(str(exc)) or type(exc).__name__
         if stage and not text.startswith(stage) and not text.startswith(("the checkpoint", "the run")):
             text = f"{stage}: {text}"
         raise ValueError(text) from exc
-    return Restored(counters, {str(k): float(v) for k, v in metrics.items()}, obs, restored_hidden, best,
-                    data.get("opponents"))
+    return Restored(counters, {str(k): float(v) for k, v in metrics.items()}, obs, restored_hidden, best)
 
 
 def expect_dict(data: dict[str, Any], key: str) -> dict[str, Any]:

@@ -94,7 +94,8 @@ class TrainingOpponents:
         return {**self.pool.state_dict(), **({"league_open": self.league_open} if self.warm_up_steps else {})}
 
     def load_state_dict(self, state: Any) -> None:
-        """The pool's state; a league saved past its warm-up gets the league's pool first."""
+        """The pool's state; a league saved past its warm-up gets the league's pool first, so this alone,
+        not the step, says which pool a checkpoint holds."""
         if not isinstance(state, dict):
             raise ValueError(f"opponents: expected a dict, got {type(state).__name__}")
         if self.warm_up_steps and state.get("league_open") is True and not self.league_open:
