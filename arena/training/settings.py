@@ -230,8 +230,7 @@ def given_options(config: Any, params: Mapping[str, Any]) -> dict[str, Any]:
         value = params.get(s.name)
         if value is None or (isinstance(value, tuple) and not value):
             continue
-        if s.name in params:
-            out[s.key] = tuple(value) if isinstance(value, (list, tuple)) else value
+        out[s.key] = tuple(value) if isinstance(value, (list, tuple)) else value
     return out
 
 

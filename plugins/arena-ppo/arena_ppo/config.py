@@ -178,12 +178,25 @@ def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = Non
         cfg.run.privileged_critic = True
         cfg.ppo.value_norm = True
     vs, team_size = given.get("run.vs", cfg.run.vs), given.get("run.team_size", cfg.run.team_size)
-    if team_size == 1 and any(str(entry).split("=")[0].strip() == "league" for entry in vs):
+    if team_size == 1 and plays_league(vs):
         from arena.training import league_agents
 
         cfg.run.obs_mode = "extended"
         cfg.run.kickstart = league_agents()[-1]
     return cfg
+
+
+def plays_league(vs: Any) -> bool:
+    """Whether ``vs`` has a ``league`` entry; an entry that does not parse is refused later, by the run's checks."""
+    from arena.training import OpponentSpecError, parse_opponent_spec
+
+    for entry in vs:
+        try:
+            if parse_opponent_spec(str(entry)).kind == "league":
+                return True
+        except OpponentSpecError:
+            continue
+    return False
 
 
 def settings_table() -> str:
