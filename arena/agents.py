@@ -29,6 +29,24 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+# How a trained policy plays: drawing its actions as it did in training (train mode), or taking the most
+# likely one (eval mode). Rated against fixed opponents, a run's checkpoints played sampled cross in step
+# order a quarter as often and never outgrow the ladder (docs/experiments/2026-11-25-sampled-or-
+# deterministic-rating.md), so that is the default of tournaments and of training's evaluations.
+# Scripted agents play as they are written either way.
+POLICIES = ("sampled", "deterministic")
+DEFAULT_POLICY = "sampled"
+
+
+def play_by(agent: Any, policy: str) -> None:
+    """Switch ``agent`` to play by ``policy`` (one of :data:`POLICIES`)."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy: expected one of {', '.join(POLICIES)}, got {policy!r}")
+    if policy == "sampled":
+        agent.train(True)
+    else:
+        agent.eval()
+
 
 @runtime_checkable
 class Agent(Protocol):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from arena import __version__
+from arena.agents import POLICIES
 from arena.match import MAX_GAMES, RESULT_KEYS
 
 if TYPE_CHECKING:
@@ -239,16 +240,17 @@ def parse_env_overrides(items: tuple[str, ...], team_size: int | None = None) ->
         raise ArenaError(f"--env: {exc}") from None
 
 
-PLAY_KEYS: tuple[str, ...] = (*RESULT_KEYS, "team_size", "seed", "device")  # `arena play --json`, in order
+PLAY_KEYS: tuple[str, ...] = (*RESULT_KEYS, "team_size", "seed", "device", "policy")  # `arena play --json`
 
 
-def battle_settings(env_config: "EnvConfig", seed: int, dev: "torch.device") -> dict[str, Any]:
+def battle_settings(env_config: "EnvConfig", seed: int, dev: "torch.device", policy: str) -> dict[str, Any]:
     """How the battles were set up, beside their results in ``--json``: enough to play them again."""
-    return {"team_size": env_config.team_size, "seed": seed, "device": str(dev)}
+    return {"team_size": env_config.team_size, "seed": seed, "device": str(dev), "policy": policy}
 
 
 def battle_options(fn: Any) -> Any:
-    """``--device``, ``--seed``, ``--team-size`` and ``--env``: the battles of `arena play` and `arena replay`."""
+    """``--device``, ``--seed``, ``--team-size``, ``--env`` and ``--policy``: the battles of `arena play` and
+    `arena replay`."""
     for option in reversed((
         click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto."),
         click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the battles' spawn positions."),
@@ -257,6 +259,9 @@ def battle_options(fn: Any) -> Any:
                           "[default: a team checkpoint's own, else 1]"),
         click.option("--env", "env_overrides", multiple=True, metavar="KEY=VALUE",
                      help="Override an EnvConfig field, e.g. --env max_time=120 (repeatable; see `arena env-info`)."),
+        click.option("--policy", type=click.Choice(POLICIES), default="deterministic", show_default=True,
+                     help="How trained policies play: their most likely action, or sampled as in training (how "
+                          "tournaments and training's evaluations rate checkpoints by default)."),
     )):
         fn = option(fn)
     return fn
@@ -272,7 +277,7 @@ def battle_options(fn: Any) -> Any:
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @threads_option
 def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_size: int | None,
-         env_overrides: tuple[str, ...], as_json: bool, quiet: bool, threads: int | None) -> None:
+         env_overrides: tuple[str, ...], policy: str, as_json: bool, quiet: bool, threads: int | None) -> None:
     """Play A against B and count A's wins, draws and losses.
 
     A and B are agent names (`arena agents`), NAME:CHECKPOINT, or a checkpoint file (the file
@@ -294,7 +299,7 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_si
     a, b, env_config = build_pair(agent_a, agent_b, dev, env_config, given)
     try:
         result = play_match(a, b, games, env_config=env_config, device=dev, seed=seed, name_a=agent_a,
-                            name_b=agent_b, progress=not quiet)
+                            name_b=agent_b, progress=not quiet, policies=(policy, policy))
     except AgentFailure as exc:
         raise ArenaError(str(exc)) from None
     except (MemoryError, RuntimeError) as exc:  # the batch does not fit (torch raises RuntimeError subclasses)
@@ -303,12 +308,13 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_si
         raise ArenaError(f"--games {games:,}: not enough memory on {dev} for one batch of that size; "
                          f"play fewer games") from None
     if as_json:
-        echo_json({**result.to_dict(), **battle_settings(env_config, seed, dev)})
+        echo_json({**result.to_dict(), **battle_settings(env_config, seed, dev, policy)})
         return
     n = result.games
     size = env_config.team_size
     kind = f"{size}-v-{size} " if size > 1 else ""
-    click.echo(f"{result.a} vs {result.b}: {n:,} {kind}games on {dev}, seed {seed}")
+    sampled = ", policies sampled" if policy == "sampled" else ""
+    click.echo(f"{result.a} vs {result.b}: {n:,} {kind}games on {dev}, seed {seed}{sampled}")
     click.echo(f"  {result.a}: {result.wins:,} wins ({result.wins / n:.1%}), {result.draws:,} draws "
                f"({result.draws / n:.1%}), {result.losses:,} losses ({result.losses / n:.1%}); "
                f"score {result.score:.3f}")
@@ -390,7 +396,7 @@ def with_team_size(env_config: "EnvConfig", size: int) -> "EnvConfig":
 @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
 @threads_option
 def replay(agent_a: str, agent_b: str, games: int, out_dir: str, gif: bool, device: str, seed: int,
-           team_size: int | None, env_overrides: tuple[str, ...], as_json: bool, quiet: bool,
+           team_size: int | None, env_overrides: tuple[str, ...], policy: str, as_json: bool, quiet: bool,
            threads: int | None) -> None:
     """Play A against B, record every battle and write it for watching.
 
@@ -421,7 +427,7 @@ def replay(agent_a: str, agent_b: str, games: int, out_dir: str, gif: bool, devi
     a, b, env_config = build_pair(agent_a, agent_b, dev, env_config, given)
     try:
         result, battles = record_match(a, b, games, env_config=env_config, name_a=agent_a, name_b=agent_b,
-                                       device=dev, seed=seed, progress=not quiet)
+                                       device=dev, seed=seed, progress=not quiet, policies=(policy, policy))
     except AgentFailure as exc:
         raise ArenaError(str(exc)) from None
     rows = []
@@ -433,7 +439,8 @@ def replay(agent_a: str, agent_b: str, games: int, out_dir: str, gif: bool, devi
     except OSError as exc:
         raise ArenaError(f"{exc.filename or out_dir}: cannot write ({exc.strerror or exc})") from None
     if as_json:
-        echo_json({**result.to_dict(), **battle_settings(env_config, seed, dev), "out": out_dir, "battles": rows})
+        echo_json({**result.to_dict(), **battle_settings(env_config, seed, dev, policy), "out": out_dir,
+                   "battles": rows})
         return
     click.echo(f"{result.a}: {result.wins} wins, {result.draws} draws, {result.losses} losses; open the .html "
                f"files in a browser, or the .acmi files in Tacview")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from arena.loop import AgentFailure, checked_call, raise_failures  # noqa: F401 - AgentFailure re-exported
+from arena.seeds import text_seed
 
 if TYPE_CHECKING:
     import torch
@@ -59,14 +60,17 @@ class MatchResult:
 def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "EnvConfig | None" = None,
                device: "str | torch.device" = "cpu", seed: int = 0, name_a: str | None = None,
                name_b: str | None = None, progress: bool = False,
-               observers: "Sequence[Observer]" = ()) -> MatchResult:
+               observers: "Sequence[Observer]" = (), policies: tuple[str, str] = ("deterministic", "deterministic"),
+               ) -> MatchResult:
     """Play ``games`` battles of A against B at once and count A's wins, draws and losses.
 
     A flies p1 in the first half of the envs and p2 in the second (an odd extra game goes to A as
     p1); in team battles (``env_config.team_size`` > 1) each flies every seat of its side. Each env
-    counts only its first episode. Agents are switched to eval mode for the match and restored
-    afterwards. A stateful agent needs its own instance per side: passing the same object as A and B
-    would mix the two sides' memories. ``observers`` see every step (:class:`arena.loop.Turn`).
+    counts only its first episode. Each agent plays by its entry of ``policies`` (``arena.agents.POLICIES``:
+    eval mode, or train mode drawing from a stream of its own seeded by ``seed``, so a sampled match
+    replays exactly) and is restored to its mode afterwards. A stateful agent needs its own instance per
+    side: passing the same object as A and B would mix the two sides' memories. ``observers`` see every
+    step (:class:`arena.loop.Turn`).
 
     Raises ``AgentFailure`` when an agent raises or returns a bad action or NaN (both agents named,
     and no result, when both fail in the same step), and ``ValueError`` for a bad ``games`` count or
@@ -74,6 +78,7 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
     """
     import torch
 
+    from arena.agents import POLICIES
     from arena.env import TensorEnv, resolve_device
     from arena.env.teams import side_total
     from arena.loop import Controller, GameLoop, Seating, observation_config
@@ -81,6 +86,8 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
 
     if not isinstance(games, int) or isinstance(games, bool) or not 1 <= games <= MAX_GAMES:
         raise ValueError(f"games must be an int from 1 to {MAX_GAMES:,}, got {games!r}")
+    if any(p not in POLICIES for p in policies) or len(policies) != 2:
+        raise ValueError(f"policies: expected two of {', '.join(POLICIES)}, got {policies!r}")
     device = resolve_device(device)
     name_a = name_a or str(getattr(agent_a, "name", "") or type(agent_a).__name__)
     name_b = name_b or str(getattr(agent_b, "name", "") or type(agent_b).__name__)
@@ -92,7 +99,9 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
     a_is_p1 = torch.arange(games, device=dev) < (games + 1) // 2
     a_seat = a_is_p1.long().cpu()
     owner = torch.stack((1 - a_seat, a_seat))  # controller 0 (A) flies p1 where a_is_p1, else p2
-    seating = Seating([Controller(agent, name, role) for agent, name, role in roles], owner, env.team_size, dev)
+    seating = Seating([Controller(agent, name, role, rng_seed=text_seed(f"match:{seed}:{role}") if policy == "sampled"
+                                  else None) for (agent, name, role), policy in zip(roles, policies)],
+                      owner, env.team_size, dev)
     loop = GameLoop(env, seating, list(observers))
     finished = torch.zeros(games, dtype=torch.bool, device=dev)
     winner = torch.full((games,), -1, dtype=torch.int8, device=dev)
@@ -103,7 +112,9 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
     meter = Progress(games, unit="games", label=f"{name_a} vs {name_b}", enabled=progress)
     start = time.perf_counter()
     try:
-        raise_failures([f for agent, name, role in roles if (f := checked_call(agent.eval, name, role, "eval"))])
+        raise_failures([f for (agent, name, role), policy in zip(roles, policies)
+                        if (f := (checked_call(agent.train, name, role, "train", True) if policy == "sampled"
+                                  else checked_call(agent.eval, name, role, "eval")))])
         loop.reset_agents()
         obs = env.reset()
         with torch.no_grad():
@@ -125,9 +136,9 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
                     if done_count == games:
                         break
     finally:
-        for (agent, name, role), mode in zip(roles, modes):
-            if mode:
-                failure = checked_call(agent.train, name, role, "train", True)
+        for (agent, name, role), mode, policy in zip(roles, modes, policies):
+            if mode is not None and bool(mode) != (policy == "sampled"):
+                failure = checked_call(agent.train, name, role, "train", bool(mode))
                 if failure is not None and sys.exc_info()[0] is None:
                     raise failure
     elapsed = time.perf_counter() - start

@@ -13,11 +13,12 @@ Three parts:
    ``arena train ppo``'s. The final checkpoint and the weights each run kept in ``best.pt`` (chosen by
    its evaluations, inside the budget) each play ``--games`` deterministic games (half from each side,
    other seeds than the evaluations') against every ladder agent.
-2. **Rating over training.** A round-robin tournament of the league run's checkpoints (and the
-   ladder), then the Spearman correlation of training step against Elo among the checkpoints.
+2. **Rating over training.** A round-robin tournament of the league run's checkpoints and the ladder,
+   the ladder as references (``benchmarks/rating_over_training.py``): Spearman(step, reference Elo)
+   among the checkpoints, how many are above every reference, and the Spearman of the Elo of all games.
 3. **Exploitability.** For each final checkpoint, a fresh PPO trained ``--exploit-minutes`` against it
-   alone (frozen), then scored over ``--games`` deterministic games against it: the exploiter's win
-   rate (lower means a more robust policy). ``--exploit-minutes 0`` skips it.
+   alone (frozen), then scored over ``--games`` games against it (``benchmarks/exploitability.py``):
+   the exploiter's win rate (lower means a more robust policy). ``--exploit-minutes 0`` skips it.
 
 Wall-clock figures depend on what else the machine runs; ``--parallel`` runs trainings at once, each
 with ``--threads`` torch threads.
@@ -28,91 +29,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
-
-
-def train(out: Path, vs: list[str], minutes: float, seed: int, threads: int | None,
-          settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One PPO run for ``minutes`` of wall clock with the trainer's defaults for ``vs``, changed by
-    ``settings`` (by key, as ``--config``/``--set`` give them); returns its size and speed."""
-    import torch
-
-    from arena_ppo.prepare import build_config, opponent_factory, resolve_reward
-    from arena_ppo.runners import OnPolicyRunner
-
-    given = {"run.vs": tuple(vs), "run.seed": seed, "run.device": "cpu", "run.max_steps": 10**12,  # time decides
-             "run.threads": threads, **(settings or {})}
-    cfg = build_config("ppo", given)
-    runner = OnPolicyRunner(cfg, out, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
-                            reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
-    start = time.perf_counter()
-    runner.learn(max_time=minutes * 60.0)
-    runner.save_if_new()
-    elapsed = time.perf_counter() - start
-    return {"out": str(out), "vs": " ".join(vs), "env_steps": runner.counters.env_steps, "minutes": elapsed / 60,
-            "steps_per_s": runner.counters.env_steps / elapsed, "obs_mode": cfg.run.obs_mode,
-            "warm_up_steps": runner.opponents.warm_up_steps}
-
-
-def final_checkpoint(out: str | Path) -> Path:
-    from arena.training import list_checkpoints
-
-    return list_checkpoints(Path(out))[-1]
-
-
-def score(checkpoint: Path, rivals: list[str], games: int, seed: int, obs_mode: str) -> dict[str, dict[str, Any]]:
-    """Deterministic games of ``checkpoint`` against each rival (agent names or checkpoint files)."""
-    import torch
-
-    from arena.agents import build_agent
-    from arena.env import EnvConfig
-    from arena.match import play_match
-
-    cfg = EnvConfig(obs_mode=obs_mode)  # type: ignore[arg-type]
-    out = {}
-    for rival in rivals:
-        with torch.random.fork_rng(devices=[]):
-            a = build_agent(str(checkpoint), "cpu", cfg)
-            b = build_agent(rival if not rival.endswith(".pt") else rival, "cpu", cfg)
-            r = play_match(a, b, games, env_config=cfg, seed=seed + 777)
-        out[rival] = {"wins": r.wins, "draws": r.draws, "losses": r.losses, "win_rate": r.wins / r.games}
-    return out
-
-
-def rating_over_training(run: Path, ladder: list[str], games_per_pairing: int, seed: int, obs_mode: str
-                         ) -> dict[str, Any]:
-    """A league of the run's checkpoints and the ladder; Spearman of step against Elo among checkpoints, and
-    of step against each checkpoint's mean score (draws half) against the ladder alone. The two can
-    disagree: the Elo also counts the checkpoints' games against each other, where a later policy can
-    lose to an earlier one it is stronger than on the ladder (their strategies cycle)."""
-    import yaml
-
-    from arena.tournament import load_config, run_tournament
-    from arena.tournament.report import rank_correlation
-    from arena.training import checkpoint_step, list_checkpoints
-
-    league = run / "league.yaml"
-    league.write_text(yaml.safe_dump({
-        "name": "rating-over-training", "output": "rating", "seed": seed, "device": "cpu", "max_envs": 16384,
-        "games_per_pairing": games_per_pairing, "rating": {"bootstrap_rounds": 200}, "env": {"obs_mode": obs_mode},
-        "participants": [*ladder, {"agent": "ppo", "checkpoints": "ckpt_*.pt"}]}))
-    report = run_tournament(load_config(league), progress=False, notify=False)
-    board, h2h = report.leaderboard, report.head_to_head
-    steps, elos, ladder_scores = [], [], []
-    for ckpt in list_checkpoints(run):
-        row = board[board["name"] == f"ppo:{ckpt.stem}"]
-        if len(row):
-            steps.append(checkpoint_step(ckpt) or 0)
-            elos.append(float(row["elo"].iloc[0]))
-            ladder_scores.append(float(h2h.loc[f"ppo:{ckpt.stem}", ladder].mean()))
-    return {"checkpoints": len(steps), "spearman": rank_correlation(steps, elos), "steps": steps, "elo": elos,
-            "ladder_score": ladder_scores, "spearman_ladder": rank_correlation(steps, ladder_scores),
-            "report": str(report.output_dir / "report.md")}
+from exploitability import exploit, final_checkpoint, score, train  # isort: skip  - benchmarks/, beside this file
+from rating_over_training import rate_run  # isort: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,12 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         jobs = {n: pool.submit(train, root / n, [n], args.minutes, args.seed, args.threads, settings) for n in runs}
         trained = {n: job.result() for n, job in jobs.items()}
         finals = {n: final_checkpoint(trained[n]["out"]) for n in runs}
-        exploit = {}
-        if args.exploit_minutes > 0:  # an exploiter reads what the policy it attacks reads
-            jobs = {n: pool.submit(train, root / f"exploit-{n}", [f"ckpt:{finals[n]}"], args.exploit_minutes,
-                                   args.seed + 1, args.threads, {"run.obs_mode": trained[n]["obs_mode"]})
-                    for n in runs}
-            exploit = {n: job.result() for n, job in jobs.items()}
+        exploited = {}
+        if args.exploit_minutes > 0:
+            jobs = {n: pool.submit(exploit, finals[n], root / f"exploit-{n}", args.exploit_minutes, args.games,
+                                   args.seed + 1, args.threads) for n in runs}
+            exploited = {n: job.result() for n, job in jobs.items()}
     result: dict[str, Any] = {"minutes": args.minutes, "exploit_minutes": args.exploit_minutes, "games": args.games,
                               "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
                               "runs": {}}
@@ -169,14 +91,12 @@ def main(argv: list[str] | None = None) -> int:
             same = kept.step == checkpoint_step(finals[n])  # the final weights: their scores are in hand
             row["best"] = {**kept.to_dict(), "scores": row["scores"] if same else score(
                 Path(trained[n]["out"]) / BEST_CHECKPOINT, ladder, args.games, args.seed, obs_mode)}
-        if n in exploit:
-            exploiter = final_checkpoint(exploit[n]["out"])
-            row["exploiter"] = {**exploit[n], **score(exploiter, [str(finals[n])], args.games, args.seed,
-                                                      obs_mode)[str(finals[n])]}
+        if n in exploited:
+            row["exploiter"] = exploited[n]
         result["runs"][n] = row
     if "league" in runs and args.games_per_pairing > 0:
-        result["rating"] = rating_over_training(root / "league", ladder, args.games_per_pairing, args.seed,
-                                                trained["league"]["obs_mode"])
+        result["rating"] = rate_run(root / "league", ladder, "sampled", args.games_per_pairing, args.seed,
+                                    args.threads)
 
     def cells(scores: dict[str, dict[str, Any]]) -> str:
         return "  ".join(f"{scores[r]['wins']:>4}-{scores[r]['draws']}-{scores[r]['losses']} "
@@ -194,9 +114,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'':<8} (the first {row['warm_up_steps']:,} steps against {ladder[-1]} alone)")
     rating = result.get("rating")
     if rating:
-        print(f"\nrating over training: {rating['checkpoints']} checkpoints of the league run, Spearman(step, Elo) "
-              f"= {rating['spearman']:.3f}, Spearman(step, mean score against the ladder) = "
-              f"{rating['spearman_ladder']:.3f}; report {rating['report']}")
+        print(f"\nrating over training: {rating['checkpoints']} checkpoints of the league run, {rating['above']} above "
+              f"every reference; Spearman(step, reference Elo) = {rating['spearman']:.3f} over the {rating['rated']} "
+              f"rated, {rating['later_below']} later below an earlier; Spearman(step, Elo of all games) = "
+              f"{rating['all_games_spearman']:.3f}; report {rating['report']}")
     if args.json:
         print(json.dumps(result))
     return 0

@@ -252,3 +252,13 @@ def test_an_explicit_setting_wins_and_a_contradiction_says_so(trained):
     assert result.exit_code == 2 and "trained with obs_mode='extended'" in result.output
     result = run("play", trained["duel"], "crank", "-n", "2", "--team-size", "3", "--json", *FAST)
     assert result.exit_code == 0 and json.loads(result.stdout)["team_size"] == 3
+
+
+def test_play_says_how_trained_policies_play():
+    sampled = json.loads(run("play", "crank", "placeholder", "--games", "4", "--policy", "sampled", "--json",
+                             *FAST).stdout)
+    assert sampled["policy"] == "sampled"
+    plain = run("play", "crank", "placeholder", "--games", "4", *FAST)
+    assert plain.exit_code == 0 and "policies sampled" not in plain.output, "deterministic unless asked"
+    bad = run("play", "crank", "placeholder", "--policy", "greedy", *FAST)
+    assert bad.exit_code == 2 and "'greedy' is not one of 'sampled', 'deterministic'" in bad.output

@@ -113,6 +113,42 @@ def test_agents_play_in_eval_mode_and_get_their_mode_back():
     assert seen and not any(seen) and learner.training
 
 
+class Wobbly(BaseAgent):
+    """In train mode (sampled) it draws its rudder from torch's global generator; in eval mode it flies straight."""
+
+    name = "wobbly"
+
+    def act(self, observation):
+        n = observation["x"].shape[0]
+        rudder = torch.rand(n) * 2 - 1 if self.training else torch.zeros(n)
+        return {"rudder": rudder, "throttle": torch.ones(n), "fire": torch.rand(n) < 0.05 if self.training
+                else torch.zeros(n, dtype=torch.bool)}
+
+
+def test_a_sampled_match_replays_exactly_and_restores_the_mode():
+    modes = []
+
+    def played(seed):
+        a, b = Wobbly(), Wobbly()
+        original = a.act
+        a.act = lambda observation: (modes.append(a.training), original(observation))[1]
+        torch.manual_seed(seed)  # whatever the caller's generator holds, the match draws from its own stream
+        result = play_match(a, b, 64, seed=5, env_config=EnvConfig(max_time=120.0),
+                            policies=("sampled", "deterministic"))
+        assert not a.training, "back to the mode it was in"
+        return result
+
+    first, second = played(0), played(1)
+    assert modes and all(modes), "A played in train mode (sampled)"
+    assert torch.equal(first.details["outcome"], second.details["outcome"])
+    assert torch.equal(first.details["length"], second.details["length"])
+    other = play_match(Wobbly(), Wobbly(), 64, seed=6, env_config=EnvConfig(max_time=120.0),
+                       policies=("sampled", "deterministic"))
+    assert not torch.equal(first.details["length"], other.details["length"]), "another seed, other draws"
+    with pytest.raises(ValueError, match="policies"):
+        play_match(Wobbly(), Wobbly(), 2, policies=("greedy", "sampled"))
+
+
 @pytest.mark.parametrize("games", [0, -3, 2.5, True])
 def test_games_must_be_a_positive_int(games):
     with pytest.raises(ValueError, match="games"):

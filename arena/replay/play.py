@@ -32,17 +32,19 @@ class ReplayFiles:
 
 
 def record_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "EnvConfig", name_a: str,
-                 name_b: str, device: "str | torch.device" = "cpu", seed: int = 0,
-                 progress: bool = False) -> tuple["MatchResult", list[Battle]]:
-    """Play ``games`` battles of A against B (A flies p1 in the first half, as in ``arena play``) and
-    record each one whole; returns the match result and the battles in env order."""
+                 name_b: str, device: "str | torch.device" = "cpu", seed: int = 0, progress: bool = False,
+                 policies: tuple[str, str] = ("deterministic", "deterministic"),
+                 ) -> tuple["MatchResult", list[Battle]]:
+    """Play ``games`` battles of A against B (A flies p1 in the first half, as in ``arena play``, each
+    playing by its entry of ``policies``) and record each one whole; returns the match result and the
+    battles in env order."""
     from arena.match import play_match
 
     if not isinstance(games, int) or isinstance(games, bool) or not 1 <= games <= MAX_REPLAY_GAMES:
         raise ValueError(f"games must be an int from 1 to {MAX_REPLAY_GAMES}, got {games!r}")
     recorder = BattleRecorder(range(games), first_only=True)
     result = play_match(agent_a, agent_b, games, env_config=env_config, device=device, seed=seed, name_a=name_a,
-                        name_b=name_b, progress=progress, observers=[recorder])
+                        name_b=name_b, progress=progress, observers=[recorder], policies=policies)
     a_first = (games + 1) // 2
     battles = []
     for k in range(games):

@@ -17,12 +17,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from arena.agents import DEFAULT_POLICY, POLICIES
 from arena.tournament.sprt import SPRTConfig
 
 Format = Literal["round-robin", "gauntlet"]
 FORMATS: tuple[str, ...] = ("round-robin", "gauntlet")
 TOP_KEYS = ("name", "output", "seed", "device", "max_envs", "games_per_pairing", "format", "candidates",
-            "time_per_move", "env", "rating", "sprt", "replays", "participants")
+            "time_per_move", "env", "rating", "sprt", "replays", "references", "participants")
 
 # Limits. A league file is small hand-written text; these are far beyond any real one and exist so that
 # a hostile or mistyped file is refused in a second, naming its key, instead of hanging or crashing
@@ -46,9 +47,10 @@ MAX_ABS_MU = 1e6
 MAX_SIGMA_PER_BETA = 20.0
 MAX_TAU_PER_BETA = 0.1
 DRAW_PROBABILITY_RANGE = (1e-6, 0.99)
-PARTICIPANT_KEYS = ("name", "agent", "params", "checkpoint", "checkpoints")
+PARTICIPANT_KEYS = ("name", "agent", "params", "checkpoint", "checkpoints", "policy")
 PARTICIPANT_FORMS = ("an agent name, 'AGENT:CHECKPOINT', or a mapping with 'agent' and optionally 'name', "
-                     "'params' and one of 'checkpoint' / 'checkpoints' (a glob)")
+                     "'params', one of 'checkpoint' / 'checkpoints' (a glob) and 'policy'")
+
 
 
 class ConfigError(ValueError):
@@ -92,6 +94,7 @@ class ParticipantSpec:
     checkpoint: Path | None = None  # absolute path, for agents loaded from a file
     key: str = ""  # where it came from in the file, for error messages: "participants[2]"
     obs_mode: str | None = None  # the observation its checkpoint reads, when the league's env names none
+    policy: str | None = None  # a checkpoint's: one of POLICIES; None for agents without a checkpoint
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,7 @@ class TournamentConfig:
     games_per_pairing: int = 256
     format: Format = "round-robin"
     candidates: tuple[str, ...] = ()  # display names of the gauntlet's candidates (patterns expanded)
+    references: tuple[str, ...] = ()  # display names whose mutual games fix the reference rating's scale
     time_per_move: float | None = None  # s per act() call over a batch; over it, the participant forfeits
     env: Mapping[str, Any] = field(default_factory=dict)  # EnvConfig overrides
     rating: RatingConfig = field(default_factory=RatingConfig)
@@ -126,11 +130,13 @@ class TournamentConfig:
         return {
             "name": self.name, "output": str(self.output), "seed": self.seed, "device": self.device,
             "max_envs": self.max_envs, "games_per_pairing": self.games_per_pairing, "format": self.format,
-            "candidates": list(self.candidates), "time_per_move": self.time_per_move, "env": dict(self.env),
+            "candidates": list(self.candidates), "references": list(self.references),
+            "time_per_move": self.time_per_move, "env": dict(self.env),
             "rating": vars(self.rating).copy(), "sprt": vars(self.sprt).copy() if self.sprt else None,
             "replays": self.replays,
             "participants": [{"name": p.name, "agent": p.agent, "params": dict(p.params),
-                              "checkpoint": str(p.checkpoint) if p.checkpoint else None} for p in self.participants],
+                              "checkpoint": str(p.checkpoint) if p.checkpoint else None, "policy": p.policy}
+                             for p in self.participants],
             "file": str(self.file) if self.file else None,
         }
 
@@ -339,12 +345,14 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
         raise err("rating.anchor", f"expected the name of a participant, got {_short(rating.anchor)}"
                                    f"{_close(rating.anchor, list(seen))}")
 
+    names = [p.name for p in participants]
     candidates: tuple[str, ...] = ()
     raw_candidates = data.get("candidates")
     if fmt == "gauntlet":
-        candidates = _candidates(raw_candidates, [p.name for p in participants], err, warnings)
+        candidates = _candidates(raw_candidates, names, err, warnings)
     elif raw_candidates is not None:
         raise err("candidates", "only used with format: gauntlet; remove it or set format: gauntlet")
+    references = _references(data.get("references"), names, candidates, err, warnings)
     sprt = _sprt(data.get("sprt"), err)
     if sprt is not None and fmt != "gauntlet":
         raise err("sprt", "only used with format: gauntlet (it tests candidates); remove it or set format: gauntlet")
@@ -352,8 +360,8 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
         raise err("participants", f"expected at least 2 participants after expanding globs, got {len(participants)}"
                                   + (f" ({'; '.join(warnings)})" if warnings else ""))
     env, participants = _trained_settings(env, participants, err)
-    n, c = len(participants), len(candidates)
-    total = games * (c * (n - c) if fmt == "gauntlet" else n * (n - 1) // 2)
+    n, c, r = len(participants), len(candidates), len(references)
+    total = games * (c * (n - c) + r * (r - 1) // 2 if fmt == "gauntlet" else n * (n - 1) // 2)
     if total > MAX_TOTAL_GAMES:
         raise err("games_per_pairing", f"{games} games for each of the {total // games:,} pairings of {n} participants "
                                        f"is {total:,} games; expected at most {MAX_TOTAL_GAMES:,} in one league")
@@ -361,8 +369,8 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
     return TournamentConfig(
         name=name, output=(base / output).resolve() if not os.path.isabs(output) else Path(output),
         participants=tuple(participants), seed=seed, device=device, max_envs=max_envs, games_per_pairing=games,
-        format=fmt,
-        candidates=candidates, time_per_move=time_per_move, env=dict(env), rating=rating, sprt=sprt, replays=replays,
+        format=fmt, candidates=candidates, references=references, time_per_move=time_per_move, env=dict(env),
+        rating=rating, sprt=sprt, replays=replays,
         file=fpath,
         warnings=tuple(warnings),
     )
@@ -543,6 +551,14 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
             raise err(f"{key}.params", f"expected parameter names as strings, got {_short(pk)}")
     if "checkpoint" in entry and "checkpoints" in entry:
         raise err(key, "expected one of 'checkpoint' (a file) or 'checkpoints' (a glob), not both")
+    policy = _get(entry, "policy", str, err, None, key + ".")
+    if policy is not None and "checkpoint" not in entry and "checkpoints" not in entry:
+        raise err(f"{key}.policy", "only a checkpoint plays by a policy; add 'checkpoint' or 'checkpoints', or "
+                                   "remove 'policy'")
+    if policy is not None and policy not in POLICIES:
+        raise err(f"{key}.policy", f"expected one of {', '.join(POLICIES)}, got {_short(policy)}")
+    if policy is None and ("checkpoint" in entry or "checkpoints" in entry):
+        policy = DEFAULT_POLICY
 
     if "checkpoints" in entry:
         pattern = _get(entry, "checkpoints", str, err, "", key + ".")
@@ -553,7 +569,7 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
             return []
         labels = _labels(files)
         prefix = name if name is not None else agent
-        return [ParticipantSpec(f"{prefix}:{label}", agent, dict(params), f, f"{key} ({f.name})")
+        return [ParticipantSpec(f"{prefix}:{label}", agent, dict(params), f, f"{key} ({f.name})", policy=policy)
                 for f, label in zip(files, labels)]
 
     checkpoint = None
@@ -569,7 +585,7 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
     elif not name.strip() or len(name) > MAX_NAME:
         raise err(f"{key}.name", f"expected a non-empty display name of at most {MAX_NAME} characters, "
                                  f"got {_short(name)}")
-    return [ParticipantSpec(name, agent, dict(params), checkpoint, key)]
+    return [ParticipantSpec(name, agent, dict(params), checkpoint, key, policy=policy)]
 
 
 def _trained_settings(env: Mapping[str, Any], participants: list[ParticipantSpec],
@@ -612,33 +628,55 @@ def _labels(files: list[Path]) -> list[str]:
 
 def _candidates(raw: Any, names: list[str], err: _Errors, warnings: list[str]) -> tuple[str, ...]:
     """Gauntlet candidates: display names or fnmatch patterns (``"ppo:*"``) over the participants."""
-    import fnmatch
-
     if raw is None:
         raise err("candidates", "missing; expected a list of participant names (or patterns such as "
                                 "'ppo:*') that play everyone else in a gauntlet")
-    if isinstance(raw, str):
-        raw = [raw]
-    if not isinstance(raw, list) or not raw:
-        raise err("candidates", f"expected a non-empty list of participant names, got {_kind(raw)}")
-    chosen: list[str] = []
-    for i, item in enumerate(raw):
-        if not isinstance(item, str):
-            raise err(f"candidates[{i}]", f"expected a participant name, got {_kind(item)}")
-        if any(c in item for c in "*?["):
-            matched = [n for n in names if fnmatch.fnmatchcase(n, item)]
-            if not matched:
-                warnings.append(f"candidates[{i}]: pattern {item!r} matches no participant")
-        elif item in names:
-            matched = [item]
-        else:
-            raise err(f"candidates[{i}]", f"unknown participant {item!r}; expected one of: {', '.join(names)}"
-                                          f"{_close(item, names)}")
-        chosen.extend(n for n in matched if n not in chosen)
-    if not chosen:
-        raise err("candidates", "no participant matched; expected at least one candidate"
-                                + (f" ({'; '.join(warnings)})" if warnings else ""))
+    chosen = _chosen(raw, names, "candidates", err, warnings)
     if len(chosen) == len(names):
         raise err("candidates", "every participant is a candidate, so nobody is left to play against; "
                                 "expected some participants outside the candidates (or format: round-robin)")
+    return chosen
+
+
+def _references(raw: Any, names: list[str], candidates: tuple[str, ...], err: _Errors,
+                warnings: list[str]) -> tuple[str, ...]:
+    """The reference pool: at least two participants, none of them a gauntlet candidate."""
+    if raw is None:
+        return ()
+    chosen = _chosen(raw, names, "references", err, warnings)
+    if len(chosen) < 2:
+        raise err("references", f"a pool of one ({chosen[0]!r}) fixes no scale; expected at least two participants "
+                                f"whose games among themselves fix the rating scale")
+    both = [n for n in chosen if n in candidates]
+    if both:
+        raise err("references", f"{both[0]!r} is also a candidate; expected the references among the gauntlet's "
+                                f"opponents (a reference's rating is fixed by the other references alone)")
+    return chosen
+
+
+def _chosen(raw: Any, names: list[str], key: str, err: _Errors, warnings: list[str]) -> tuple[str, ...]:
+    """Participants named by ``key``: display names or fnmatch patterns (``"ppo:*"``), in league order."""
+    import fnmatch
+
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw:
+        raise err(key, f"expected a non-empty list of participant names, got {_kind(raw)}")
+    chosen: list[str] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, str):
+            raise err(f"{key}[{i}]", f"expected a participant name, got {_kind(item)}")
+        if any(c in item for c in "*?["):
+            matched = [n for n in names if fnmatch.fnmatchcase(n, item)]
+            if not matched:
+                warnings.append(f"{key}[{i}]: pattern {item!r} matches no participant")
+        elif item in names:
+            matched = [item]
+        else:
+            raise err(f"{key}[{i}]", f"unknown participant {item!r}; expected one of: {', '.join(names)}"
+                                     f"{_close(item, names)}")
+        chosen.extend(n for n in matched if n not in chosen)
+    if not chosen:
+        raise err(key, "no participant matched; expected at least one"
+                       + (f" ({'; '.join(warnings)})" if warnings else ""))
     return tuple(n for n in names if n in chosen)

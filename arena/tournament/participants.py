@@ -28,6 +28,7 @@ class Participant:
     key: str
     spec_key: str  # where it came from in the file
     obs_mode: str | None = None  # the observation it reads when not the league's (its checkpoint's)
+    policy: str | None = None  # a checkpoint's "sampled" or "deterministic" play; None: as the agent is written
 
     @property
     def error_key(self) -> str:
@@ -57,34 +58,37 @@ def resolve_participants(config: TournamentConfig, registry: "Registry[type]") -
             raise ConfigError(config.file, f"{spec.key}.agent", f"{exc}; see `arena agents`") from None
         sha = file_sha256(spec.checkpoint) if spec.checkpoint is not None else None
         params = dict(spec.params)
-        identity = json.dumps({"name": spec.name, "agent": agent, "params": params, "checkpoint_sha256": sha},
-                              sort_keys=True, default=str)
+        who: dict[str, Any] = {"name": spec.name, "agent": agent, "params": params, "checkpoint_sha256": sha}
+        if spec.policy == "sampled":  # another player than the same weights played deterministically
+            who["policy"] = spec.policy
+        identity = json.dumps(who, sort_keys=True, default=str)
         key = hashlib.sha256(identity.encode()).hexdigest()[:32]
         out.append(Participant(spec.name, agent, params, str(spec.checkpoint) if spec.checkpoint else None, sha, key,
-                               spec.key, spec.obs_mode))
+                               spec.key, spec.obs_mode, spec.policy))
     return out
 
 
 def build_participant(p: Participant, device: Any, env_config: Any, registry: "Registry[type]",
                       checkpoint: str | None = None) -> "Agent":
-    """``p`` as an agent in eval mode; ``checkpoint`` reads its weights from another copy of the file
-    (a worker's). A bad checkpoint or parameter raises ``ValueError``, ``TypeError`` or ``LookupError``."""
+    """``p`` as an agent playing by its policy (eval mode, or train mode for a sampled checkpoint);
+    ``checkpoint`` reads its weights from another copy of the file (a worker's). A bad checkpoint or
+    parameter raises ``ValueError``, ``TypeError`` or ``LookupError``."""
     from dataclasses import replace
 
-    from arena.agents import build_agent
+    from arena.agents import build_agent, play_by
 
     path = checkpoint if checkpoint is not None else p.checkpoint
     spec = p.agent if path is None else f"{p.agent}:{path}"
     if p.obs_mode is not None and env_config is not None and p.obs_mode != env_config.obs_mode:
         env_config = replace(env_config, obs_mode=p.obs_mode)  # the batch's env adds the keys it reads
     agent = build_agent(spec, device=device, env_config=env_config, registry=registry, **p.params)
-    agent.eval()
+    play_by(agent, p.policy or "deterministic")
     return agent
 
 
 def build_agents(config: TournamentConfig, participants: Sequence[Participant], device: Any, env_config: Any,
                  registry: "Registry[type]") -> list["Agent"]:
-    """One agent per participant, in eval mode; a bad checkpoint or parameter is a :class:`ConfigError`."""
+    """One agent per participant, playing by its policy; a bad checkpoint or parameter is a :class:`ConfigError`."""
     agents = []
     for p in participants:
         try:

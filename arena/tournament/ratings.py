@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -360,3 +361,140 @@ def sandwich_draws(score: np.ndarray, count: np.ndarray, draw_table: np.ndarray,
     values, vectors = np.linalg.eigh((cov + cov.T) / 2.0)
     root = vectors * np.sqrt(np.clip(values, 0.0, None))
     return theta_hat + rng.standard_normal((rounds, n)) @ root.T
+
+
+# -- rating against fixed references -----------------------------------------------------------------
+
+SATURATED_SCORE = 0.99  # at least this against every reference: "above every reference" (at most 1 − it: below)
+LIKELIHOOD_DROP_95 = 1.920729  # χ²₁(0.95) / 2: the profile-likelihood 95 % interval of one strength
+REFERENCE = "reference"
+ABOVE_REFERENCES = "above every reference"
+BELOW_REFERENCES = "below every reference"
+NO_REFERENCE_GAMES = "no games against references"
+
+
+@dataclass(frozen=True)
+class ReferenceFit:
+    """Elo on a scale fixed by reference participants, each other participant rated only from its games
+    against them (OpenAI Five's way of rating a run's checkpoints): a checkpoint's blind spot against
+    another checkpoint cannot reorder the rest.
+
+    A participant that scores at least :data:`SATURATED_SCORE` against every reference is "above every
+    reference": its Elo is ``inf`` and ``low`` is what the games can say (a handful of lost games out of
+    hundreds would otherwise rank such players by noise); "below every reference" mirrors it.
+    """
+
+    elo: np.ndarray  # [P]; ±inf above or below every reference; NaN without games against the references
+    low: np.ndarray  # [P] 95 % interval (profile likelihood; the references' own from their bootstrap)
+    high: np.ndarray
+    flags: tuple[str, ...]  # [P] REFERENCE, ABOVE_REFERENCES, BELOW_REFERENCES, NO_REFERENCE_GAMES or ""
+    references: tuple[int, ...]
+    perfect: tuple[int, ...] = ()  # references unbeaten or winless among the references: their Elo is capped
+
+
+class ReferencesUnlinked(ValueError):
+    """The references' games among themselves do not link them all, so they fix no common scale."""
+
+    def __init__(self, groups: tuple[tuple[int, ...], ...]) -> None:
+        self.groups = groups
+        super().__init__(f"the references form {len(groups)} groups that never played each other")
+
+
+def reference_elo(games: Sequence[GameResult], num_participants: int, references: Sequence[int],
+                  rounds: int = 1000, seed: int = 0, anchor: int | None = None, anchor_elo: float = ELO_BASE,
+                  ridge: float = RIDGE) -> ReferenceFit:
+    """Rate the references by Bradley-Terry on their games among themselves (scale and intervals as
+    :func:`bradley_terry`, ``anchor`` when it is a reference), then every other participant by the
+    maximum-likelihood strength that explains its games against the references alone, with the
+    references' strengths held fixed. Raises :class:`ReferencesUnlinked` when the references' mutual
+    games do not connect them."""
+    refs = sorted(set(int(r) for r in references))
+    if len(refs) < 2:
+        raise ValueError(f"expected at least 2 references, got {len(refs)}")
+    local = {p: i for i, p in enumerate(refs)}
+    among = [replace(g, p1=local[g.p1], p2=local[g.p2]) for g in games if g.p1 in local and g.p2 in local]
+    _, ref_count, _ = pair_tables(among, len(refs))
+    groups = components(ref_count)
+    if len(groups) != 1 or len(groups[0]) != len(refs):
+        missing = tuple((i,) for i in range(len(refs)) if not any(i in g for g in groups))
+        raise ReferencesUnlinked(tuple(tuple(refs[i] for i in g) for g in groups + missing))
+    fit = bradley_terry(among, len(refs), rounds, seed, ridge,
+                        anchor=local.get(anchor) if anchor is not None else None, anchor_elo=anchor_elo)
+
+    n = num_participants
+    score, count, _ = pair_tables(games, n)
+    elo, low, high = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    flags = [""] * n
+    for p, i in local.items():
+        elo[p], low[p], high[p], flags[p] = fit.elo[i], fit.low[i], fit.high[i], REFERENCE
+    for p in range(n):
+        if p in local:
+            continue
+        games_vs, points_vs = count[p, refs], score[p, refs]
+        played = games_vs > 0
+        if not played.any():
+            flags[p] = NO_REFERENCE_GAMES
+            continue
+        elo[p], low[p], high[p], flags[p] = rate_against(points_vs[played], games_vs[played], fit.elo[played])
+    perfect = tuple(p for p, i in local.items() if fit.flags[i] in ("unbeaten", "winless"))
+    return ReferenceFit(elo, low, high, tuple(flags), tuple(refs), perfect)
+
+
+def rate_against(points: np.ndarray, games: np.ndarray, reference_elo: np.ndarray) -> tuple[float, float, float, str]:
+    """``(elo, low, high, flag)`` of a player who scored ``points`` in ``games`` against references of
+    ``reference_elo`` (arrays over the references it played): the maximum-likelihood Elo with its 95 %
+    interval, ``inf`` and :data:`ABOVE_REFERENCES` when it scored at least :data:`SATURATED_SCORE`
+    against every one (``-inf`` and :data:`BELOW_REFERENCES` mirrored)."""
+    theta, lo, hi = strength_against(points, games, reference_elo / ELO_SCALE)
+    elo, low, high = ELO_SCALE * theta, ELO_SCALE * lo, ELO_SCALE * hi
+    fraction = points / games
+    if (fraction >= SATURATED_SCORE).all():
+        return math.inf, low, math.inf, ABOVE_REFERENCES
+    if (fraction <= 1.0 - SATURATED_SCORE).all():
+        return -math.inf, -math.inf, high, BELOW_REFERENCES
+    return elo, low, high, ""
+
+
+def strength_against(points: np.ndarray, games: np.ndarray, theta: np.ndarray) -> tuple[float, float, float]:
+    """The log-strength that best explains ``points`` out of ``games`` against opponents of log-strength
+    ``theta`` (Bradley-Terry, a draw half a win), and its 95 % profile-likelihood interval. A perfect
+    (or pointless) record has an infinite estimate and one finite bound."""
+    total, won = float(games.sum()), float(points.sum())
+
+    def loglik(t: float) -> float:
+        d = t - theta
+        return float(-(points * np.logaddexp(0.0, -d) + (games - points) * np.logaddexp(0.0, d)).sum())
+
+    def expected(t: float) -> float:
+        return float((games / (1.0 + np.exp(theta - t))).sum())
+
+    span = 40.0  # natural-log units either side of the references: ±6,900 Elo
+    lo_edge, hi_edge = float(theta.min()) - span, float(theta.max()) + span
+
+    def solve(f: Any, a: float, b: float) -> float:
+        """The root of increasing ``f`` in [a, b] (an edge when it has none there)."""
+        if f(a) >= 0:
+            return a
+        if f(b) <= 0:
+            return b
+        for _ in range(100):
+            mid = 0.5 * (a + b)
+            if f(mid) < 0:
+                a = mid
+            else:
+                b = mid
+        return 0.5 * (a + b)
+
+    if won >= total:
+        best, top = math.inf, 0.0
+    elif won <= 0:
+        best, top = -math.inf, 0.0
+    else:
+        best = solve(lambda t: expected(t) - won, lo_edge, hi_edge)
+        top = loglik(best)
+    floor = top - LIKELIHOOD_DROP_95
+    left = -math.inf if best == -math.inf else solve(lambda t: loglik(t) - floor, lo_edge,
+                                                      best if math.isfinite(best) else hi_edge)
+    right = math.inf if best == math.inf else solve(lambda t: floor - loglik(t),
+                                                    best if math.isfinite(best) else lo_edge, hi_edge)
+    return best, left, right

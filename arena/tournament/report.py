@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from arena.tournament.config import RatingConfig
 from arena.tournament.matchups import format_matchups, matchups
-from arena.tournament.ratings import bradley_terry, pairwise, trueskill_ratings
+from arena.tournament.over_training import RunProgress, training_runs
+from arena.tournament.ratings import (
+    REFERENCE,
+    SATURATED_SCORE,
+    ReferencesUnlinked,
+    bradley_terry,
+    pairwise,
+    reference_elo,
+    trueskill_ratings,
+)
 from arena.tournament.results import DRAW, P1_WINS, GameResult
 
 if TYPE_CHECKING:
@@ -23,12 +32,17 @@ if TYPE_CHECKING:
 
 LEADERBOARD_COLUMNS = ("rank", "name", "agent", "checkpoint", "elo", "elo_low", "elo_high", "rank_low", "rank_high",
                        "note", "games", "wins", "draws", "losses", "forfeits", "score", "mu", "sigma",
-                       "mu_minus_3sigma")
+                       "mu_minus_3sigma", "reference_elo", "reference_low", "reference_high", "reference_note")
 ORDER_NOTE = ("Ordered by Bradley-Terry Elo (maximum likelihood over all games; a draw is half a win), which does "
               "not depend on the order the games were played in. The Elo interval and the rank bounds are 95 % "
               "intervals; “unknown” means the games cannot bound it (no games, a single game, only draws), and an "
               "unbeaten or winless record's Elo has no upper or lower bound. TrueSkill μ, σ and μ−3σ are given "
               "beside it.")
+REFERENCE_NOTE = ("Ordered by reference Elo: the references' ratings come from their games among themselves, and every "
+                  "other participant is rated only from its games against them (95 % profile-likelihood interval), "
+                  "so one participant's blind spot against another cannot reorder the rest. Scoring at least "
+                  "{saturated} against every reference is “above every reference”: shown by its lower bound, as the "
+                  "few games it did not win cannot rank it among its like. The Elo from all games is beside it.")
 FILES = {"leaderboard": "leaderboard.csv", "head_to_head": "head_to_head.csv", "markdown": "report.md",
          "picture": "head_to_head.png"}
 
@@ -60,6 +74,7 @@ class TournamentReport:
     scale: str = ""  # what fixes the Elo scale, in words
     matchups: "pd.DataFrame | None" = None  # gauntlets: each candidate against each opponent (matchups.py)
     replays: list[Any] = field(default_factory=list)  # notable games recorded (replays.ReplayEntry)
+    by_reference: bool = False  # ordered by the rating against the league's references
 
     @property
     def complete(self) -> bool:
@@ -70,18 +85,23 @@ class TournamentReport:
             "name": self.name, "output": str(self.output_dir), "games": self.games,
             "expected_games": self.expected_games, "complete": self.complete, **self.run,
             "leaderboard": records(self.leaderboard), "warnings": list(self.warnings), "scale": self.scale,
+            "by_reference": self.by_reference,
             "matchups": records(self.matchups) if self.matchups is not None else [],
             "forfeits": records(self.forfeits),
             "replays": [vars(r).copy() for r in self.replays],
+            "over_training": [run.summary() for run in training_runs(self.leaderboard).values()],
             "files": {k: str(v) for k, v in self.files.items()},
         }
 
 
 def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequence[Entrant],
                  games: Sequence[GameResult], rating: RatingConfig, seed: int = 0,
-                 expected_games: int | None = None, candidates: Sequence[int] = ()) -> TournamentReport:
+                 expected_games: int | None = None, candidates: Sequence[int] = (),
+                 references: Sequence[int] = (), source: str = "") -> TournamentReport:
     """Rate ``games`` (participant positions as ids) and tabulate them; ``candidates`` (a gauntlet's)
-    also get their match statistics against each opponent."""
+    also get their match statistics against each opponent, and with ``references`` everyone is also
+    rated against them alone (:func:`reference_elo`). ``source`` (the league file) names where the
+    references were declared when their games cannot fix a scale."""
     import pandas as pd
 
     n = len(entrants)
@@ -114,6 +134,21 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
         more = ", …" if len(flagged) > 6 else ""
         warnings.append(f"perfect records have no finite Elo: {', '.join(flagged[:6])}{more}"
                         f"; their Elo is the capped estimate and the open side of the interval is unbounded")
+    by_reference = None
+    if references:
+        try:
+            by_reference = reference_elo(games, n, references, rating.bootstrap_rounds, seed, anchor=anchor,
+                                         anchor_elo=rating.anchor_elo)
+        except ReferencesUnlinked as exc:
+            shown = "; ".join("{" + ", ".join(names[i] for i in group) + "}" for group in exc.groups)
+            warnings.append(f"{source or 'league'}: references: their games so far do not link them ({shown}); "
+                            f"no reference rating until they have played each other")
+        if by_reference is not None and by_reference.perfect:
+            warnings.append(f"{source or 'league'}: references: {', '.join(names[i] for i in by_reference.perfect)} "
+                            f"won or lost every game among the references, so the scale's spread there is the "
+                            f"fit's cap, not a measurement; expected references that score between them")
+    ref_elo, ref_low, ref_high, ref_flags = ((by_reference.elo, by_reference.low, by_reference.high, by_reference.flags)
+                                             if by_reference is not None else (None, None, None, ("",) * n))
     points, played = pairwise(games, n)  # [i, j]: i's points (draw ½) and games against j
     tally = [dict(games=0, wins=0, draws=0, losses=0, forfeits=0) for _ in range(n)]
     forfeit_rows: dict[tuple[str, str], int] = {}
@@ -141,11 +176,12 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
             **t, "score": (t["wins"] + 0.5 * t["draws"]) / t["games"] if t["games"] else math.nan,
             "elo": float(fit.elo[i]), "elo_low": float(fit.low[i]), "elo_high": float(fit.high[i]),
             "rank_low": _maybe(fit.rank_low, i), "rank_high": _maybe(fit.rank_high, i), "note": fit.flags[i],
+            "reference_elo": _maybe(ref_elo, i), "reference_low": _maybe(ref_low, i),
+            "reference_high": _maybe(ref_high, i), "reference_note": ref_flags[i],
         })
-    board = pd.DataFrame(rows)
-    board["_unrated"] = board["elo"].isna()
-    board = board.sort_values(["_unrated", "elo", "name"], ascending=[True, False, True], kind="mergesort")
-    board = board.drop(columns="_unrated")
+    board = ordered(pd.DataFrame(rows), by_reference is not None)
+    if by_reference is not None:
+        scale += f"; reference Elo: {_reference_scale(rating.anchor if anchor in references else '', rating)}"
     board.insert(0, "rank", range(1, n + 1))
     board = board.reset_index(drop=True)[list(LEADERBOARD_COLUMNS)]
 
@@ -159,7 +195,31 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
                             columns=["participant", "reason", "games"])
     return TournamentReport(name, Path(output_dir), board, h2h, forfeits, len(games),
                             expected_games if expected_games is not None else len(games), warnings=warnings,
-                            scale=scale, matchups=matchups(games, names, list(candidates)) if candidates else None)
+                            scale=scale, matchups=matchups(games, names, list(candidates)) if candidates else None,
+                            by_reference=by_reference is not None)
+
+
+def ordered(board: "pd.DataFrame", by_reference: bool) -> "pd.DataFrame":
+    """Leaderboard rows best first: by Elo, unrated last; or by reference Elo: above every reference (by
+    lower bound), rated, below every reference (by upper bound), unrated. Ties by name."""
+    import numpy as np
+
+    if by_reference:
+        ref = board["reference_elo"]
+        group = np.select([ref == math.inf, np.isfinite(ref), ref == -math.inf], [0, 1, 2], 3)
+        value = np.where(ref == math.inf, board["reference_low"], np.where(ref == -math.inf, board["reference_high"],
+                                                                           ref))
+    else:
+        group, value = board["elo"].isna().to_numpy().astype(int), board["elo"].to_numpy()
+    keyed = board.assign(_group=group, _value=value)
+    keyed = keyed.sort_values(["_group", "_value", "name"], ascending=[True, False, True], kind="mergesort")
+    return keyed.drop(columns=["_group", "_value"])
+
+
+def _reference_scale(anchor: str, rating: RatingConfig) -> str:
+    if anchor:
+        return f"the reference {anchor} is fixed at Elo {rating.anchor_elo:g}"
+    return f"the average of the references with mixed records among themselves is Elo {1000:g}"
 
 
 def _maybe(values: Any, i: int) -> float:
@@ -180,21 +240,41 @@ def _show_path(path: str | None) -> str:
 
 
 def display_frame(board: "pd.DataFrame") -> "pd.DataFrame":
-    """The leaderboard with numbers rounded for people (the CSV keeps full precision)."""
+    """The leaderboard with numbers rounded for people (the CSV keeps full precision); the reference
+    rating's columns lead where the league has references."""
     import pandas as pd
 
-    out = pd.DataFrame({
-        "rank": board["rank"], "name": board["name"],
+    referenced = bool(board["reference_note"].astype(bool).any())
+    notes = [", ".join(part for part in (ref, note) if part) if referenced else note
+             for ref, note in zip(board["reference_note"], board["note"])]
+    columns: dict[str, Any] = {"rank": board["rank"], "name": board["name"]}
+    if referenced:
+        columns["ref elo"] = [_reference_value(x, lo, hi) for x, lo, hi in
+                              zip(board["reference_elo"], board["reference_low"], board["reference_high"])]
+        columns["ref 95% CI"] = [_interval(lo, hi) if x == x else "" for x, lo, hi in
+                                 zip(board["reference_elo"], board["reference_low"], board["reference_high"])]
+    columns.update({
         "elo": board["elo"].map(lambda x: "unknown" if x != x else f"{x:.0f}"),
         "elo 95% CI": [_interval(lo, hi) for lo, hi in zip(board["elo_low"], board["elo_high"])],
         "rank 95%": [_ranks(lo, hi) for lo, hi in zip(board["rank_low"], board["rank_high"])],
-        "note": board["note"],
+        "note": notes,
         "games": board["games"], "W": board["wins"], "D": board["draws"], "L": board["losses"],
         "forfeits": board["forfeits"], "score": board["score"].map(_pct),
         "mu": board["mu"].map("{:.2f}".format), "sigma": board["sigma"].map("{:.2f}".format),
         "mu-3σ": board["mu_minus_3sigma"].map("{:.2f}".format),
     })
-    return out
+    return pd.DataFrame(columns)
+
+
+def _reference_value(elo: float, low: float, high: float) -> str:
+    """A reference Elo for people: "> 1850" above every reference, "< 400" below, "" unrated."""
+    if elo != elo:
+        return ""
+    if elo == math.inf:
+        return f"> {low:.0f}"
+    if elo == -math.inf:
+        return f"< {high:.0f}"
+    return f"{elo:.0f}"
 
 
 def _ranks(lo: float, hi: float) -> str:
@@ -258,10 +338,12 @@ def _cell(value: Any) -> str:
 
 
 def records(frame: "pd.DataFrame") -> list[dict[str, Any]]:
-    """Rows as plain dicts with NaN as None, ready for JSON."""
+    """Rows as plain dicts with NaN and ±inf as None (strict JSON; a note says what an infinite rating
+    was), ready for JSON."""
     out = []
     for row in frame.to_dict(orient="records"):
-        out.append({str(k): (None if isinstance(v, float) and v != v else _plain(v)) for k, v in row.items()})
+        out.append({str(k): (None if isinstance(v, float) and not math.isfinite(v) else _plain(v))
+                    for k, v in row.items()})
     return out
 
 
@@ -284,7 +366,8 @@ def markdown_report(report: TournamentReport) -> str:
         "",
         "## Leaderboard",
         "",
-        ORDER_NOTE + f" Elo scale: {report.scale or 'league average 1000'}. Score counts a draw as half a win.",
+        (REFERENCE_NOTE.format(saturated=percent(SATURATED_SCORE)) if report.by_reference else ORDER_NOTE)
+        + f" Elo scale: {report.scale or 'league average 1000'}. Score counts a draw as half a win.",
         "",
         *[f"> **Warning:** {w}\n" for w in report.warnings],
         markdown_table(display_frame(report.leaderboard)),
@@ -312,11 +395,7 @@ def markdown_report(report: TournamentReport) -> str:
         parts.append(markdown_table(report.forfeits))
     runs = training_runs(report.leaderboard)
     if runs:
-        parts += ["", "## Rating over training", "",
-                  "Checkpoints of one training run, by step: ![rating over training](rating_over_training.png)", "",
-                  "| run | checkpoints | Spearman(step, Elo) |", "|---|---:|---:|"]
-        for run, frame in runs.items():
-            parts.append(f"| {_cell(run)} | {len(frame)} | {rank_correlation(frame['step'], frame['elo']):.3f} |")
+        parts += ["", *over_training_lines(runs, reference_names(report.leaderboard))]
     if report.replays:
         parts += ["", "## Replays", "",
                   "Notable games of each pairing, recorded: open the .html in a browser (offline), the .acmi in "
@@ -385,63 +464,103 @@ def write_report(report: TournamentReport, directory: str | os.PathLike[str] | N
     picture = out / "rating_over_training.png"
     if runs:
         paths["rating_over_training"] = picture
-        plot_rating_over_training(runs, picture, title=f"{report.name}: rating over training")
+        board = report.leaderboard
+        plot_rating_over_training(runs, picture, board[board["reference_note"] == REFERENCE],
+                                  title=f"{report.name}: rating over training")
     elif picture.exists():
         picture.unlink()  # from an earlier league in this folder: not about these participants
     report.files = paths
     return paths
 
 
-def training_runs(board: "pd.DataFrame") -> dict[str, "pd.DataFrame"]:
-    """Participants that are checkpoints of one training run (``ckpt_<step>.pt`` files of one folder, two
-    or more): per run folder, their step, Elo and interval, by step."""
-    import pandas as pd
-
-    from arena.training.checkpoint import checkpoint_step
-
-    rows = []
-    for r in board.itertuples():
-        step = checkpoint_step(r.checkpoint) if isinstance(r.checkpoint, str) else None
-        if step is not None:
-            rows.append({"run": str(Path(r.checkpoint).parent), "step": step, "name": r.name,
-                         "elo": r.elo, "elo_low": r.elo_low, "elo_high": r.elo_high})
-    if not rows:
-        return {}
-    frame = pd.DataFrame(rows)
-    return {run: group.sort_values("step").reset_index(drop=True) for run, group in frame.groupby("run")
-            if len(group) >= 2}
+def reference_names(board: "pd.DataFrame") -> list[str]:
+    return board.loc[board["reference_note"] == REFERENCE, "name"].tolist()
 
 
-def rank_correlation(a: Sequence[float], b: Sequence[float]) -> float:
-    """Spearman's rank correlation (average ranks for ties); NaN for fewer than two points."""
-    import pandas as pd
+def over_training_lines(runs: dict[str, RunProgress], references: Sequence[str]) -> list[str]:
+    """The report's "Rating over training" section."""
+    if not runs:
+        return []
+    if any(r.by_reference for r in runs.values()):
+        lines = ["## Rating over training", "",
+                 f"Checkpoints of one training run, by step, each rated only from its games against the references "
+                 f"({', '.join(references)}; the horizontal lines): "
+                 f"![rating over training](rating_over_training.png)", "",
+                 "Spearman counts the checkpoints with a finite rating; “later below” counts pairs where a later "
+                 "checkpoint's 95 % interval lies wholly below an earlier one's. The Elo of all games (who beats "
+                 "whom, checkpoints among themselves included) is beside it: it shows intransitivity, not progress.",
+                 "", "| run | checkpoints | rated | above every reference | Spearman(step, reference Elo) | "
+                 "later below | Spearman(step, Elo of all games) | best.json |",
+                 "|---|---:|---:|---:|---:|---:|---:|---|"]
+        for run in runs.values():
+            lines.append(f"| {_cell(run.label)} | {len(run.frame)} | {run.rated} | {run.above} | {run.spearman:.3f} | "
+                         f"{run.inversions} | {run.all_games_spearman:.3f} | {_best_cell(run)} |")
+        return lines
+    lines = ["## Rating over training", "",
+             "Checkpoints of one training run, by step: ![rating over training](rating_over_training.png)", "",
+             "Rated from all games, the checkpoints' games among themselves included: this shows who beats whom, "
+             "which is not progress (policies cycle). Declare `references:` in the league file to rate every "
+             "checkpoint against fixed opponents instead (docs/tournaments.md).", "",
+             "| run | checkpoints | Spearman(step, Elo) | later below | best.json |", "|---|---:|---:|---:|---|"]
+    for run in runs.values():
+        lines.append(f"| {_cell(run.label)} | {len(run.frame)} | {run.spearman:.3f} | {run.inversions} | "
+                     f"{_best_cell(run)} |")
+    return lines
 
-    if len(a) < 2:
-        return float("nan")
-    return float(pd.Series(list(a)).rank().corr(pd.Series(list(b)).rank()))
+
+def _best_cell(run: RunProgress) -> str:
+    if run.best_step is None:
+        return ""
+    if run.best_rank is None:
+        return f"step {run.best_step:,} (no checkpoint of that step here)"
+    return f"step {run.best_step:,}: rank {run.best_rank} of {len(run.frame)}"
 
 
-def plot_rating_over_training(runs: dict[str, "pd.DataFrame"], path: str | os.PathLike[str], title: str = "") -> None:
-    """Elo (with its 95 % interval) against training step, one line per run folder."""
+def plot_rating_over_training(runs: dict[str, RunProgress], path: str | os.PathLike[str],
+                              references: "pd.DataFrame | None" = None, title: str = "") -> None:
+    """Rating (with its 95 % interval) against training step, one line per run folder; the references'
+    ratings as horizontal lines; a checkpoint above every reference as an upward marker at its lower
+    bound; the weights a run kept in best.json as a star."""
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7.0, 4.2))
+    fig = Figure(figsize=(7.5, 4.4))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
-    for run, frame in runs.items():
-        elo = frame["elo"].to_numpy(dtype=float)
-        low, high = (frame[k].to_numpy(dtype=float) for k in ("elo_low", "elo_high"))
-        steps = frame["step"].to_numpy()
-        rho = rank_correlation(steps, elo)
-        ax.plot(steps, elo, marker="o", ms=3, label=f"{_label(run, 50)} (Spearman {rho:.2f})")
-        # an unknown or unbounded side of the interval is drawn as no band
-        ax.fill_between(steps, np.where(np.isfinite(low), low, elo), np.where(np.isfinite(high), high, elo), alpha=0.2)
+    by_reference = any(r.by_reference for r in runs.values())
+    for run in runs.values():
+        f = run.frame
+        prefix = "reference_" if run.by_reference else "elo_"
+        value = f[run.rating].to_numpy(dtype=float)
+        low, high = (f[prefix + side].to_numpy(dtype=float) for side in ("low", "high"))
+        steps = f["step"].to_numpy()
+        shown = np.where(value == np.inf, low, np.where(value == -np.inf, high, value))
+        name = f"{_label(run.label, 50)} (Spearman {run.spearman:.2f})"
+        line = ax.plot(steps, shown, marker="o", ms=3, label=name)[0]
+        color = line.get_color()
+        up, down = value == np.inf, value == -np.inf
+        if up.any():
+            ax.plot(steps[up], shown[up], "^", ms=8, mfc="none", color=color,
+                    label="above every reference (lower bound)")
+        if down.any():
+            ax.plot(steps[down], shown[down], "v", ms=8, mfc="none", color=color, label="below every reference")
+        kept = steps == run.best_step
+        if kept.any():
+            ax.plot(steps[kept], shown[kept], "*", ms=12, color=color, label="best.json's weights")
+        finite = np.isfinite(value)  # an unknown or unbounded side of the interval is drawn as no band
+        ax.fill_between(steps, np.where(finite & np.isfinite(low), low, shown),
+                        np.where(finite & np.isfinite(high), high, shown), alpha=0.2, color=color)
+    if references is not None:
+        for r in references.itertuples():
+            if math.isfinite(r.reference_elo):
+                ax.axhline(r.reference_elo, color="0.5", lw=0.8, ls="--")
+                ax.annotate(_label(r.name, 24), (0.0, r.reference_elo), xycoords=("axes fraction", "data"),
+                            xytext=(3, 2), textcoords="offset points", fontsize=7, color="0.35", va="bottom")
     ax.set_xlabel("training step (env steps)")
-    ax.set_ylabel("Elo")
+    ax.set_ylabel("Elo against the references" if by_reference else "Elo (all games)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="best")
     if title:
         ax.set_title(_label(title, 80))
     fig.tight_layout()
@@ -532,6 +651,25 @@ def render(report: TournamentReport, fmt: str = "table") -> str:
         if kept < len(report.replays):
             line += f"; {len(report.replays) - kept} could not be replayed exactly (reasons in report.md)"
         lines.append(line)
+    lines.extend(over_training_console(report))
     if report.files:
         lines.append(f"reports: {report.output_dir}")
     return "\n".join(lines)
+
+
+def over_training_console(report: TournamentReport) -> list[str]:
+    """One line per training run among the participants: what its rating over training says."""
+    lines = []
+    references = reference_names(report.leaderboard)
+    for run in training_runs(report.leaderboard).values():
+        measure = (f"against the references ({', '.join(references)})" if run.by_reference
+                   else "by the Elo of all games (no references: who beats whom, not progress)")
+        line = (f"rating over training, {run.label}: {len(run.frame)} checkpoints {measure}; Spearman(step, rating) "
+                f"{run.spearman:.2f} over {run.rated}, {run.inversions} later significantly below an earlier")
+        if run.above:
+            line += f", {run.above} above every reference"
+        if run.best_step is not None:
+            line += f"; best.json's step {run.best_step:,} " + (f"ranks {run.best_rank} of {len(run.frame)}"
+                                                                 if run.best_rank else "is not among them")
+        lines.append(line)
+    return lines

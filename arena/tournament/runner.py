@@ -92,8 +92,9 @@ class _StoreSink:
         return self.sprt is not None and self.sprt.decided()
 
 
-def schedule_units(num: int, fmt: str, candidates: Sequence[int], games_per_pairing: int) -> list[Unit]:
-    return units(pairings(num, fmt, candidates), games_per_pairing)
+def schedule_units(num: int, fmt: str, candidates: Sequence[int], games_per_pairing: int,
+                   references: Sequence[int] = ()) -> list[Unit]:
+    return units(pairings(num, fmt, candidates, references), games_per_pairing)
 
 
 def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "Registry[type] | None" = None,
@@ -204,7 +205,8 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
            for p in participants]
     names = [p.name for p in participants]
     cand = [names.index(c) for c in config.candidates]
-    planned = schedule_units(len(participants), config.format, cand, config.games_per_pairing)
+    refs = [names.index(r) for r in config.references]
+    planned = schedule_units(len(participants), config.format, cand, config.games_per_pairing, refs)
     retried = store.delete_forfeits(ids) if retry_forfeits else 0
     stored = store.stored_indices(ids)
     position = {pid: i for i, pid in enumerate(ids)}
@@ -321,7 +323,8 @@ def _league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
         raise ConfigError(store.path, f"runs[{run.id}].games_per_pairing",
                           f"expected an even integer in [2, {MAX_GAMES_PER_PAIRING}], got {games_per_pairing}")
     cand = [names.index(c) for c in cfg.get("candidates", []) if c in names]
-    planned = schedule_units(len(ids), cfg.get("format", "round-robin"), cand, games_per_pairing)
+    refs = [names.index(r) for r in cfg.get("references", []) if r in names]
+    planned = schedule_units(len(ids), cfg.get("format", "round-robin"), cand, games_per_pairing, refs)
     wanted = {(ids[u.p1], ids[u.p2]) for u in planned}
     position = {pid: i for i, pid in enumerate(ids)}
     wanted_pos = {(position[a], position[b]) for a, b in wanted}
@@ -333,7 +336,8 @@ def _league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
         raise ConfigError(store.path, f"runs[{run.id}].seed", f"expected an integer in [0, 2**63 - 1], got {seed!r}")
     return build_report(cfg.get("name", "tournament"), Path(cfg.get("output", store.path.parent)), entrants, games,
-                        rating, seed, total_games(planned), candidates=cand)
+                        rating, seed, total_games(planned), candidates=cand, references=refs,
+                        source=str(cfg.get("file") or store.path))
 
 
 def rebuild_report(directory: str | Path, write: bool = True) -> TournamentReport:

@@ -27,18 +27,20 @@ class Unit:
     games: list[int] = field(default_factory=list)  # game indices within this ordered pairing
 
 
-def pairings(num_participants: int, fmt: str = "round-robin", candidates: Sequence[int] = ()) -> list[Pairing]:
+def pairings(num_participants: int, fmt: str = "round-robin", candidates: Sequence[int] = (),
+             references: Sequence[int] = ()) -> list[Pairing]:
     """Round-robin: every pair once. Gauntlet: every candidate against every non-candidate (candidates
     do not meet each other, as in fastchess's gauntlet, so each game says something about a candidate
-    against the reference field)."""
+    against the reference field), and the ``references`` against each other: their games fix the
+    scale the candidates are rated on."""
     if fmt == "round-robin":
         return [Pairing(a, b) for a in range(num_participants) for b in range(a + 1, num_participants)]
     if fmt == "gauntlet":
-        cands = set(candidates)
+        cands, refs = set(candidates), set(references)
         if not cands:
             raise ValueError("a gauntlet needs at least one candidate")
         return [Pairing(a, b) for a in range(num_participants) for b in range(a + 1, num_participants)
-                if (a in cands) != (b in cands)]
+                if (a in cands) != (b in cands) or (a in refs and b in refs)]
     raise ValueError(f"unknown format {fmt!r}; expected round-robin or gauntlet")
 
 

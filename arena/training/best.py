@@ -3,9 +3,10 @@
 A league policy's score against a hard opponent can swing from one checkpoint to the next (0.39 to
 0.995 against the ace between neighbours, docs/experiments/), so the last checkpoint is not always the
 one to keep. After each evaluation a trainer offers the evaluated weights here; they replace the
-kept ones when their worst score over the evaluation opponents is higher (ties: the higher mean).
-The worst case rather than the mean, because a policy is only as robust as its weakest matchup, and a
-sweep of the easy opponents would otherwise hide a loss to the hard one.
+kept ones when their rating against the evaluation's references is higher: the Elo a tournament with
+the same references gives (:mod:`arena.training.evaluation`), so ``best.pt`` is the checkpoint the
+league report rates highest among the run's own. Weights above every reference compare by the lower
+bound of their rating, and equal ratings by the worst score, then the mean.
 
 The evaluation games that choose the weights also measure them: a fair figure for the kept weights
 comes from fresh games (other seeds), as ``benchmarks/train_league.py`` plays.
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.training.checkpoint import save_checkpoint
-from arena.training.evaluation import EvalResult
+from arena.training.evaluation import EvalResult, Rating
 from arena.training.metrics import write_text_atomically
 
 BEST_CHECKPOINT = "best.pt"
@@ -37,25 +38,38 @@ class BestRecord:
     worst: float
     mean: float
     scores: dict[str, float] = field(default_factory=dict)
+    rating: Rating | None = None  # against the evaluation's references; None in records of older runs
+    policy: str = ""  # how the evaluated weights played ("sampled" or "deterministic")
 
     @classmethod
-    def of(cls, step: int, results: Mapping[str, EvalResult]) -> "BestRecord | None":
+    def of(cls, step: int, results: Mapping[str, EvalResult], rating: Rating | None = None,
+           policy: str = "") -> "BestRecord | None":
         """The record of one evaluation; None when it played no games."""
         scores = {label: r.score for label, r in results.items() if r.games > 0}
         if not scores:
             return None
-        return cls(step, min(scores.values()), sum(scores.values()) / len(scores), scores)
+        return cls(step, min(scores.values()), sum(scores.values()) / len(scores), scores, rating, policy)
+
+    def key(self) -> tuple[tuple[int, float], float, float]:
+        """What ``beats`` compares: the rating (a record without one ranks below every rated one), the
+        worst score, the mean."""
+        return (self.rating.key() if self.rating is not None else (-1, 0.0)), self.worst, self.mean
 
     def beats(self, other: "BestRecord | None") -> bool:
-        """A higher worst score, or the same and a higher mean."""
-        return other is None or (self.worst, self.mean) > (other.worst, other.mean)
+        """A higher rating; the same and a higher worst score, then mean."""
+        return other is None or self.key() > other.key()
 
     def weakest(self) -> str:
         """The opponent of the worst score."""
         return min(self.scores, key=lambda label: self.scores[label])
 
     def to_dict(self) -> dict[str, Any]:
-        return {"step": self.step, "worst": self.worst, "mean": self.mean, "scores": dict(self.scores)}
+        out: dict[str, Any] = {"step": self.step, "worst": self.worst, "mean": self.mean, "scores": dict(self.scores)}
+        if self.rating is not None:
+            out["rating"] = self.rating.to_dict()
+        if self.policy:
+            out["policy"] = self.policy
+        return out
 
     @classmethod
     def from_dict(cls, data: Any) -> "BestRecord":
@@ -71,7 +85,17 @@ class BestRecord:
         for name in ("worst", "mean"):
             if not is_fraction(data.get(name)):
                 raise ValueError(f"{name}: expected a fraction 0..1, got {data.get(name)!r}"[:200])
-        return cls(step, float(data["worst"]), float(data["mean"]), {k: float(v) for k, v in scores.items()})
+        rating = None
+        if data.get("rating") is not None:
+            try:
+                rating = Rating.from_dict(data["rating"])
+            except ValueError as exc:
+                raise ValueError(f"rating.{exc}") from None
+        policy = data.get("policy", "")
+        if policy not in ("", "sampled", "deterministic"):
+            raise ValueError(f"policy: expected sampled or deterministic, got {policy!r}"[:200])
+        return cls(step, float(data["worst"]), float(data["mean"]), {k: float(v) for k, v in scores.items()}, rating,
+                   policy)
 
 
 def is_fraction(value: Any) -> bool:

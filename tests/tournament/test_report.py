@@ -78,7 +78,7 @@ def test_the_flag_column_is_a_note_everywhere(tmp_path) -> None:
 
 def test_checkpoints_of_one_run_get_a_rating_over_training_plot(write_league, registry, tmp_path):
     from arena.tournament import load_config, run_tournament
-    from arena.tournament.report import training_runs
+    from arena.tournament.over_training import training_runs
 
     run_dir = tmp_path / "runs" / "a"
     run_dir.mkdir(parents=True)
@@ -88,10 +88,12 @@ def test_checkpoints_of_one_run_get_a_rating_over_training_plot(write_league, re
                                       games_per_pairing=16))
     report = run_tournament(config, registry=registry, progress=False, notify=False)
     runs = training_runs(report.leaderboard)
-    assert list(runs) == [str(run_dir)] and list(runs[str(run_dir)]["step"]) == [100, 200, 300]
+    assert list(runs) == [str(run_dir)] and list(runs[str(run_dir)].frame["step"]) == [100, 200, 300]
+    assert not runs[str(run_dir)].by_reference, "no references: the Elo of all games"
     assert report.files["rating_over_training"].stat().st_size > 1000
     md = (config.output / "report.md").read_text()
     assert "## Rating over training" in md and "rating_over_training.png" in md
+    assert "Declare `references:`" in md, "a report without references says what its line is not"
     single = write_league(["idle", {"name": "p", "agent": "pursuer"}], name="plain.yaml")
     plain = run_tournament(load_config(single), registry=registry, progress=False, notify=False, fresh=True)
     assert "rating_over_training" not in plain.files, "no run, no plot"

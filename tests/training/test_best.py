@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
 
-from arena.training import BestRecord, EvalResult, keep_best, read_best
+from arena.training import BestRecord, EvalResult, keep_best, rate, read_best, reference_scale
 
 
 def record(step, **scores_in_games_of_ten):
@@ -30,6 +31,58 @@ def test_the_worst_matchup_decides_then_the_mean():
     assert same_worst_higher_mean.beats(even)
     assert not record(4, crank=(6, 0), ace=(5, 0)).beats(even)  # a tie keeps the earlier weights
     assert even.beats(None)
+
+
+def rated(step, scale, **scores_in_games_of_hundred):
+    """A record rated against references of Elo ``scale`` from (wins, draws) out of 100 games each."""
+    results = {name: EvalResult(100, w, d, 100 - w - d) for name, (w, d) in scores_in_games_of_hundred.items()}
+    return BestRecord.of(step, results, rate(results, scale), "sampled")
+
+
+SCALE = {"crank": 1000.0, "ace": 1600.0}
+
+
+def test_the_rating_against_the_references_decides_before_the_worst_score():
+    # 60 % against the ace is worth more than a clean sweep of crank with 40 % against the ace
+    strong = rated(1, SCALE, crank=(90, 0), ace=(60, 0))
+    sweep = rated(2, SCALE, crank=(100, 0), ace=(40, 0))
+    assert strong.rating.elo > sweep.rating.elo and strong.beats(sweep) and not sweep.beats(strong)
+    # above every reference: compared by the lower bound, ahead of any finite rating
+    above = rated(3, SCALE, crank=(100, 0), ace=(99, 1))
+    more_games_won = rated(4, SCALE, crank=(100, 0), ace=(100, 0))
+    assert above.rating.note == "above every reference" and above.rating.elo == math.inf
+    assert above.beats(strong) and more_games_won.beats(above)
+    # a record of an older run, without a rating, is replaced by any rated one
+    older = record(0, crank=(10, 0), ace=(10, 0))
+    assert older.rating is None and sweep.beats(older) and not older.beats(sweep)
+
+
+def test_a_lone_reference_is_elo_1000_and_the_learner_is_its_odds_away():
+    results = {"crank": EvalResult(100, 75, 0, 25)}
+    assert reference_scale(["crank"], {}) == {"crank": 1000.0}
+    rating = rate(results, {"crank": 1000.0})
+    assert rating.elo == pytest.approx(1000.0 + 400.0 * math.log10(3.0), abs=1e-6)
+    assert rating.low < rating.elo < rating.high
+
+
+def test_the_references_scale_is_the_tournaments():
+    from arena.tournament.ratings import bradley_terry
+    from arena.tournament.results import P1_WINS, P2_WINS, GameResult
+
+    scale = reference_scale(["a", "b"], {("a", "b"): EvalResult(100, 75, 0, 25)})
+    games = [GameResult(0, 1, k, P1_WINS if k < 75 else P2_WINS, 0, 0.0, 0.0) for k in range(100)]
+    fit = bradley_terry(games, 2, rounds=0)
+    assert [scale["a"], scale["b"]] == pytest.approx(list(fit.elo))
+    assert scale["a"] - scale["b"] == pytest.approx(400.0 * math.log10(3.0), abs=2.0)
+
+
+def test_a_rated_record_reads_back_with_its_infinite_side_as_null():
+    above = rated(3, SCALE, crank=(100, 0), ace=(100, 0))
+    data = json.loads(json.dumps(above.to_dict(), allow_nan=False))  # strict JSON
+    assert data["rating"]["elo"] is None and data["rating"]["high"] is None and data["policy"] == "sampled"
+    assert BestRecord.from_dict(data) == above
+    with pytest.raises(ValueError, match="rating.note"):
+        BestRecord.from_dict({**data, "rating": {**data["rating"], "note": "great"}})
 
 
 def test_a_record_reads_back_as_it_was_written_and_refuses_damage():

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from arena.agents import DEFAULT_POLICY
+from arena.agents import POLICIES as PLAY_POLICIES
 from arena.training.settings import setting
 
 if TYPE_CHECKING:
@@ -118,9 +120,13 @@ class RunConfig:
                                 low=1, high=MAX_STEPS)
     eval_interval: int = setting(0, "Environment steps between evaluations; 0: at every checkpoint.", low=0,
                                  high=MAX_STEPS)
-    eval_games: int = setting(200, "Deterministic games per opponent in each evaluation; 0: none.", cli=True,
-                              low=0, high=MAX_ENVS)
-    keep_best: bool = setting(True, "Keep the evaluated weights with the best worst-case score in best.pt.")
+    eval_games: int = setting(200, "Games against each reference (the fixed opponents; for league, the ladder) in "
+                                   "each evaluation; 0: none.", cli=True, low=0, high=MAX_ENVS)
+    eval_policy: str = setting(DEFAULT_POLICY, "How the policy plays in evaluations: sampled, as it trains and as "
+                                               "tournaments play checkpoints by default, or deterministic.",
+                               fixed=True, choices=PLAY_POLICIES)
+    keep_best: bool = setting(True, "Keep the evaluated weights with the best rating against the references in "
+                                    "best.pt.")
     floor: float = setting(0.25, "Share of the envs that play the random placeholder besides vs, so the policy "
                                  "also learns to find an opponent that does not come at it.", fixed=True, low=0,
                            high=0.9)

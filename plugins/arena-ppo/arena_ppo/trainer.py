@@ -284,8 +284,9 @@ def train(params: dict[str, Any], algorithm: str, group: Any = None) -> dict[str
         click.echo(f"done: {counters.env_steps:,} steps, {counters.updates} updates; checkpoints in {out}")
         best = runner.best
         if best is not None:
-            click.echo(f"best: {out / BEST_CHECKPOINT}, the weights of step {best.step:,} (worst evaluation score "
-                       f"{best.worst:.3f}, against {best.weakest()}; mean {best.mean:.3f})")
+            rated = f"{best.rating.describe()} against the references, " if best.rating is not None else ""
+            click.echo(f"best: {out / BEST_CHECKPOINT}, the weights of step {best.step:,} ({rated}playing "
+                       f"{best.policy or 'deterministic'}; worst score {best.worst:.3f}, against {best.weakest()})")
     return metrics
 
 

@@ -239,17 +239,28 @@ def worst_and_mean(row):
     return min(scores), sum(scores) / len(scores)
 
 
-def test_the_evaluated_weights_with_the_best_worst_score_are_kept(tmp_path, short_battles):
+def rating_key(row):
+    """The order best.pt keeps by: the rating against the references (above every one by its lower bound),
+    then the worst score and the mean."""
+    from arena.training import Rating
+
+    elo, low, high = (float(row[f"eval_elo{part}"]) for part in ("", "_low", "_high"))
+    note = "above every reference" if elo == math.inf else "below every reference" if elo == -math.inf else ""
+    return Rating(elo, low, high, note).key(), *worst_and_mean(row)
+
+
+def test_the_evaluated_weights_with_the_best_rating_are_kept(tmp_path, short_battles):
     out = tmp_path / "run"
     args = ["--vs", "crank", "--num-envs", "16", "--seed", "2", "--save-interval", str(16 * 16), *TINY,
             "--eval-games", "8"]
     result = run(args + ["--max-steps", str(16 * 16 * 4)], out)
     assert result.exit_code == 0, result.output
     evals = rows(out / "eval.csv")
-    assert len(evals) == 4 and len({worst_and_mean(row) for row in evals}) > 1
-    expected = max(evals, key=worst_and_mean)  # the first of equals: a tie keeps the earlier weights
+    assert len(evals) == 4 and len({rating_key(row) for row in evals}) > 1
+    expected = max(evals, key=rating_key)  # the first of equals: a tie keeps the earlier weights
     kept = json.loads((out / "best.json").read_text())
-    assert kept["step"] == int(expected["step"])
+    assert kept["step"] == int(expected["step"]) and kept["policy"] == "sampled"
+    assert kept["rating"]["low"] == pytest.approx(float(expected["eval_elo_low"]))
     assert (kept["worst"], kept["mean"]) == pytest.approx(worst_and_mean(expected))
     assert set(kept["scores"]) == {"crank", "placeholder"}  # the floor is evaluated too
     best = torch.load(out / "best.pt", weights_only=True)

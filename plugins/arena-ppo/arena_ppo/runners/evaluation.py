@@ -1,11 +1,13 @@
 """Evaluation during training, and the best evaluated weights kept in ``best.pt``.
 
 An :class:`Evaluator` is handed what it needs at the start of a run (who it plays, how to build them,
-the env, the seed, its share of the games, the process group, where to write) and is then given the
-learner at each evaluation. It plays deterministic games against every fixed opponent and keeps the
-weights whose worst score is the best so far (:mod:`arena.training.best`). With several processes
-each plays its share of the games with its own seed and the results are summed, so every process
-holds the same figures and agrees on what is kept; only the main one writes.
+the env, the seed, its share of the games, the process group, where to write, how the policy plays)
+and is then given the learner at each evaluation. The fixed opponents are the references: once a run
+they play each other, which fixes their Elo, and at each evaluation the learner plays every one and is
+rated from those games alone, as a league with the same references rates a run's checkpoints. The
+weights with the best rating so far are kept (:mod:`arena.training.best`). With several processes each
+plays its share of the games with its own seed and the results are summed, so every process holds the
+same figures and agrees on what is kept; only the main one writes.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 import torch
 
+from arena.agents import DEFAULT_POLICY
 from arena.env import EnvConfig
 from arena.training import (
     BEST_CHECKPOINT,
@@ -27,11 +30,14 @@ from arena.training import (
     keep_best,
     league_agents,
     load_checkpoint,
+    rate,
     read_best,
+    reference_scale,
 )
 from arena.training.distributed import Group, Rank, split_count
 
 EVAL_SEED_OFFSET = 10_000  # evaluation games draw from their own seeds, apart from training's
+REFERENCE_SEED_OFFSET = 20_000  # and the references' games among themselves from others again
 
 
 def evaluation_specs(specs: list[OpponentSpec]) -> list[OpponentSpec]:
@@ -44,12 +50,15 @@ def evaluation_specs(specs: list[OpponentSpec]) -> list[OpponentSpec]:
 
 
 class Evaluator:
-    """Deterministic games against fixed opponents, and the best weights kept (``keep``)."""
+    """Games against fixed references, a rating from them, and the best rated weights kept (``keep``)."""
 
     def __init__(self, specs: list[OpponentSpec], make_opponent: Callable[[OpponentSpec], Any], env_config: EnvConfig,
                  device: torch.device, seed: int, games: int, out_dir: Path, rank: Rank, group: Group | None = None,
-                 keep: bool = True, echo: Callable[[str], None] = lambda text: None) -> None:
+                 keep: bool = True, echo: Callable[[str], None] = lambda text: None,
+                 policy: str = DEFAULT_POLICY) -> None:
         self.specs = evaluation_specs(specs)
+        self.policy = policy
+        self.scale: dict[str, float] | None = None  # the references' Elo, from their games among themselves
         self.make_opponent = make_opponent
         self.env_config, self.device = env_config, device
         self.seed = seed + EVAL_SEED_OFFSET
@@ -60,25 +69,48 @@ class Evaluator:
         self._opponents: dict[str, Any] = {}
 
     def play(self, agent: Any, step: int) -> tuple[dict[str, float], BestRecord | None]:
-        """Eval.csv's columns for this evaluation (win/draw/loss fractions per opponent) and its record."""
+        """Eval.csv's columns for this evaluation (win/draw/loss fractions per reference, the rating) and
+        its record."""
         opponents = []
         for spec in self.specs:
             if spec.label not in self._opponents:
                 self._opponents[spec.label] = self.make_opponent(spec)
             opponents.append(self._opponents[spec.label])
-        with torch.random.fork_rng(devices=[]):
-            results = [evaluate(agent, opponent, self.games, env_config=self.env_config, device=self.device,
-                                seed=self.seed) if self.games else EvalResult(0, 0, 0, 0) for opponent in opponents]
-        if self.group is not None and results:
-            counts = torch.tensor([[r.games, r.wins, r.draws, r.losses] for r in results], dtype=torch.float64)
-            results = [EvalResult(*map(int, c)) for c in self.group.all_reduce_(counts).tolist()]
+        results = self._summed([(agent, opponent, self.seed) for opponent in opponents])
+        agent.train(True)
         row: dict[str, float] = {}
         for spec, result in zip(self.specs, results):
             row.update(result.as_row(spec.label))
             self.echo(f"eval vs {spec.label} after {step:,} steps: "
-                      f"{result.wins}W {result.draws}D {result.losses}L of {result.games} (deterministic)")
-        agent.train(True)
-        return row, BestRecord.of(step, {s.label: r for s, r in zip(self.specs, results)})
+                      f"{result.wins}W {result.draws}D {result.losses}L of {result.games} ({self.policy})")
+        by_label = {s.label: r for s, r in zip(self.specs, results)}
+        rating = rate(by_label, self.reference_scale()) if results else None
+        if rating is not None:
+            row.update({"eval_elo": rating.elo, "eval_elo_low": rating.low, "eval_elo_high": rating.high})
+            self.echo(f"eval after {step:,} steps: {rating.describe()} against the references")
+        return row, BestRecord.of(step, by_label, rating, self.policy)
+
+    def reference_scale(self) -> dict[str, float]:
+        """The references' Elo from their games among themselves: played at the first evaluation of a run
+        (the same seeds give the same figures after a resume)."""
+        if self.scale is None:
+            pairs = [(a, b) for i, a in enumerate(self.specs) for b in self.specs[i + 1:]]
+            seed = self.seed + REFERENCE_SEED_OFFSET
+            results = self._summed([(self.make_opponent(a), self.make_opponent(b), seed) for a, b in pairs])
+            self.scale = reference_scale([s.label for s in self.specs],
+                                         {(a.label, b.label): r for (a, b), r in zip(pairs, results)})
+        return self.scale
+
+    def _summed(self, matches: list[tuple[Any, Any, int]]) -> list[EvalResult]:
+        """This process's share of each match's games, summed over the processes."""
+        with torch.random.fork_rng(devices=[]):
+            results = [evaluate(a, b, self.games, env_config=self.env_config, device=self.device, seed=seed,
+                                policy=self.policy) if self.games else EvalResult(0, 0, 0, 0)
+                       for a, b, seed in matches]
+        if self.group is not None and results:
+            counts = torch.tensor([[r.games, r.wins, r.draws, r.losses] for r in results], dtype=torch.float64)
+            results = [EvalResult(*map(int, c)) for c in self.group.all_reduce_(counts).tolist()]
+        return results
 
     def offer(self, record: BestRecord | None, payload: Callable[[], Mapping[str, Any]]) -> bool:
         """Keep the evaluated weights (``payload()``, a loadable checkpoint) when ``record`` beats the kept

@@ -137,7 +137,8 @@ class OnPolicyRunner:
         self.rollouts = Rollouts(self.agent, self.env, self.storage, self.seats, self.generators, ppo.gamma,
                                  ppo.gae_lambda, reward_fn, self.teacher, self.active_masks, group, hidden_sizes)
         self.evaluator = Evaluator(self.opponents.specs, make_opponent, self.env_config, self.device, self.seed,
-                                   run.eval_games, self.out_dir, self.rank, group, keep=run.keep_best, echo=self._echo)
+                                   run.eval_games, self.out_dir, self.rank, group, keep=run.keep_best, echo=self._echo,
+                                   policy=run.eval_policy)
 
     def build_agent(self) -> PPOAgent:
         run = self.cfg.run

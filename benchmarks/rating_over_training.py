@@ -1,0 +1,143 @@
+"""Rating over training of finished runs: each run's checkpoints rated against fixed references.
+
+    python benchmarks/rating_over_training.py runs/league               # the ladder as references
+    python benchmarks/rating_over_training.py runs/a runs/b --policy deterministic --games-per-pairing 400
+    python benchmarks/rating_over_training.py runs/a --policy both       # sampled and deterministic play, side by side
+
+For each run folder a round-robin league of its checkpoints (``ckpt_*.pt``) and the references (by
+default every rung of the ladder) is played into ``RUN/rating-<policy>/``, and the table says what
+the report says: Spearman(step, reference Elo) over the checkpoints with a finite rating, how many
+are above every reference, how many pairs have a later checkpoint significantly below an earlier one
+(95 % intervals apart), the Spearman of the Elo of all games beside it (the checkpoints' games among
+themselves included), and where the weights the run kept in best.json rank. ``--kept`` replays the
+trainer's evaluations on the checkpoints, playing by each policy, and names the step best.pt would
+hold and its rank here. A league already played is resumed, not replayed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
+
+
+def rate_run(run: Path, references: list[str], policy: str, games_per_pairing: int, seed: int,
+             threads: int | None) -> dict[str, Any]:
+    """Play (or resume) the run's league and return what its rating over training says."""
+    import torch
+    import yaml
+
+    from arena.tournament import load_config, run_tournament
+    from arena.tournament.over_training import training_runs
+
+    if threads:
+        torch.set_num_threads(threads)
+    folder = run / f"rating-{policy}"
+    folder.mkdir(parents=True, exist_ok=True)
+    league = folder / "league.yaml"
+    league.write_text(yaml.safe_dump({
+        "name": f"{run.name}-{policy}", "output": ".", "seed": seed, "device": "cpu", "max_envs": 16384,
+        "games_per_pairing": games_per_pairing, "rating": {"bootstrap_rounds": 200}, "references": references,
+        "participants": [*references, {"agent": "ppo", "checkpoints": "../ckpt_*.pt", "policy": policy}]}))
+    start = time.perf_counter()
+    report = run_tournament(load_config(league), progress=False, notify=False)
+    runs = training_runs(report.leaderboard)  # keyed by the folder as the leaderboard shows it
+    progress = next((p for folder, p in runs.items() if Path(folder).resolve() == run.resolve()), None)
+    if progress is None:
+        raise SystemExit(f"{run}: fewer than two checkpoints (ckpt_*.pt) to rate")
+    return {"run": str(run), "policy": policy, "checkpoints": len(progress.frame), "rated": progress.rated,
+            "above": progress.above, "below": progress.below, "spearman": progress.spearman,
+            "later_below": progress.inversions, "all_games_spearman": progress.all_games_spearman,
+            "best_step": progress.best_step, "best_rank": progress.best_rank, "games": report.games,
+            "minutes": (time.perf_counter() - start) / 60, "report": str(folder / "report.md"),
+            "ratings": [{"step": int(r.step), "reference_elo": r.reference_elo, "reference_low": r.reference_low,
+                         "reference_high": r.reference_high, "elo": r.elo} for r in progress.frame.itertuples()]}
+
+
+def kept_by_evaluations(run: Path, references: list[str], policy: str, games: int, seed: int) -> int | None:
+    """The step of the weights best.pt would hold had the run evaluated playing ``policy``: the trainer's
+    Evaluator replayed on the run's checkpoints in step order (evaluation does not touch the training
+    streams, so they are the checkpoints such a run saves)."""
+    import torch
+
+    from arena.agents import build_agent, trained_for
+    from arena.env import EnvConfig
+    from arena.training import OpponentSpec, checkpoint_step, list_checkpoints
+    from arena.training.distributed import Rank
+    from arena_ppo.runners.evaluation import Evaluator
+
+    checkpoints = list_checkpoints(run)
+    trained = trained_for(checkpoints[0])
+    env = EnvConfig(obs_mode=trained.obs_mode if trained is not None else "default")  # type: ignore[arg-type]
+
+    def make(spec: OpponentSpec) -> Any:
+        agent = build_agent(spec.target, "cpu", env)
+        agent.eval()
+        return agent
+
+    evaluator = Evaluator([OpponentSpec("agent", r) for r in references], make, env, torch.device("cpu"), seed, games,
+                          run, Rank(), keep=False, policy=policy)
+    best = None
+    for checkpoint in checkpoints:
+        _, record = evaluator.play(build_agent(str(checkpoint), "cpu", env), checkpoint_step(checkpoint) or 0)
+        if record is not None and record.beats(best):
+            best = record
+    return best.step if best is not None else None
+
+
+def rank_of(step: int | None, ratings: list[dict[str, Any]]) -> int | None:
+    """The rank of the checkpoint of ``step`` by reference Elo (above every reference first, by lower bound)."""
+    def key(r: dict[str, Any]) -> tuple[bool, float]:
+        above = r["reference_elo"] == math.inf
+        return above, r["reference_low"] if above else r["reference_elo"]
+
+    ordered = [r["step"] for r in sorted(ratings, key=key, reverse=True)]
+    return ordered.index(step) + 1 if step in ordered else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="training run folders (with ckpt_*.pt)")
+    parser.add_argument("--references", default="", help="comma-separated agent names (default: the ladder)")
+    parser.add_argument("--policy", choices=("sampled", "deterministic", "both"), default="sampled",
+                        help="how the checkpoints play")
+    parser.add_argument("--games-per-pairing", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads")
+    parser.add_argument("--kept", action="store_true",
+                        help="also replay the trainer's evaluations (200 games a reference, playing by each policy) "
+                             "on the checkpoints: the step best.pt would hold")
+    parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    args = parser.parse_args(argv)
+    from arena.training import league_agents
+
+    references = [r for r in args.references.split(",") if r] or league_agents()
+    policies = ["sampled", "deterministic"] if args.policy == "both" else [args.policy]
+    print(f"references: {', '.join(references)}; {args.games_per_pairing} games a pairing, round robin", flush=True)
+    rows = [rate_run(run, references, policy, args.games_per_pairing, args.seed, args.threads)
+            for run in args.runs for policy in policies]
+    for row in rows if args.kept else ():
+        row["kept_step"] = kept_by_evaluations(Path(row["run"]), references, row["policy"], 200, args.seed)
+        row["kept_rank"] = rank_of(row["kept_step"], row["ratings"])
+    print(f"\n{'run':<28} {'policy':<13} {'ckpts':>5} {'rated':>5} {'above':>5} {'Spearman':>8} {'later below':>11} "
+          f"{'Spearman (all games)':>20} {'best.json':>13} {'min':>5}")
+    for r in rows:
+        best = f"rank {r['best_rank']}/{r['checkpoints']}" if r["best_rank"] else "-"
+        kept = f"; evaluations playing {r['policy']} keep step {r['kept_step']:,}, rank {r['kept_rank']}" \
+            if "kept_step" in r else ""
+        print(f"{r['run'][-28:]:<28} {r['policy']:<13} {r['checkpoints']:>5} {r['rated']:>5} {r['above']:>5} "
+              f"{r['spearman']:>8.3f} {r['later_below']:>11} {r['all_games_spearman']:>20.3f} {best:>13} "
+              f"{r['minutes']:>5.1f}{kept}")
+    if args.json:
+        print(json.dumps(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
