@@ -256,7 +256,8 @@ def display_frame(board: "pd.DataFrame") -> "pd.DataFrame":
     columns.update({
         "elo": board["elo"].map(lambda x: "unknown" if x != x else f"{x:.0f}"),
         "elo 95% CI": [_interval(lo, hi) for lo, hi in zip(board["elo_low"], board["elo_high"])],
-        "rank 95%": [_ranks(lo, hi) for lo, hi in zip(board["rank_low"], board["rank_high"])],
+        "elo rank 95%" if referenced else "rank 95%": [_ranks(lo, hi) for lo, hi in
+                                                       zip(board["rank_low"], board["rank_high"])],
         "note": notes,
         "games": board["games"], "W": board["wins"], "D": board["draws"], "L": board["losses"],
         "forfeits": board["forfeits"], "score": board["score"].map(_pct),
