@@ -67,8 +67,8 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
     A flies p1 in the first half of the envs and p2 in the second (an odd extra game goes to A as
     p1); in team battles (``env_config.team_size`` > 1) each flies every seat of its side. Each env
     counts only its first episode. Each agent plays by its entry of ``policies`` (``arena.agents.POLICIES``:
-    eval mode, or train mode drawing from a stream of its own seeded by ``seed``, so a sampled match
-    replays exactly) and is restored to its mode afterwards. A stateful agent needs its own instance per
+    eval mode, or train mode drawing from a stream of its own seeded by ``seed``, so the same match
+    plays the same games) and is restored to its mode afterwards. A stateful agent needs its own instance per
     side: passing the same object as A and B would mix the two sides' memories. ``observers`` see every
     step (:class:`arena.loop.Turn`).
 

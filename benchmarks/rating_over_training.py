@@ -60,21 +60,33 @@ def rate_run(run: Path, references: list[str], policy: str, games_per_pairing: i
                          "reference_high": r.reference_high, "elo": r.elo} for r in progress.frame.itertuples()]}
 
 
-def kept_by_evaluations(run: Path, references: list[str], policy: str, games: int, seed: int) -> int | None:
-    """The step of the weights best.pt would hold had the run evaluated playing ``policy``: the trainer's
-    Evaluator replayed on the run's checkpoints in step order (evaluation does not touch the training
-    streams, so they are the checkpoints such a run saves)."""
-    import torch
+def plain(value: Any) -> Any:
+    """``value`` for strict JSON: a non-finite number is null (the ratings' notes say which side)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
 
-    from arena.agents import build_agent, trained_for
+
+def kept_by_evaluations(run: Path, references: list[str], policy: str, games: int) -> int | None:
+    """The step of the weights best.pt would hold had the run evaluated playing ``policy``: the trainer's
+    Evaluator, with the run's seed and env settings, replayed on its checkpoints in step order
+    (evaluation does not touch the training streams, so they are the checkpoints such a run saves)."""
+    import torch
+    import yaml
+
+    from arena.agents import build_agent
     from arena.env import EnvConfig
-    from arena.training import OpponentSpec, checkpoint_step, list_checkpoints
+    from arena.training import OpponentSpec, checkpoint_step, list_checkpoints, load_checkpoint, rank_seed
     from arena.training.distributed import Rank
     from arena_ppo.runners.evaluation import Evaluator
 
     checkpoints = list_checkpoints(run)
-    trained = trained_for(checkpoints[0])
-    env = EnvConfig(obs_mode=trained.obs_mode if trained is not None else "default")  # type: ignore[arg-type]
+    env = EnvConfig.from_dict(load_checkpoint(checkpoints[0])["env_config"])
+    seed = rank_seed(int(yaml.safe_load((run / "config.yaml").read_text())["run"]["seed"]), 0)
 
     def make(spec: OpponentSpec) -> Any:
         agent = build_agent(spec.target, "cpu", env)
@@ -123,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [rate_run(run, references, policy, args.games_per_pairing, args.seed, args.threads)
             for run in args.runs for policy in policies]
     for row in rows if args.kept else ():
-        row["kept_step"] = kept_by_evaluations(Path(row["run"]), references, row["policy"], 200, args.seed)
+        row["kept_step"] = kept_by_evaluations(Path(row["run"]), references, row["policy"], 200)
         row["kept_rank"] = rank_of(row["kept_step"], row["ratings"])
     print(f"\n{'run':<28} {'policy':<13} {'ckpts':>5} {'rated':>5} {'above':>5} {'Spearman':>8} {'later below':>11} "
           f"{'Spearman (all games)':>20} {'best.json':>13} {'min':>5}")
@@ -135,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['spearman']:>8.3f} {r['later_below']:>11} {r['all_games_spearman']:>20.3f} {best:>13} "
               f"{r['minutes']:>5.1f}{kept}")
     if args.json:
-        print(json.dumps(rows))
+        print(json.dumps(plain(rows), allow_nan=False))
     return 0
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 from exploitability import exploit, final_checkpoint, score, train  # isort: skip  - benchmarks/, beside this file
-from rating_over_training import rate_run  # isort: skip
+from rating_over_training import plain, rate_run  # isort: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
               f"rated, {rating['later_below']} later below an earlier; Spearman(step, Elo of all games) = "
               f"{rating['all_games_spearman']:.3f}; report {rating['report']}")
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(plain(result), allow_nan=False))
     return 0
 
 

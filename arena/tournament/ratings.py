@@ -371,6 +371,7 @@ REFERENCE = "reference"
 ABOVE_REFERENCES = "above every reference"
 BELOW_REFERENCES = "below every reference"
 NO_REFERENCE_GAMES = "no games against references"
+SOME_REFERENCES = "not yet against every reference"  # rated once it has played them all
 
 
 @dataclass(frozen=True)
@@ -387,7 +388,7 @@ class ReferenceFit:
     elo: np.ndarray  # [P]; ±inf above or below every reference; NaN without games against the references
     low: np.ndarray  # [P] 95 % interval (profile likelihood; the references' own from their bootstrap)
     high: np.ndarray
-    flags: tuple[str, ...]  # [P] REFERENCE, ABOVE_REFERENCES, BELOW_REFERENCES, NO_REFERENCE_GAMES or ""
+    flags: tuple[str, ...]  # [P] REFERENCE, ABOVE_/BELOW_REFERENCES, NO_REFERENCE_GAMES, SOME_REFERENCES or ""
     references: tuple[int, ...]
     perfect: tuple[int, ...] = ()  # references unbeaten or winless among the references: their Elo is capped
 
@@ -404,10 +405,10 @@ def reference_elo(games: Sequence[GameResult], num_participants: int, references
                   rounds: int = 1000, seed: int = 0, anchor: int | None = None, anchor_elo: float = ELO_BASE,
                   ridge: float = RIDGE) -> ReferenceFit:
     """Rate the references by Bradley-Terry on their games among themselves (scale and intervals as
-    :func:`bradley_terry`, ``anchor`` when it is a reference), then every other participant by the
-    maximum-likelihood strength that explains its games against the references alone, with the
-    references' strengths held fixed. Raises :class:`ReferencesUnlinked` when the references' mutual
-    games do not connect them."""
+    :func:`bradley_terry`, ``anchor`` when it is a reference), then every other participant that has
+    played every reference by the maximum-likelihood strength that explains its games against them
+    alone, with the references' strengths held fixed. Raises :class:`ReferencesUnlinked` when the
+    references' mutual games do not connect them."""
     refs = sorted(set(int(r) for r in references))
     if len(refs) < 2:
         raise ValueError(f"expected at least 2 references, got {len(refs)}")
@@ -432,12 +433,25 @@ def reference_elo(games: Sequence[GameResult], num_participants: int, references
             continue
         games_vs, points_vs = count[p, refs], score[p, refs]
         played = games_vs > 0
-        if not played.any():
-            flags[p] = NO_REFERENCE_GAMES
+        if not played.all():  # an interrupted league: a rating from some references would not compare
+            flags[p] = SOME_REFERENCES if played.any() else NO_REFERENCE_GAMES
             continue
-        elo[p], low[p], high[p], flags[p] = rate_against(points_vs[played], games_vs[played], fit.elo[played])
+        elo[p], low[p], high[p], flags[p] = rate_against(points_vs, games_vs, fit.elo)
     perfect = tuple(p for p, i in local.items() if fit.flags[i] in ("unbeaten", "winless"))
     return ReferenceFit(elo, low, high, tuple(flags), tuple(refs), perfect)
+
+
+def reference_order(elo: float, low: float, high: float) -> tuple[int, float]:
+    """What ranks a rating against references, higher first: above every reference (a category: at least
+    :data:`SATURATED_SCORE` against each), by the lower bound its games give; then the Elo; then below
+    every reference, by its upper bound; unrated (NaN) last."""
+    if elo != elo:
+        return -1, 0.0
+    if elo == math.inf:
+        return 2, low
+    if elo == -math.inf:
+        return 0, high
+    return 1, elo
 
 
 def rate_against(points: np.ndarray, games: np.ndarray, reference_elo: np.ndarray) -> tuple[float, float, float, str]:

@@ -23,6 +23,7 @@ from arena.tournament.ratings import (
     bradley_terry,
     pairwise,
     reference_elo,
+    reference_order,
     trueskill_ratings,
 )
 from arena.tournament.results import DRAW, P1_WINS, GameResult
@@ -200,17 +201,17 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
 
 
 def ordered(board: "pd.DataFrame", by_reference: bool) -> "pd.DataFrame":
-    """Leaderboard rows best first: by Elo, unrated last; or by reference Elo: above every reference (by
-    lower bound), rated, below every reference (by upper bound), unrated. Ties by name."""
+    """Leaderboard rows best first: by Elo, or by reference Elo (:func:`reference_order`: above every
+    reference, rated, below every reference); unrated last, ties by name."""
     import numpy as np
 
     if by_reference:
-        ref = board["reference_elo"]
-        group = np.select([ref == math.inf, np.isfinite(ref), ref == -math.inf], [0, 1, 2], 3)
-        value = np.where(ref == math.inf, board["reference_low"], np.where(ref == -math.inf, board["reference_high"],
-                                                                           ref))
+        keys = [reference_order(e, lo, hi) for e, lo, hi in
+                zip(board["reference_elo"], board["reference_low"], board["reference_high"])]
+        group, value = np.array([-k[0] for k in keys]), np.array([k[1] for k in keys])
     else:
-        group, value = board["elo"].isna().to_numpy().astype(int), board["elo"].to_numpy()
+        value = board["elo"].to_numpy(dtype=float)
+        group = np.isnan(value).astype(int)
     keyed = board.assign(_group=group, _value=value)
     keyed = keyed.sort_values(["_group", "_value", "name"], ascending=[True, False, True], kind="mergesort")
     return keyed.drop(columns=["_group", "_value"])

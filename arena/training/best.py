@@ -50,14 +50,14 @@ class BestRecord:
             return None
         return cls(step, min(scores.values()), sum(scores.values()) / len(scores), scores, rating, policy)
 
-    def key(self) -> tuple[tuple[int, float], float, float]:
-        """What ``beats`` compares: the rating (a record without one ranks below every rated one), the
-        worst score, the mean."""
-        return (self.rating.key() if self.rating is not None else (-1, 0.0)), self.worst, self.mean
-
     def beats(self, other: "BestRecord | None") -> bool:
-        """A higher rating; the same and a higher worst score, then mean."""
-        return other is None or self.key() > other.key()
+        """A higher rating; the same and a higher worst score, then mean. A record of an older run has no
+        rating: the two then compare by worst score and mean, as such runs chose."""
+        if other is None:
+            return True
+        if self.rating is None or other.rating is None:
+            return (self.worst, self.mean) > (other.worst, other.mean)
+        return (self.rating.key(), self.worst, self.mean) > (other.rating.key(), other.worst, other.mean)
 
     def weakest(self) -> str:
         """The opponent of the worst score."""
@@ -90,7 +90,7 @@ class BestRecord:
             try:
                 rating = Rating.from_dict(data["rating"])
             except ValueError as exc:
-                raise ValueError(f"rating.{exc}") from None
+                raise ValueError(f"rating: {exc}") from None
         policy = data.get("policy", "")
         if policy not in ("", "sampled", "deterministic"):
             raise ValueError(f"policy: expected sampled or deterministic, got {policy!r}"[:200])

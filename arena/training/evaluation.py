@@ -65,13 +65,11 @@ class Rating:
     note: str = ""
 
     def key(self) -> tuple[int, float]:
-        """Orders ratings as the tournament's leaderboard does: above every reference by lower bound first,
-        then by Elo, then below every reference by upper bound."""
-        if self.elo == math.inf:
-            return 2, self.low
-        if self.elo == -math.inf:
-            return 0, self.high
-        return 1, self.elo
+        """Orders ratings as the tournament's leaderboard does (:func:`arena.tournament.ratings.reference_order`):
+        above every reference by lower bound, then the Elo, then below every reference by upper bound."""
+        from arena.tournament.ratings import reference_order
+
+        return reference_order(self.elo, self.low, self.high)
 
     def describe(self) -> str:
         if self.elo == math.inf:
@@ -123,6 +121,19 @@ def reference_scale(labels: Sequence[str], results: Mapping[tuple[str, str], Eva
             games.append(GameResult(position[a], position[b], k, outcome, 0, 0.0, 0.0))
     fit = bradley_terry(games, len(labels), rounds=rounds)
     return {label: float(fit.elo[i]) for label, i in position.items()}
+
+
+def perfect_records(labels: Sequence[str], results: Mapping[tuple[str, str], EvalResult]) -> list[str]:
+    """The references that won, or lost, every game among the references: the scale's spread at them
+    is the fit's cap, not a measurement (a league report warns of the same)."""
+    points = {label: 0.0 for label in labels}
+    games = {label: 0 for label in labels}
+    for (a, b), r in results.items():
+        points[a] += r.wins + 0.5 * r.draws
+        points[b] += r.losses + 0.5 * r.draws
+        games[a] += r.games
+        games[b] += r.games
+    return [label for label in labels if games[label] and points[label] in (0.0, float(games[label]))]
 
 
 def rate(results: Mapping[str, EvalResult], scale: Mapping[str, float]) -> Rating | None:

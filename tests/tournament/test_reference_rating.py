@@ -15,6 +15,7 @@ from arena.tournament.ratings import (
     LIKELIHOOD_DROP_95,
     NO_REFERENCE_GAMES,
     REFERENCE,
+    SOME_REFERENCES,
     ReferencesUnlinked,
     reference_elo,
     strength_against,
@@ -30,7 +31,8 @@ def record(games: list[GameResult], a: int, b: int, wins: int, draws: int, losse
 
 
 def references_and_players() -> list[GameResult]:
-    """References 0 < 1 < 2; player 3 in their midst, player 4 above all of them, 5 below, 6 unplayed."""
+    """References 0 < 1 < 2; player 3 in their midst, player 4 above all of them, 5 below, 6 unplayed,
+    7 only against reference 0 so far."""
     games: list[GameResult] = []
     record(games, 1, 0, 150, 0, 50)
     record(games, 2, 1, 150, 0, 50)
@@ -44,6 +46,7 @@ def references_and_players() -> list[GameResult]:
     record(games, 5, 0, 1, 0, 199)
     record(games, 5, 1, 0, 0, 200)
     record(games, 5, 2, 0, 0, 200)
+    record(games, 7, 0, 200, 0, 0)
     return games
 
 
@@ -68,21 +71,34 @@ def test_a_perfect_record_has_a_lower_bound_only():
 
 def test_players_are_rated_against_the_references_alone():
     games = references_and_players()
-    fit = reference_elo(games, 7, [0, 1, 2], rounds=100, seed=0)
-    assert fit.flags == (REFERENCE, REFERENCE, REFERENCE, "", ABOVE_REFERENCES, BELOW_REFERENCES, NO_REFERENCE_GAMES)
+    fit = reference_elo(games, 8, [0, 1, 2], rounds=100, seed=0)
+    assert fit.flags == (REFERENCE, REFERENCE, REFERENCE, "", ABOVE_REFERENCES, BELOW_REFERENCES, NO_REFERENCE_GAMES,
+                         SOME_REFERENCES)
     assert fit.elo[1] == pytest.approx(1000.0, abs=1.0), "the references' mixed records average 1000"
     assert fit.elo[0] < fit.elo[1] < fit.elo[3] < fit.elo[2]
     assert fit.low[3] < fit.elo[3] < fit.high[3]
     assert fit.elo[4] == math.inf and fit.low[4] > fit.elo[2], "above every reference, its bound above the top one"
     assert fit.elo[5] == -math.inf and fit.high[5] < fit.elo[0]
-    assert math.isnan(fit.elo[6])
+    assert math.isnan(fit.elo[6]) and math.isnan(fit.elo[7]), "a sweep of the weakest reference alone says little"
 
     # Games between non-references change nothing: one's blind spot against another reorders no one.
     upset = list(games)
     record(upset, 5, 4, 200, 0, 0)
     record(upset, 3, 4, 200, 0, 0)
-    again = reference_elo(upset, 7, [0, 1, 2], rounds=100, seed=0)
+    again = reference_elo(upset, 8, [0, 1, 2], rounds=100, seed=0)
     np.testing.assert_array_equal(again.elo, fit.elo)
+
+
+def test_the_leaderboard_puts_above_every_reference_first_and_unrated_last():
+    from arena.tournament.config import RatingConfig
+    from arena.tournament.report import Entrant, build_report
+
+    names = ("r0", "r1", "r2", "mid", "top", "bottom", "idle", "partial")
+    report = build_report("t", "out", [Entrant(n, "pursuer") for n in names], references_and_players(),
+                          RatingConfig(bootstrap_rounds=0), references=[0, 1, 2])
+    board = report.leaderboard
+    assert list(board["name"]) == ["top", "r2", "mid", "r1", "r0", "bottom", "idle", "partial"]
+    assert list(board["rank"]) == list(range(1, 9))
 
 
 def test_a_lone_reference_elo_matches_a_hand_computation():
@@ -265,7 +281,7 @@ def test_later_checkpoints_significantly_below_earlier_ones_are_counted():
 def test_a_sampled_league_of_checkpoints_replays_exactly(tmp_path, write_league, team_size):
     pytest.importorskip("arena_ppo")
     from arena.env import EnvConfig
-    from arena.tournament import load_config, run_tournament
+    from arena.tournament import ResultStore, load_config, run_tournament
     from arena.training.checkpoint import save_checkpoint
     from arena_ppo.agent import PPOAgent
     from arena_ppo.mappo_agent import MAPPOAgent
@@ -274,16 +290,33 @@ def test_a_sampled_league_of_checkpoints_replays_exactly(tmp_path, write_league,
     save_checkpoint(agent.checkpoint(), tmp_path / "run" / "ckpt_000000100.pt")
     save_checkpoint(agent.checkpoint(), tmp_path / "run" / "ckpt_000000200.pt")
     kind = "ppo" if team_size == 1 else "mappo"
-    tables = []
-    for output in ("one", "two"):
-        config = load_config(write_league(["placeholder", "crank", {"agent": kind, "checkpoints": "run/ckpt_*.pt"}],
-                                          name=f"{output}.yaml", output=output, games_per_pairing=8,
-                                          env={"max_time": 30.0}, references=["placeholder", "crank"]))
-        assert [p.policy for p in config.participants][2:] == ["sampled", "sampled"]
+    games = {}
+    for output, policy in (("one", "sampled"), ("two", "sampled")):
+        config = load_config(write_league(["placeholder", "crank", {"agent": kind, "checkpoints": "run/ckpt_*.pt",
+                                                                    "policy": policy}],
+                                          name=f"{output}.yaml", output=output, games_per_pairing=16,
+                                          env={"max_time": 60.0}, references=["placeholder", "crank"]))
+        assert [p.policy for p in config.participants][2:] == [policy, policy]
         report = run_tournament(config, progress=False, notify=False)
         assert report.complete and report.forfeits.empty and report.by_reference
-        tables.append(report.leaderboard[["name", "wins", "draws", "losses"]].sort_values("name").to_numpy().tolist())
-    assert tables[0] == tables[1], "the same league file plays the same games"
+        store = ResultStore(config.output / "results.sqlite")
+        try:
+            games[output] = [(g.p1, g.p2, g.game_index, g.winner, g.length, g.return_p1, g.return_p2, g.missiles_p1,
+                               g.missiles_p2) for g in store.games()]
+        finally:
+            store.close()
+    assert games["one"] == games["two"], "the same league file plays the same games"
+    from dataclasses import replace
+
+    from arena.agents import agent_registry
+    from arena.env import EnvConfig as Env
+    from arena.tournament.participants import build_participant, resolve_participants
+
+    (checkpoint,) = [p for p in resolve_participants(config, agent_registry()) if p.name.endswith("000000100")]
+    env = Env(team_size=team_size)
+    assert build_participant(checkpoint, "cpu", env, agent_registry()).training, "sampled: it draws its actions"
+    deterministic = replace(checkpoint, policy="deterministic")
+    assert not build_participant(deterministic, "cpu", env, agent_registry()).training
 
 
 def test_a_reference_with_a_perfect_record_among_the_references_is_a_warning():

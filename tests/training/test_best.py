@@ -47,14 +47,27 @@ def test_the_rating_against_the_references_decides_before_the_worst_score():
     strong = rated(1, SCALE, crank=(90, 0), ace=(60, 0))
     sweep = rated(2, SCALE, crank=(100, 0), ace=(40, 0))
     assert strong.rating.elo > sweep.rating.elo and strong.beats(sweep) and not sweep.beats(strong)
-    # above every reference: compared by the lower bound, ahead of any finite rating
+    # above every reference: compared by the lower bound its games give
     above = rated(3, SCALE, crank=(100, 0), ace=(99, 1))
     more_games_won = rated(4, SCALE, crank=(100, 0), ace=(100, 0))
     assert above.rating.note == "above every reference" and above.rating.elo == math.inf
     assert above.beats(strong) and more_games_won.beats(above)
-    # a record of an older run, without a rating, is replaced by any rated one
-    older = record(0, crank=(10, 0), ace=(10, 0))
-    assert older.rating is None and sweep.beats(older) and not older.beats(sweep)
+    # ... and ahead of any finite rating, whose record fell short of 99 % against some reference
+    nearly = rated(5, SCALE, crank=(100, 0), ace=(98, 0))
+    assert math.isfinite(nearly.rating.elo) and nearly.rating.elo > above.rating.low
+    assert above.beats(nearly) and not nearly.beats(above)
+    # a record of an older run has no rating: compared by worst score and mean, as that run chose
+    older = record(0, crank=(10, 0), ace=(5, 0))
+    assert older.rating is None and strong.beats(older) and not sweep.beats(older) and older.beats(sweep)
+
+
+def test_references_with_a_perfect_record_among_themselves_are_named():
+    from arena.training import perfect_records
+
+    among = {("crank", "placeholder"): EvalResult(10, 10, 0, 0), ("crank", "ace"): EvalResult(10, 0, 0, 10)}
+    assert perfect_records(["crank", "placeholder", "ace"], among) == ["placeholder", "ace"]
+    mixed = {("crank", "placeholder"): EvalResult(10, 9, 1, 0), ("crank", "ace"): EvalResult(10, 1, 0, 9)}
+    assert perfect_records(["crank", "placeholder", "ace"], mixed) == []
 
 
 def test_a_lone_reference_is_elo_1000_and_the_learner_is_its_odds_away():
@@ -81,7 +94,7 @@ def test_a_rated_record_reads_back_with_its_infinite_side_as_null():
     data = json.loads(json.dumps(above.to_dict(), allow_nan=False))  # strict JSON
     assert data["rating"]["elo"] is None and data["rating"]["high"] is None and data["policy"] == "sampled"
     assert BestRecord.from_dict(data) == above
-    with pytest.raises(ValueError, match="rating.note"):
+    with pytest.raises(ValueError, match="rating: note"):
         BestRecord.from_dict({**data, "rating": {**data["rating"], "note": "great"}})
 
 

@@ -30,6 +30,7 @@ from arena.training import (
     keep_best,
     league_agents,
     load_checkpoint,
+    perfect_records,
     rate,
     read_best,
     reference_scale,
@@ -97,8 +98,12 @@ class Evaluator:
             pairs = [(a, b) for i, a in enumerate(self.specs) for b in self.specs[i + 1:]]
             seed = self.seed + REFERENCE_SEED_OFFSET
             results = self._summed([(self.make_opponent(a), self.make_opponent(b), seed) for a, b in pairs])
-            self.scale = reference_scale([s.label for s in self.specs],
-                                         {(a.label, b.label): r for (a, b), r in zip(pairs, results)})
+            labels, among = [s.label for s in self.specs], {(a.label, b.label): r for (a, b), r in zip(pairs, results)}
+            self.scale = reference_scale(labels, among)
+            perfect = perfect_records(labels, among)
+            if perfect:
+                self.echo(f"note: {', '.join(perfect)} won or lost every game among the evaluation's references, "
+                          f"so the rating scale's spread there is the fit's cap, not a measurement")
         return self.scale
 
     def _summed(self, matches: list[tuple[Any, Any, int]]) -> list[EvalResult]:

@@ -258,7 +258,7 @@ class OnPolicyRunner:
             raise
         self.counters.elapsed += time.perf_counter() - start
         if run.eval_games > 0 and self.counters.updates > 0 and self.counters.last_eval != self.counters.env_steps:
-            self.evaluate()  # the final weights always get a deterministic evaluation
+            self.evaluate()  # the final weights are always evaluated
         if self.counters.last_save != self.counters.env_steps or self.counters.updates == 0:
             self.save()
         meter.close()
@@ -301,7 +301,7 @@ class OnPolicyRunner:
         return [(wins, games) for wins, games in counts.tolist()]
 
     def evaluate(self) -> dict[str, float]:
-        """Deterministic games against each fixed opponent (eval.csv), then keep the weights if best."""
+        """Games against each reference, playing by run.eval_policy (eval.csv), then keep the weights if best."""
         step = self.counters.env_steps
         self.counters.last_eval = step
         results, record = self.evaluator.play(self.agent, step)
