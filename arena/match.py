@@ -78,7 +78,7 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
     """
     import torch
 
-    from arena.agents import POLICIES
+    from arena.agents import POLICIES, play_by
     from arena.env import TensorEnv, resolve_device
     from arena.env.teams import side_total
     from arena.loop import Controller, GameLoop, Seating, observation_config
@@ -113,8 +113,8 @@ def play_match(agent_a: "Agent", agent_b: "Agent", games: int, *, env_config: "E
     start = time.perf_counter()
     try:
         raise_failures([f for (agent, name, role), policy in zip(roles, policies)
-                        if (f := (checked_call(agent.train, name, role, "train", True) if policy == "sampled"
-                                  else checked_call(agent.eval, name, role, "eval")))])
+                        if (f := checked_call(play_by, name, role, "train" if policy == "sampled" else "eval",
+                                              agent, policy))])
         loop.reset_agents()
         obs = env.reset()
         with torch.no_grad():
