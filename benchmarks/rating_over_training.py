@@ -34,7 +34,6 @@ def rate_run(run: Path, references: list[str], policy: str, games_per_pairing: i
     import yaml
 
     from arena.tournament import load_config, run_tournament
-    from arena.tournament.over_training import training_runs
 
     if threads:
         torch.set_num_threads(threads)
@@ -47,8 +46,8 @@ def rate_run(run: Path, references: list[str], policy: str, games_per_pairing: i
         "participants": [*references, {"agent": "ppo", "checkpoints": "../ckpt_*.pt", "policy": policy}]}))
     start = time.perf_counter()
     report = run_tournament(load_config(league), progress=False, notify=False)
-    runs = training_runs(report.leaderboard)  # keyed by the folder as the leaderboard shows it
-    progress = next((p for folder, p in runs.items() if Path(folder).resolve() == run.resolve()), None)
+    progress = next((p for folder, p in report.over_training.items() if Path(folder).resolve() == run.resolve()),
+                    None)  # keyed by the folder as the leaderboard shows it
     if progress is None:
         raise SystemExit(f"{run}: fewer than two checkpoints (ckpt_*.pt) to rate")
     return {"run": str(run), "policy": policy, "checkpoints": len(progress.frame), "rated": progress.rated,

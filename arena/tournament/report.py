@@ -17,6 +17,7 @@ from arena.tournament.config import RatingConfig
 from arena.tournament.matchups import format_matchups, matchups
 from arena.tournament.over_training import RunProgress, training_runs
 from arena.tournament.ratings import (
+    ELO_BASE,
     REFERENCE,
     SATURATED_SCORE,
     ReferencesUnlinked,
@@ -76,6 +77,7 @@ class TournamentReport:
     matchups: "pd.DataFrame | None" = None  # gauntlets: each candidate against each opponent (matchups.py)
     replays: list[Any] = field(default_factory=list)  # notable games recorded (replays.ReplayEntry)
     by_reference: bool = False  # ordered by the rating against the league's references
+    over_training: dict[str, RunProgress] = field(default_factory=dict)  # training runs among the participants
 
     @property
     def complete(self) -> bool:
@@ -90,7 +92,7 @@ class TournamentReport:
             "matchups": records(self.matchups) if self.matchups is not None else [],
             "forfeits": records(self.forfeits),
             "replays": [vars(r).copy() for r in self.replays],
-            "over_training": [run.summary() for run in training_runs(self.leaderboard).values()],
+            "over_training": [run.summary() for run in self.over_training.values()],
             "files": {k: str(v) for k, v in self.files.items()},
         }
 
@@ -197,7 +199,7 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
     return TournamentReport(name, Path(output_dir), board, h2h, forfeits, len(games),
                             expected_games if expected_games is not None else len(games), warnings=warnings,
                             scale=scale, matchups=matchups(games, names, list(candidates)) if candidates else None,
-                            by_reference=by_reference is not None)
+                            by_reference=by_reference is not None, over_training=training_runs(board))
 
 
 def ordered(board: "pd.DataFrame", by_reference: bool) -> "pd.DataFrame":
@@ -220,7 +222,7 @@ def ordered(board: "pd.DataFrame", by_reference: bool) -> "pd.DataFrame":
 def _reference_scale(anchor: str, rating: RatingConfig) -> str:
     if anchor:
         return f"the reference {anchor} is fixed at Elo {rating.anchor_elo:g}"
-    return f"the average of the references with mixed records among themselves is Elo {1000:g}"
+    return f"the average of the references with mixed records among themselves is Elo {ELO_BASE:g}"
 
 
 def _maybe(values: Any, i: int) -> float:
@@ -395,9 +397,8 @@ def markdown_report(report: TournamentReport) -> str:
         parts.append("A forfeit counts as a loss for the participant that misbehaved.")
         parts.append("")
         parts.append(markdown_table(report.forfeits))
-    runs = training_runs(report.leaderboard)
-    if runs:
-        parts += ["", *over_training_lines(runs, reference_names(report.leaderboard))]
+    if report.over_training:
+        parts += ["", *over_training_lines(report.over_training, reference_names(report.leaderboard))]
     if report.replays:
         parts += ["", "## Replays", "",
                   "Notable games of each pairing, recorded: open the .html in a browser (offline), the .acmi in "
@@ -462,12 +463,11 @@ def write_report(report: TournamentReport, directory: str | os.PathLike[str] | N
     report.head_to_head.to_csv(paths["head_to_head"])
     paths["markdown"].write_text(markdown_report(report), encoding="utf-8")
     plot_head_to_head(report.head_to_head, paths["picture"], title=f"{report.name}: head to head")
-    runs = training_runs(report.leaderboard)
     picture = out / "rating_over_training.png"
-    if runs:
+    if report.over_training:
         paths["rating_over_training"] = picture
         board = report.leaderboard
-        plot_rating_over_training(runs, picture, board[board["reference_note"] == REFERENCE],
+        plot_rating_over_training(report.over_training, picture, board[board["reference_note"] == REFERENCE],
                                   title=f"{report.name}: rating over training")
     elif picture.exists():
         picture.unlink()  # from an earlier league in this folder: not about these participants
@@ -663,7 +663,7 @@ def over_training_console(report: TournamentReport) -> list[str]:
     """One line per training run among the participants: what its rating over training says."""
     lines = []
     references = reference_names(report.leaderboard)
-    for run in training_runs(report.leaderboard).values():
+    for run in report.over_training.values():
         measure = (f"against the references ({', '.join(references)})" if run.by_reference
                    else "by the Elo of all games (no references: who beats whom, not progress)")
         line = (f"rating over training, {run.label}: {len(run.frame)} checkpoints {measure}; Spearman(step, rating) "

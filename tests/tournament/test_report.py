@@ -87,7 +87,8 @@ def test_checkpoints_of_one_run_get_a_rating_over_training_plot(write_league, re
     config = load_config(write_league([{"agent": "fromfile", "checkpoints": "runs/a/ckpt_*.pt"}, "idle"],
                                       games_per_pairing=16))
     report = run_tournament(config, registry=registry, progress=False, notify=False)
-    runs = training_runs(report.leaderboard)
+    runs = report.over_training
+    assert list(runs) == list(training_runs(report.leaderboard)), "computed once, from the leaderboard"
     assert list(runs) == [str(run_dir)] and list(runs[str(run_dir)].frame["step"]) == [100, 200, 300]
     assert not runs[str(run_dir)].by_reference, "no references: the Elo of all games"
     assert report.files["rating_over_training"].stat().st_size > 1000
