@@ -28,7 +28,7 @@ from arena.training.distributed import (
     rank_from_env,
     rank_seed,
 )
-from arena.training.evaluation import EvalResult, Rating, evaluate, perfect_records, rate, reference_scale
+from arena.training.evaluation import EvalResult, Rating, ReferenceScale, evaluate, rate, reference_scale
 from arena.training.interrupt import StopRequest
 from arena.training.metrics import MetricLogger, default_run_dir, tensorboard_writer, to_plain, write_config
 from arena.training.opponents import (
@@ -55,7 +55,7 @@ __all__ = [
     "DistributedError", "DivergenceError", "EvalResult", "evaluate", "Group", "keep_best",
     "league_agents", "league_partners", "list_checkpoints", "load_checkpoint", "MetricLogger", "OpponentPool",
     "OpponentSpec", "OpponentSpecError", "parse_opponent_spec", "parse_opponent_specs", "PeerFailure",
-    "perfect_records", "Rank", "rank_from_env", "rank_seed", "rate", "Rating", "read_best", "reference_scale",
+    "Rank", "ReferenceScale", "rank_from_env", "rank_seed", "rate", "Rating", "read_best", "reference_scale",
     "restore_agent_memory",
     "save_checkpoint", "SelfPlayPool", "SnapshotError", "split_envs", "StopRequest", "Tally", "tensorboard_writer",
     "to_plain", "with_floor", "write_config",

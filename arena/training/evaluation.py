@@ -85,6 +85,9 @@ class Rating:
     @classmethod
     def from_dict(cls, data: Any) -> "Rating":
         """``ValueError`` naming the bad field."""
+        from arena.tournament.ratings import ABOVE_REFERENCES as ABOVE
+        from arena.tournament.ratings import BELOW_REFERENCES as BELOW
+
         if not isinstance(data, dict):
             raise ValueError(f"expected a dict, got {type(data).__name__}")
         note = data.get("note", "")
@@ -101,39 +104,33 @@ class Rating:
         return cls(values["elo"], values["low"], values["high"], note)
 
 
-ABOVE, BELOW = "above every reference", "below every reference"  # arena.tournament.ratings' notes
+@dataclass(frozen=True)
+class ReferenceScale:
+    """The references' Elo, and those whose record among them is perfect (unbeaten or winless): the
+    scale's spread at those is the fit's cap, not a measurement (a league report warns of the same)."""
+
+    elo: dict[str, float]
+    perfect: tuple[str, ...] = ()
 
 
 def reference_scale(labels: Sequence[str], results: Mapping[tuple[str, str], EvalResult], rounds: int = 0
-                    ) -> dict[str, float]:
+                    ) -> ReferenceScale:
     """The references' Elo from their games among themselves (``results[(a, b)]`` is a's record against b),
-    on the tournament's scale: the average of the references with mixed records is 1000. A lone
-    reference is 1000."""
+    by the tournament's fit and on its scale: the average of the references with mixed records is 1000.
+    A lone reference is 1000."""
     from arena.tournament.ratings import ELO_BASE, bradley_terry
     from arena.tournament.results import DRAW, P1_WINS, P2_WINS, GameResult
 
     if len(labels) == 1:
-        return {labels[0]: ELO_BASE}
+        return ReferenceScale({labels[0]: ELO_BASE})
     position = {label: i for i, label in enumerate(labels)}
     games = []
     for (a, b), r in results.items():
         for k, outcome in enumerate([P1_WINS] * r.wins + [DRAW] * r.draws + [P2_WINS] * r.losses):
             games.append(GameResult(position[a], position[b], k, outcome, 0, 0.0, 0.0))
     fit = bradley_terry(games, len(labels), rounds=rounds)
-    return {label: float(fit.elo[i]) for label, i in position.items()}
-
-
-def perfect_records(labels: Sequence[str], results: Mapping[tuple[str, str], EvalResult]) -> list[str]:
-    """The references that won, or lost, every game among the references: the scale's spread at them
-    is the fit's cap, not a measurement (a league report warns of the same)."""
-    points = {label: 0.0 for label in labels}
-    games = {label: 0 for label in labels}
-    for (a, b), r in results.items():
-        points[a] += r.wins + 0.5 * r.draws
-        points[b] += r.losses + 0.5 * r.draws
-        games[a] += r.games
-        games[b] += r.games
-    return [label for label in labels if games[label] and points[label] in (0.0, float(games[label]))]
+    return ReferenceScale({label: float(fit.elo[i]) for label, i in position.items()},
+                          tuple(label for label, i in position.items() if fit.flags[i] in ("unbeaten", "winless")))
 
 
 def rate(results: Mapping[str, EvalResult], scale: Mapping[str, float]) -> Rating | None:

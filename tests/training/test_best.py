@@ -62,17 +62,15 @@ def test_the_rating_against_the_references_decides_before_the_worst_score():
 
 
 def test_references_with_a_perfect_record_among_themselves_are_named():
-    from arena.training import perfect_records
-
     among = {("crank", "placeholder"): EvalResult(10, 10, 0, 0), ("crank", "ace"): EvalResult(10, 0, 0, 10)}
-    assert perfect_records(["crank", "placeholder", "ace"], among) == ["placeholder", "ace"]
+    assert reference_scale(["crank", "placeholder", "ace"], among).perfect == ("placeholder", "ace")
     mixed = {("crank", "placeholder"): EvalResult(10, 9, 1, 0), ("crank", "ace"): EvalResult(10, 1, 0, 9)}
-    assert perfect_records(["crank", "placeholder", "ace"], mixed) == []
+    assert reference_scale(["crank", "placeholder", "ace"], mixed).perfect == ()
 
 
 def test_a_lone_reference_is_elo_1000_and_the_learner_is_its_odds_away():
     results = {"crank": EvalResult(100, 75, 0, 25)}
-    assert reference_scale(["crank"], {}) == {"crank": 1000.0}
+    assert reference_scale(["crank"], {}).elo == {"crank": 1000.0}
     rating = rate(results, {"crank": 1000.0})
     assert rating.elo == pytest.approx(1000.0 + 400.0 * math.log10(3.0), abs=1e-6)
     assert rating.low < rating.elo < rating.high
@@ -82,7 +80,7 @@ def test_the_references_scale_is_the_tournaments():
     from arena.tournament.ratings import bradley_terry
     from arena.tournament.results import P1_WINS, P2_WINS, GameResult
 
-    scale = reference_scale(["a", "b"], {("a", "b"): EvalResult(100, 75, 0, 25)})
+    scale = reference_scale(["a", "b"], {("a", "b"): EvalResult(100, 75, 0, 25)}).elo
     games = [GameResult(0, 1, k, P1_WINS if k < 75 else P2_WINS, 0, 0.0, 0.0) for k in range(100)]
     fit = bradley_terry(games, 2, rounds=0)
     assert [scale["a"], scale["b"]] == pytest.approx(list(fit.elo))

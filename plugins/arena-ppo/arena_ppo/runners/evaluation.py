@@ -25,12 +25,12 @@ from arena.training import (
     BestRecord,
     EvalResult,
     OpponentSpec,
+    ReferenceScale,
     checkpoint_name,
     evaluate,
     keep_best,
     league_agents,
     load_checkpoint,
-    perfect_records,
     rate,
     read_best,
     reference_scale,
@@ -59,7 +59,7 @@ class Evaluator:
                  policy: str = DEFAULT_POLICY) -> None:
         self.specs = evaluation_specs(specs)
         self.policy = policy
-        self.scale: dict[str, float] | None = None  # the references' Elo, from their games among themselves
+        self.scale: ReferenceScale | None = None  # the references' Elo, from their games among themselves
         self.make_opponent = make_opponent
         self.env_config, self.device = env_config, device
         self.seed = seed + EVAL_SEED_OFFSET
@@ -85,25 +85,24 @@ class Evaluator:
             self.echo(f"eval vs {spec.label} after {step:,} steps: "
                       f"{result.wins}W {result.draws}D {result.losses}L of {result.games} ({self.policy})")
         by_label = {s.label: r for s, r in zip(self.specs, results)}
-        rating = rate(by_label, self.reference_scale()) if results else None
+        rating = rate(by_label, self.reference_scale().elo) if results else None
         if rating is not None:
             row.update({"eval_elo": rating.elo, "eval_elo_low": rating.low, "eval_elo_high": rating.high})
             self.echo(f"eval after {step:,} steps: {rating.describe()} against the references")
         return row, BestRecord.of(step, by_label, rating, self.policy)
 
-    def reference_scale(self) -> dict[str, float]:
+    def reference_scale(self) -> ReferenceScale:
         """The references' Elo from their games among themselves: played at the first evaluation of a run
         (the same seeds give the same figures after a resume)."""
         if self.scale is None:
             pairs = [(a, b) for i, a in enumerate(self.specs) for b in self.specs[i + 1:]]
             seed = self.seed + REFERENCE_SEED_OFFSET
             results = self._summed([(self.make_opponent(a), self.make_opponent(b), seed) for a, b in pairs])
-            labels, among = [s.label for s in self.specs], {(a.label, b.label): r for (a, b), r in zip(pairs, results)}
-            self.scale = reference_scale(labels, among)
-            perfect = perfect_records(labels, among)
-            if perfect:
-                self.echo(f"note: {', '.join(perfect)} won or lost every game among the evaluation's references, "
-                          f"so the rating scale's spread there is the fit's cap, not a measurement")
+            self.scale = reference_scale([s.label for s in self.specs],
+                                         {(a.label, b.label): r for (a, b), r in zip(pairs, results)})
+            if self.scale.perfect:
+                self.echo(f"note: {', '.join(self.scale.perfect)} won or lost every game among the evaluation's "
+                          f"references, so the rating scale's spread there is the fit's cap, not a measurement")
         return self.scale
 
     def _summed(self, matches: list[tuple[Any, Any, int]]) -> list[EvalResult]:
