@@ -72,12 +72,7 @@ class Evaluator:
     def play(self, agent: Any, step: int) -> tuple[dict[str, float], BestRecord | None]:
         """Eval.csv's columns for this evaluation (win/draw/loss fractions per reference, the rating) and
         its record."""
-        opponents = []
-        for spec in self.specs:
-            if spec.label not in self._opponents:
-                self._opponents[spec.label] = self.make_opponent(spec)
-            opponents.append(self._opponents[spec.label])
-        results = self._summed([(agent, opponent, self.seed) for opponent in opponents])
+        results = self._summed([(agent, self._opponent(spec), self.seed) for spec in self.specs])
         agent.train(True)
         row: dict[str, float] = {}
         for spec, result in zip(self.specs, results):
@@ -97,13 +92,19 @@ class Evaluator:
         if self.scale is None:
             pairs = [(a, b) for i, a in enumerate(self.specs) for b in self.specs[i + 1:]]
             seed = self.seed + REFERENCE_SEED_OFFSET
-            results = self._summed([(self.make_opponent(a), self.make_opponent(b), seed) for a, b in pairs])
+            results = self._summed([(self._opponent(a), self._opponent(b), seed) for a, b in pairs])
             self.scale = reference_scale([s.label for s in self.specs],
                                          {(a.label, b.label): r for (a, b), r in zip(pairs, results)})
             if self.scale.perfect:
                 self.echo(f"note: {', '.join(self.scale.perfect)} won or lost every game among the evaluation's "
                           f"references, so the rating scale's spread there is the fit's cap, not a measurement")
         return self.scale
+
+    def _opponent(self, spec: OpponentSpec) -> Any:
+        """The reference of ``spec``, built once a run (each match resets it)."""
+        if spec.label not in self._opponents:
+            self._opponents[spec.label] = self.make_opponent(spec)
+        return self._opponents[spec.label]
 
     def _summed(self, matches: list[tuple[Any, Any, int]]) -> list[EvalResult]:
         """This process's share of each match's games, summed over the processes."""
