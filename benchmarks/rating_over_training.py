@@ -103,12 +103,11 @@ def kept_by_evaluations(run: Path, references: list[str], policy: str, games: in
 
 
 def rank_of(step: int | None, ratings: list[dict[str, Any]]) -> int | None:
-    """The rank of the checkpoint of ``step`` by reference Elo (above every reference first, by lower bound)."""
-    def key(r: dict[str, Any]) -> tuple[bool, float]:
-        above = r["reference_elo"] == math.inf
-        return above, r["reference_low"] if above else r["reference_elo"]
+    """The rank of the checkpoint of ``step`` in the leaderboard's order (``reference_order``)."""
+    from arena.tournament.ratings import reference_order
 
-    ordered = [r["step"] for r in sorted(ratings, key=key, reverse=True)]
+    ordered = [r["step"] for r in sorted(ratings, reverse=True, key=lambda r: reference_order(
+        r["reference_elo"], r["reference_low"], r["reference_high"]))]
     return ordered.index(step) + 1 if step in ordered else None
 
 
