@@ -6,6 +6,7 @@ Nothing heavy is imported at module level, so ``arena --help`` answers without l
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -120,25 +121,38 @@ def main() -> None:
       arena tournament tournaments/league.yaml   rate a league; leaderboard + CSV
       arena agents                               what the installed plugins provide
     """
+    if os.environ.get("ARENA_COMPILE"):  # a bad value is one line here, not a traceback in the first env
+        from arena.env.compiled import CompileSettingError, compile_setting
+
+        try:
+            compile_setting()
+        except CompileSettingError as exc:
+            raise ArenaError(str(exc)) from None
 
 
 @main.command("env-info")
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:N or auto.")
 @click.option("--obs-mode", type=click.Choice(["default", "extended"]), default="default", show_default=True)
+@click.option("--num-envs", type=click.IntRange(1), default=16384, show_default=True,
+              help="The batch whose step path to report (compiled or eager; ARENA_COMPILE chooses).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def env_info(device: str, obs_mode: ObsMode, as_json: bool) -> None:
-    """Print the environment's constants, the device and the observation keys."""
+def env_info(device: str, obs_mode: ObsMode, num_envs: int, as_json: bool) -> None:
+    """Print the environment's constants, the device, how a step runs and the observation keys."""
     from dataclasses import asdict
 
     from arena.env import EnvConfig, TensorEnv
+    from arena.env.compiled import resolve_compile
 
     try:
-        env = TensorEnv(1, device=device_option(device), config=EnvConfig(obs_mode=obs_mode))
+        env = TensorEnv(1, device=device_option(device), config=EnvConfig(obs_mode=obs_mode), compile=False)
+        compiled, reason = resolve_compile(None, env.device, num_envs)
     except ValueError as exc:
         raise ArenaError(str(exc)) from exc
     cfg = asdict(env.config)
+    path = "compiled" if compiled else f"eager ({reason})"
     info = {
         "device": str(env.device),
+        "step": {"num_envs": num_envs, "compiled": compiled, "path": path},
         "config": cfg,
         "obs_keys": list(env.obs_keys),
         "global_state_size": env.global_state_size,
@@ -148,6 +162,7 @@ def env_info(device: str, obs_mode: ObsMode, as_json: bool) -> None:
         echo_json(info)
         return
     click.echo(f"device: {info['device']}")
+    click.echo(f"step ({num_envs:,} envs): {path}")
     click.echo(f"observation ({len(env.obs_keys)}): {', '.join(env.obs_keys)}")
     click.echo(f"global state size: {info['global_state_size']}   decision steps per episode: {info['max_steps']}")
     click.echo("EnvConfig:")

@@ -202,6 +202,21 @@ def test_mps_without_mps_is_one_line():
         assert result.exit_code == 2 and "MPS is not available" in result.output and "Traceback" not in result.output
 
 
+def test_env_info_says_how_a_step_runs_and_arena_compile_chooses(monkeypatch):
+    result = run("env-info", "--json", "--num-envs", "4096")
+    assert result.exit_code == 0, result.output
+    step = json.loads(result.stdout)["step"]
+    assert step == {"num_envs": 4096, "compiled": False,
+                    "path": "eager (auto: eager on the CPU; ARENA_COMPILE=1 compiles)"}
+    monkeypatch.setenv("ARENA_COMPILE", "1")
+    assert "step (16,384 envs): compiled" in run("env-info").stdout
+    monkeypatch.setenv("ARENA_COMPILE", "sometimes")
+    for command in (["env-info"], ["play", "crank", "placeholder", *FAST]):
+        result = run(*command)
+        assert result.exit_code == 2 and "ARENA_COMPILE='sometimes': expected auto, 1 or 0" in result.output
+        assert "Traceback" not in result.output
+
+
 # -- a checkpoint brings the battles it was trained for ----------------------------------------------
 
 

@@ -29,6 +29,13 @@ def check_action(action: object, num_envs: int, device: torch.device, who: str =
 
     Each entry is [N] in a duel and [N, T] (one column per seat) in a team battle.
     """
+    return clean_action(validate_action(action, num_envs, device, who, team_size))
+
+
+def validate_action(action: object, num_envs: int, device: torch.device, who: str = "action",
+                    team_size: int = 1) -> Mapping[str, torch.Tensor]:
+    """``action`` itself once its keys, types, shapes, dtypes and device are right; else ValueError naming
+    the key. Reads no values, so it costs nothing on a GPU and stays outside a compiled step."""
     shape = (num_envs,) if team_size == 1 else (num_envs, team_size)
     shown = list(shape)
     if not isinstance(action, Mapping):
@@ -54,7 +61,11 @@ def check_action(action: object, num_envs: int, device: torch.device, who: str =
         if not ok:
             want = "bool or floating point" if key == "fire" else "floating point"
             raise ValueError(f"{who}['{key}']: expected dtype {want}, got {value.dtype}")
+    return action
 
+
+def clean_action(action: Mapping[str, torch.Tensor]) -> CleanAction:
+    """A validated action clamped to its range, NaNs replaced and counted."""
     rudder, throttle, fire = (action[k] for k in ACTION_KEYS)
     nan_r, nan_t = torch.isnan(rudder), torch.isnan(throttle)
     nan_count = nan_r.int() + nan_t.int()

@@ -21,18 +21,30 @@ def sample_spawn(cfg: EnvConfig, num_envs: int, generator: torch.Generator, devi
                  slots: bool = True) -> WorldState:
     """A fresh episode for every env; the caller keeps only the envs it is resetting (``slots=False``
     leaves out the empty missile slots, which an auto-reset does not copy)."""
+    return spawn_from_uniforms(cfg, *spawn_uniforms(cfg, num_envs, generator, device), device, slots)
+
+
+def spawn_uniforms(cfg: EnvConfig, num_envs: int, generator: torch.Generator, device: torch.device
+                   ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The generator's draws for :func:`spawn_from_uniforms`: [N, 8] for the leads, [N, 2, T-1] for the
+    wingmen (None in a duel)."""
     u = torch.rand(num_envs, 8, generator=generator, device=device)
     wing = torch.rand(num_envs, 2, cfg.team_size - 1, generator=generator, device=device) if cfg.team_size > 1 else None
-    return spawn_from_uniforms(cfg, u, wing, device, slots)
+    return u, wing
 
 
 def seeded_spawn(cfg: EnvConfig, seeds: torch.Tensor, device: torch.device, slots: bool = True) -> WorldState:
     """The start of each env from its own 63-bit seed ([N] int64): the same seed gives the same start
     in any batch, at any position, on any run, so a game can be replayed alone."""
+    return spawn_from_uniforms(cfg, *seeded_spawn_uniforms(cfg, seeds.to(device)), device, slots)
+
+
+def seeded_spawn_uniforms(cfg: EnvConfig, seeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """:func:`spawn_uniforms` of each env from its own seed."""
     t = cfg.team_size
-    u = seeded_uniforms(seeds.to(device), 8 + 2 * (t - 1))
+    u = seeded_uniforms(seeds, 8 + 2 * (t - 1))
     wing = u[:, 8:].reshape(-1, 2, t - 1) if t > 1 else None
-    return spawn_from_uniforms(cfg, u[:, :8].contiguous(), wing, device, slots)
+    return u[:, :8].contiguous(), wing
 
 
 MASK64 = (1 << 64) - 1

@@ -90,5 +90,9 @@ class WorldState:
             picked[f.name] = value.index_select(1 if value.dim() == 3 else 0, envs)  # missiles are [S, N, A]
         return WorldState(**picked)
 
+    def as_tuple(self) -> tuple[torch.Tensor, ...]:
+        """The fields in declaration order: ``WorldState(*state.as_tuple())`` rebuilds it."""
+        return tuple(getattr(self, f.name) for f in fields(self))
+
     def clone(self) -> "WorldState":
         return WorldState(**{f.name: getattr(self, f.name).clone() for f in fields(self)})

@@ -7,13 +7,14 @@ from typing import Any
 
 import torch
 
-from arena.env.actions import CleanAction, check_action
+from arena.env.actions import validate_action
+from arena.env.compiled import StepRunner, resolve_compile
 from arena.env.config import EnvConfig
 from arena.env.devices import resolve_device
-from arena.env.dynamics import advance, launch, swap_players
 from arena.env.observations import PLAYERS, Observation, global_state, global_state_size, obs_keys, observe
-from arena.env.spawn import sample_spawn, seeded_spawn
+from arena.env.spawn import sample_spawn, seeded_spawn, seeded_spawn_uniforms, spawn_uniforms
 from arena.env.state import WorldState
+from arena.env.step import StepPlan
 from arena.env.teams import side_view
 from arena.threads import note_torch_default, settle_threads
 
@@ -29,11 +30,14 @@ class TensorEnv:
     [N]; in a team battle it is [N, T], one column per seat. Finished battles are reset in place
     (auto-reset), and everything a trainer needs about them — who won, the last observation, episode
     statistics — comes back as tensors in ``infos``, so on a GPU ``step`` never waits for the host.
+
+    ``compile`` runs the step as one compiled graph (:mod:`arena.env.compiled`): True, False, or None
+    for ``ARENA_COMPILE`` and else the default, which compiles large batches on a GPU.
     """
 
     def __init__(self, num_envs: int, device: str | torch.device | None = "cpu", seed: int = 0,
                  config: EnvConfig | None = None, packed_missiles: bool | None = None,
-                 final_global_state: bool = False) -> None:
+                 final_global_state: bool = False, compile: bool | None = None) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         self.num_envs = num_envs
@@ -44,8 +48,14 @@ class TensorEnv:
         self.obs_keys = obs_keys(self.config)
         # Also hand back the global state before auto-reset: privileged critics bootstrap time-outs from it.
         self.final_global_state = final_global_state
+        self.compiled, self.eager_reason = resolve_compile(compile, self.device, num_envs)
+        if self.compiled and packed_missiles:
+            raise ValueError("packed_missiles lists the missiles in flight, a shape that changes every step; "
+                             "a compiled step needs the dense layout (packed_missiles=False or None)")
         # Integrate only the missiles in flight: a win on the CPU; on a GPU it would cost a host sync.
-        self.packed_missiles = self.device.type == "cpu" if packed_missiles is None else packed_missiles
+        if packed_missiles is None:
+            packed_missiles = self.device.type == "cpu" and not self.compiled
+        self.packed_missiles = packed_missiles
         self.generator = torch.Generator(device=self.device)
         self.seed = seed
         self.generator.manual_seed(seed)
@@ -62,8 +72,17 @@ class TensorEnv:
         # Team observations (neighbour slots) are costly: after an auto-reset only the restarted battles
         # are observed again. Finding them syncs with the host, which the CPU layout does anyway.
         self._observe_subsets = self.packed_missiles and self.team_size > 1
+        self._runners: dict[StepPlan, StepRunner] = {}
 
     # -- public API -------------------------------------------------------------------------------
+
+    @property
+    def step_path(self) -> str:
+        """How ``step`` runs: "compiled" (one graph) or "eager (<why>)"."""
+        runner = self._runners.get(self._plan())
+        if self.compiled and (runner is None or runner.compiled):
+            return "compiled"
+        return f"eager ({self.eager_reason or 'the compiler failed'})"
 
     @property
     def obs_size(self) -> int:
@@ -124,69 +143,42 @@ class TensorEnv:
         """
         if not self._has_reset:
             raise RuntimeError("call reset() before step()")
-        cfg = self.config
         t = self.team_size
-        a1 = check_action(action_p1, self.num_envs, self.device, "action_p1", t)
-        a2 = check_action(action_p2, self.num_envs, self.device, "action_p2", t)
-        rudder, throttle, fire = self._pair(a1, a2)
+        actions = (validate_action(action_p1, self.num_envs, self.device, "action_p1", t),
+                   validate_action(action_p2, self.num_envs, self.device, "action_p2", t))
+        if self.game_seeds is not None:
+            spawn = seeded_spawn_uniforms(self.config, self.game_seeds)
+        else:
+            spawn = spawn_uniforms(self.config, self.num_envs, self.generator, self.device)
+        totals = (self._ep_return, self._ep_missiles, self._ep_kills)
+        plan = self._plan()
+        runner = self._runners.get(plan)
+        if runner is None:
+            runner = self._runners[plan] = StepRunner(plan, self.compiled)
+        out = runner(self.state.as_tuple(), actions, spawn, totals)
 
-        s = self.state
-        was_alive = s.alive
-        fired = launch(s, fire, cfg, sparse=self.packed_missiles)
-        kills = advance(s, rudder, throttle, cfg, packed=self.packed_missiles)
-        s.time = s.time + 1.0
-
-        dead = ~s.alive
-        side_dead = dead if t == 1 else dead.view(self.num_envs, 2, t).all(-1)  # [N, 2] a side has no aircraft left
-        terminated = side_dead.any(-1)
-        truncated = (s.time >= cfg.max_steps) & ~terminated
-        dones = terminated | truncated
-        won = swap_players(side_dead) & ~side_dead  # [N, 2] the other side is gone, mine is not
-        lost = side_dead & ~swap_players(side_dead)
-        if t > 1:  # at the time limit the side with more aircraft alive wins (in a duel both are alive then)
-            count = s.alive.view(self.num_envs, 2, t).sum(-1)
-            won = won | (truncated.unsqueeze(-1) & (count > swap_players(count)))
-            lost = lost | (truncated.unsqueeze(-1) & (count < swap_players(count)))
-        winner = torch.full((self.num_envs,), -1, dtype=torch.int8, device=self.device)
-        winner = torch.where(dones, torch.zeros_like(winner), winner)
-        winner = torch.where(won[:, 0], torch.ones_like(winner), winner)
-        winner = torch.where(won[:, 1], torch.full_like(winner, 2), winner)
-
-        rc = cfg.reward
-        outcome = won.float() - lost.float()
-        if t > 1:
-            outcome = outcome.repeat_interleave(t, -1)  # [N, A] each aircraft gets its side's outcome
-        reward = (rc.survival * s.alive.float() + rc.win * outcome - rc.missile_cost * fired.float())
-        self._ep_return += reward
-        self._ep_missiles += fired.float()
-        self._ep_kills += kills
-
-        final_obs = self.observe()
-        final_state = {p: self.global_state(p) for p in PLAYERS} if self.final_global_state else None
-        watched = self.state.select(self.watched) if self.watched is not None else None
-        episode = {
-            "return": self._by_side(self._ep_return, clone=True),
-            "length": s.time.clone(),
-            "missiles_fired": self._by_side(self._ep_missiles, clone=True),
-            "kills": self._by_side(self._ep_kills, clone=True),
-        }
-        self._auto_reset(dones)
-        obs = self._observe_restarted(final_obs, dones) if self._observe_subsets else self.observe()
+        watched = None
+        if self.watched is not None:
+            watched = WorldState(*out["final_world"]).select(self.watched)
+        self.state = WorldState(*out["world"])
+        self._ep_return, self._ep_missiles, self._ep_kills = out["totals"]
+        ep_return, length, missiles, kills = out["episode"]
         infos = {
-            "terminated": terminated,
-            "truncated": truncated,
-            "winner": winner,
-            "final_obs": final_obs,
-            "episode": episode,
-            "nan_actions": {"p1": a1.nan_count, "p2": a2.nan_count},
-            "kills": self._by_side(kills),
-            "deaths": self._by_side(was_alive & dead),
+            "terminated": out["terminated"],
+            "truncated": out["truncated"],
+            "winner": out["winner"],
+            "final_obs": out["final_obs"],
+            "episode": {"return": self._by_side(ep_return), "length": length,
+                        "missiles_fired": self._by_side(missiles), "kills": self._by_side(kills)},
+            "nan_actions": dict(zip(PLAYERS, out["nan_actions"])),
+            "kills": self._by_side(out["kills"]),
+            "deaths": self._by_side(out["deaths"]),
         }
-        if final_state is not None:
-            infos["final_global_state"] = final_state
+        if "final_global_state" in out:
+            infos["final_global_state"] = out["final_global_state"]
         if watched is not None:
             infos["watched_state"] = watched
-        return obs, self._by_side(reward), dones, infos
+        return out["obs"], self._by_side(out["reward"]), out["dones"], infos
 
     def watch(self, envs: torch.Tensor | None) -> None:
         """From now on ``step`` also returns ``infos["watched_state"]``: a copy of the battles ``envs``
@@ -259,28 +251,13 @@ class TensorEnv:
 
     # -- internals --------------------------------------------------------------------------------
 
-    def _by_side(self, t: torch.Tensor, clone: bool = False) -> dict[str, torch.Tensor]:
+    def _by_side(self, t: torch.Tensor) -> dict[str, torch.Tensor]:
         """{"p1": ..., "p2": ...} of an [N, A] tensor: [N] each in a duel, [N, T] in a team battle."""
-        views = {p: side_view(t, self.team_size, i) for i, p in enumerate(PLAYERS)}
-        return {p: v.clone() for p, v in views.items()} if clone else views
+        return {p: side_view(t, self.team_size, i) for i, p in enumerate(PLAYERS)}
 
-    def _pair(self, a1: CleanAction, a2: CleanAction) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Both sides' actions as [N, A] tensors, p1's seats first."""
-        join = torch.stack if self.team_size == 1 else torch.cat
-        return (join((a1.rudder, a2.rudder), -1), join((a1.throttle, a2.throttle), -1),
-                join((a1.fire, a2.fire), -1))
-
-    def _observe_restarted(self, final_obs: Obs, dones: torch.Tensor) -> Obs:
-        """The observation after auto-reset: ``final_obs`` where the battle goes on, fresh where it restarted."""
-        envs = torch.nonzero(dones).flatten()
-        if envs.numel() == 0:
-            return {p: dict(o) for p, o in final_obs.items()}
-        restarted = self.state.select(envs)
-        out: Obs = {}
-        for i, p in enumerate(PLAYERS):
-            fresh = observe(restarted, self.config, i)
-            out[p] = {k: v.index_copy(0, envs, fresh[k]) for k, v in final_obs[p].items()}
-        return out
+    def _plan(self) -> StepPlan:
+        return StepPlan(self.config, self.packed_missiles, self.final_global_state, self.watched is not None,
+                        self._observe_subsets)
 
     def _auto_reset(self, dones: torch.Tensor) -> None:
         if self.game_seeds is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -40,3 +41,18 @@ def action_fixture():
 @pytest.fixture(name="place")
 def place_fixture():
     return place
+
+
+@pytest.fixture(params=["packed", "static"])
+def both_step_paths(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test on the CPU's eager step (packed missiles) and on the static step: the dense graph that
+    ``torch.compile`` captures, here run eagerly (``test_compiled_step`` compares it compiled)."""
+    if request.param == "static":
+        init = TensorEnv.__init__
+
+        def static_init(self: TensorEnv, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("packed_missiles", False)
+            init(self, *args, **kwargs)
+
+        monkeypatch.setattr(TensorEnv, "__init__", static_init)
+    return request.param

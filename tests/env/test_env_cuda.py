@@ -84,3 +84,34 @@ def test_a_step_never_waits_for_the_host(team_size):
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert int(ended) > n, "the test should cover auto-resets"
+
+
+@pytest.mark.parametrize("team_size", [1, 2])
+def test_the_compiled_gpu_step_follows_the_eager_one_and_never_waits(team_size):
+    """The step compiled with Triton: the same battles as eager on the GPU within float tolerance, and,
+    once compiled, no host synchronisation either."""
+    pytest.importorskip("triton")
+    n, steps = 512, 60
+    cfg = EnvConfig(team_size=team_size, max_time=40.0)
+    shape = (n,) if team_size == 1 else (n, team_size)
+    eager = TensorEnv(n, device="cuda", config=cfg, compile=False)
+    fast = TensorEnv(n, device="cuda", config=cfg, compile=True)
+    for env in (eager, fast):
+        env.reset(game_seeds=SEEDS[:n].cuda())
+    actions = [{p: on(a[p], "cuda") for p in a} for a in scripted_actions(steps, shape, seed=3)]
+    fast.step(actions[0]["p1"], actions[0]["p2"])  # compiles
+    eager.step(actions[0]["p1"], actions[0]["p2"])
+    assert fast.step_path == "compiled"
+    ended = 0
+    for a in actions[1:]:
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            obs_c, _, done_c, _ = fast.step(a["p1"], a["p2"])
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        obs_e, _, done_e, _ = eager.step(a["p1"], a["p2"])
+        assert torch.equal(done_c, done_e)
+        for key in ("x", "y", "enemy_distance"):
+            assert torch.allclose(obs_c["p1"][key], obs_e["p1"][key], atol=1e-4), key
+        ended += int(done_e.sum())
+    assert ended > 0

@@ -40,12 +40,13 @@ GLOBAL_EVERY = 10  # steps between stored global states (71 values a player: sam
 RTOL, ATOL = 1e-4, 1e-4  # rounding across CPUs and thread counts stays below 1e-5 over these steps
 NOISE_SIGMAS = 5.0  # outcome statistics may differ by this many standard errors of a difference
 
-CASES = {  # name: (config, packed missiles, seed, reference case)
-    "default-packed": (EnvConfig(max_time=120.0), True, 0, "default"),
-    "default-dense": (EnvConfig(max_time=120.0), False, 0, "default"),  # the same battles as packed
-    "extended": (EnvConfig(max_time=120.0, obs_mode="extended"), True, 1, "extended"),
+CASES = {  # name: (config, step path, seed, reference case)
+    "default-packed": (EnvConfig(max_time=120.0), "packed", 0, "default"),
+    "default-dense": (EnvConfig(max_time=120.0), "dense", 0, "default"),  # the same battles as packed
+    "default-compiled": (EnvConfig(max_time=120.0), "compiled", 0, "default"),  # the dense step, compiled
+    "extended": (EnvConfig(max_time=120.0, obs_mode="extended"), "packed", 1, "extended"),
     "two-missiles-rewards": (EnvConfig.from_dict({"max_time": 200.0, "missiles": 2,
-                                                  "reward": {"survival": 0.01, "missile_cost": 0.1}}), True, 2,
+                                                  "reward": {"survival": 0.01, "missile_cost": 0.1}}), "packed", 2,
                              "two-missiles-rewards"),
 }
 
@@ -78,19 +79,19 @@ def pursue(obs: dict[str, torch.Tensor], gen: torch.Generator) -> dict[str, torc
 class Rollout:
     """One seeded rollout: its per-step outputs (all battles) and the outcomes of its finished episodes."""
 
-    def __init__(self, config: EnvConfig, packed: bool, seed: int) -> None:
+    def __init__(self, config: EnvConfig, step_path: str, seed: int) -> None:
         before = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            self.steps, self.globals, self.outcomes = self._play(config, packed, seed)
+            self.steps, self.globals, self.outcomes = self._play(config, step_path, seed)
         finally:
             torch.set_num_threads(before)
 
     @staticmethod
-    def _play(config: EnvConfig, packed: bool, seed: int
+    def _play(config: EnvConfig, step_path: str, seed: int
               ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
-        env = TensorEnv(NUM_ENVS, device="cpu", seed=seed, config=config, packed_missiles=packed,
-                        final_global_state=True)
+        env = TensorEnv(NUM_ENVS, device="cpu", seed=seed, config=config, packed_missiles=step_path == "packed",
+                        final_global_state=True, compile=step_path == "compiled")
         obs = env.reset()
         gen = torch.Generator().manual_seed(seed + 1)
         steps: dict[str, list[np.ndarray]] = {}
@@ -138,10 +139,10 @@ class Rollout:
 
 def record(path: Path = REFERENCE) -> None:
     arrays: dict[str, np.ndarray] = {}
-    for config, packed, seed, case in CASES.values():
+    for config, step_path, seed, case in CASES.values():
         if f"{case}|envs" in arrays:  # another layout of battles already recorded
             continue
-        rollout = Rollout(config, packed, seed)
+        rollout = Rollout(config, step_path, seed)
         envs = rollout.eventful_envs()
         arrays[f"{case}|envs"] = envs
         for key, value in rollout.steps.items():
@@ -161,8 +162,8 @@ def reference() -> dict[str, np.ndarray]:
 
 
 def play(case: str) -> tuple[str, Rollout]:
-    config, packed, seed, reference_case = CASES[case]
-    return reference_case, Rollout(config, packed, seed)
+    config, step_path, seed, reference_case = CASES[case]
+    return reference_case, Rollout(config, step_path, seed)
 
 
 def wrap_period(key: str) -> float | None:

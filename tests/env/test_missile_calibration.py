@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from arena.env import EnvConfig, TensorEnv
+
+pytestmark = pytest.mark.usefixtures("both_step_paths")  # eager packed and static step
 
 HEAD_ON_RANGE = 40_000.0  # m, must hit a target that keeps coming
 NO_ESCAPE_HIT = 12_000.0  # m, a fleeing target is still hit from here

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from arena.env import EnvConfig, TensorEnv
 from arena.env.config import G
 from arena.env.dynamics import closest_approach_sq
+
+pytestmark = pytest.mark.usefixtures("both_step_paths")  # eager packed and static step
 
 CFG = EnvConfig()
 

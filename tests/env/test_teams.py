@@ -10,6 +10,8 @@ import torch
 from arena.env import EnvConfig, TensorEnv, obs_vector
 from arena.env.observations import neighbour_keys
 
+pytestmark = pytest.mark.usefixtures("both_step_paths")  # eager packed and static step
+
 
 def pursue(obs: dict[str, torch.Tensor], gen: torch.Generator | None = None) -> dict[str, torch.Tensor]:
     """Per-aircraft pursuit that fires when close and ahead (noise only when a generator is given)."""
@@ -329,7 +331,7 @@ def test_packed_and_dense_missiles_fly_the_same_team_battles(team_size: int) -> 
 
 
 def test_after_auto_reset_only_restarted_battles_are_observed_again_and_nothing_differs() -> None:
-    env = TensorEnv(37, seed=4, config=EnvConfig(team_size=3, max_time=40.0))
+    env = TensorEnv(37, seed=4, config=EnvConfig(team_size=3, max_time=40.0), packed_missiles=True)
     assert env._observe_subsets
     env.reset()
     g = torch.Generator().manual_seed(0)

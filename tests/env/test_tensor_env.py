@@ -10,6 +10,8 @@ import torch
 from arena.env import EXTENDED_OBS_KEYS, OBS_KEYS, EnvConfig, TensorEnv, obs_vector
 from arena.env.state import WorldState
 
+pytestmark = pytest.mark.usefixtures("both_step_paths")  # eager packed and static step
+
 
 def random_actions(n: int, gen: torch.Generator, fire_p: float = 0.03) -> dict[str, torch.Tensor]:
     return {
