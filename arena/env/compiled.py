@@ -51,8 +51,9 @@ def compile_setting() -> bool | None:
 
 def default_compile(device: torch.device, num_envs: int) -> bool:
     """Auto: compile on a GPU for batches of ``MIN_ENVS`` or more, where the eager step is bound by
-    launching its hundreds of kernels, which compilation fuses. The CPU steps eagerly: there the packed layout integrates only
-    the missiles in flight, which the static graph cannot (docs/performance.md has the figures)."""
+    launching its hundreds of kernels, which compilation fuses. The CPU steps eagerly: there the packed
+    layout integrates only the missiles in flight, which the static graph cannot (docs/performance.md
+    has the figures)."""
     return device.type == "cuda" and num_envs >= MIN_ENVS
 
 
