@@ -114,6 +114,11 @@ def observe(state: WorldState, cfg: EnvConfig, side: int) -> Observation:
     return {k: v.squeeze(-1) for k, v in obs.items()}
 
 
+def observe_sides(state: WorldState, cfg: EnvConfig) -> dict[str, Observation]:
+    """Both sides' observations: {"p1": ..., "p2": ...}."""
+    return {p: observe(state, cfg, i) for i, p in enumerate(PLAYERS)}
+
+
 NEIGHBOUR_FEATURES: tuple[str, ...] = ("range", "bearing", "aspect", "speed", "alive", "missiles")
 
 

@@ -19,7 +19,7 @@ import torch
 from arena.env.actions import clean_action
 from arena.env.config import EnvConfig
 from arena.env.dynamics import advance, launch, swap_players
-from arena.env.observations import PLAYERS, global_state, observe
+from arena.env.observations import PLAYERS, global_state, observe, observe_sides
 from arena.env.spawn import spawn_from_uniforms
 from arena.env.state import WorldState
 
@@ -82,7 +82,7 @@ def step_battles(world: Tensors, actions: tuple[dict[str, torch.Tensor], dict[st
     ep_return, ep_missiles, ep_kills = totals
     ep_return, ep_missiles, ep_kills = ep_return + reward, ep_missiles + fired.float(), ep_kills + kills
 
-    final_obs = {p: observe(s, cfg, i) for i, p in enumerate(PLAYERS)}
+    final_obs = observe_sides(s, cfg)
     out: dict[str, Any] = {
         "reward": reward, "dones": dones, "terminated": terminated, "truncated": truncated, "winner": winner,
         "final_obs": final_obs, "kills": kills, "deaths": was_alive & dead,
@@ -94,14 +94,20 @@ def step_battles(world: Tensors, actions: tuple[dict[str, torch.Tensor], dict[st
     if plan.keep_world:
         out["final_world"] = s.as_tuple()
 
-    u, wing = spawn
-    s.restart(dones, spawn_from_uniforms(cfg, u, wing, dones.device, slots=False))
-    keep = (~dones).float().unsqueeze(-1)
-    out["totals"] = (ep_return * keep, ep_missiles * keep, ep_kills * keep)
-    out["obs"] = (observe_restarted(s, cfg, final_obs, dones) if plan.observe_subsets
-                  else {p: observe(s, cfg, i) for i, p in enumerate(PLAYERS)})
+    out["totals"] = restart_battles(s, dones, spawn, (ep_return, ep_missiles, ep_kills), cfg)
+    out["obs"] = observe_restarted(s, cfg, final_obs, dones) if plan.observe_subsets else observe_sides(s, cfg)
     out["world"] = s.as_tuple()
     return out
+
+
+def restart_battles(state: WorldState, dones: torch.Tensor, spawn: tuple[torch.Tensor, torch.Tensor | None],
+                    totals: Tensors, cfg: EnvConfig) -> Tensors:
+    """Battles where ``dones`` ([N] bool) is set start over from ``spawn``'s uniforms, in place; returns
+    the episode ``totals`` with theirs back at zero."""
+    u, wing = spawn
+    state.restart(dones, spawn_from_uniforms(cfg, u, wing, dones.device, slots=False))
+    keep = (~dones).float().unsqueeze(-1)
+    return tuple(v * keep for v in totals)
 
 
 def observe_restarted(state: WorldState, cfg: EnvConfig, final_obs: dict[str, dict[str, torch.Tensor]],

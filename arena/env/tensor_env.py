@@ -11,10 +11,10 @@ from arena.env.actions import validate_action
 from arena.env.compiled import StepRunner, resolve_compile
 from arena.env.config import EnvConfig
 from arena.env.devices import resolve_device
-from arena.env.observations import PLAYERS, Observation, global_state, global_state_size, obs_keys, observe
+from arena.env.observations import PLAYERS, Observation, global_state, global_state_size, obs_keys, observe_sides
 from arena.env.spawn import sample_spawn, seeded_spawn, seeded_spawn_uniforms, spawn_uniforms
 from arena.env.state import WorldState
-from arena.env.step import StepPlan
+from arena.env.step import StepPlan, restart_battles
 from arena.env.teams import side_view
 from arena.threads import note_torch_default, settle_threads
 
@@ -72,15 +72,14 @@ class TensorEnv:
         # Team observations (neighbour slots) are costly: after an auto-reset only the restarted battles
         # are observed again. Finding them syncs with the host, which the CPU layout does anyway.
         self._observe_subsets = self.packed_missiles and self.team_size > 1
-        self._runners: dict[StepPlan, StepRunner] = {}
+        self._runners: dict[bool, StepRunner] = {}  # by whether battles are watched (the plan's keep_world)
 
     # -- public API -------------------------------------------------------------------------------
 
     @property
     def step_path(self) -> str:
         """How ``step`` runs: "compiled" (one graph) or "eager (<why>)"."""
-        runner = self._runners.get(self._plan())
-        if self.compiled and (runner is None or runner.compiled):
+        if self.compiled and self._runner().compiled:
             return "compiled"
         return f"eager ({self.eager_reason or 'the compiler failed'})"
 
@@ -118,7 +117,7 @@ class TensorEnv:
         return self.observe()
 
     def observe(self) -> Obs:
-        return {name: observe(self.state, self.config, i) for i, name in enumerate(PLAYERS)}
+        return observe_sides(self.state, self.config)
 
     def global_state(self, player: str) -> torch.Tensor:
         """[N, S] privileged state from ``player``'s side ("p1" or "p2"), for centralised critics."""
@@ -146,16 +145,8 @@ class TensorEnv:
         t = self.team_size
         actions = (validate_action(action_p1, self.num_envs, self.device, "action_p1", t),
                    validate_action(action_p2, self.num_envs, self.device, "action_p2", t))
-        if self.game_seeds is not None:
-            spawn = seeded_spawn_uniforms(self.config, self.game_seeds)
-        else:
-            spawn = spawn_uniforms(self.config, self.num_envs, self.generator, self.device)
         totals = (self._ep_return, self._ep_missiles, self._ep_kills)
-        plan = self._plan()
-        runner = self._runners.get(plan)
-        if runner is None:
-            runner = self._runners[plan] = StepRunner(plan, self.compiled)
-        out = runner(self.state.as_tuple(), actions, spawn, totals)
+        out = self._runner()(self.state.as_tuple(), actions, self._spawn_uniforms(), totals)
 
         watched = None
         if self.watched is not None:
@@ -255,20 +246,26 @@ class TensorEnv:
         """{"p1": ..., "p2": ...} of an [N, A] tensor: [N] each in a duel, [N, T] in a team battle."""
         return {p: side_view(t, self.team_size, i) for i, p in enumerate(PLAYERS)}
 
-    def _plan(self) -> StepPlan:
-        return StepPlan(self.config, self.packed_missiles, self.final_global_state, self.watched is not None,
-                        self._observe_subsets)
+    def _runner(self) -> StepRunner:
+        """The step for the current plan; only whether battles are watched changes after construction."""
+        keep_world = self.watched is not None
+        runner = self._runners.get(keep_world)
+        if runner is None:
+            plan = StepPlan(self.config, self.packed_missiles, self.final_global_state, keep_world,
+                            self._observe_subsets)
+            runner = self._runners[keep_world] = StepRunner(plan, self.compiled)
+        return runner
+
+    def _spawn_uniforms(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The draws the next battles start from: each env's game seed, or the env's generator."""
+        if self.game_seeds is not None:
+            return seeded_spawn_uniforms(self.config, self.game_seeds)
+        return spawn_uniforms(self.config, self.num_envs, self.generator, self.device)
 
     def _auto_reset(self, dones: torch.Tensor) -> None:
-        if self.game_seeds is not None:
-            fresh = seeded_spawn(self.config, self.game_seeds, self.device, slots=False)
-        else:
-            fresh = sample_spawn(self.config, self.num_envs, self.generator, self.device, slots=False)
-        self.state.restart(dones, fresh)
-        keep = (~dones).float().unsqueeze(-1)
-        self._ep_return *= keep
-        self._ep_missiles *= keep
-        self._ep_kills *= keep
+        totals = (self._ep_return, self._ep_missiles, self._ep_kills)
+        self._ep_return, self._ep_missiles, self._ep_kills = restart_battles(
+            self.state, dones, self._spawn_uniforms(), totals, self.config)
 
     def __repr__(self) -> str:
         return (f"TensorEnv(num_envs={self.num_envs}, device={self.device}, seed={self.seed}, "
