@@ -48,9 +48,8 @@ def play(compiled: bool, battles: int, num_envs: int, config: EnvConfig, seed: i
         rows["p2 wins"].append((winner == 2).float())
         rows["draws"].append((winner == 0).float())
         rows["length"].append(ep["length"][dones])
-        total = {k: (ep[k]["p1"] + ep[k]["p2"]) for k in ("missiles_fired", "kills")}
         for key, name in (("missiles_fired", "missiles"), ("kills", "kills")):
-            value = total[key][dones]
+            value = (ep[key]["p1"] + ep[key]["p2"])[dones]
             rows[name].append(value if value.dim() == 1 else value.sum(-1))
         done_count += int(dones.sum())
     return {k: torch.cat(v)[:battles].double() for k, v in rows.items()}
