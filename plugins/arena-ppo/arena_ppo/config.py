@@ -69,8 +69,8 @@ class PPOConfig:
     learning_rate: float = setting(3e-4, "Adam's step size; with the adaptive schedule, its ceiling.", cli=True,
                                    low=0, low_open=True, high=1)
     n_steps: int = setting(32, "Steps per env per update.", low=1, high=1 << 20)
-    batch_size: int = setting(8192, "Minibatch size, over all processes: each of N takes batch_size/N of it.",
-                              low=1, high=1 << 40)
+    batch_size: int = setting(8192, "Minibatch size in env steps over all processes (each of N takes batch_size/N); "
+                                    "a team's step is one row per aircraft.", low=1, high=1 << 40)
     n_epochs: int = setting(4, "Passes over each rollout.", low=1, high=10_000)
     gamma: float = setting(0.99, "Discount.", low=0, high=1)
     gae_lambda: float = setting(0.95, "GAE's lambda.", low=0, high=1)

@@ -197,3 +197,20 @@ def test_a_chunk_length_that_does_not_divide_the_rollout_is_refused(tmp_path):
     assert result.exit_code == 2, result.output
     assert "ppo.data_chunk_length 10 must divide ppo.n_steps 32" in result.output and "Traceback" not in result.output
     assert not list_checkpoints(tmp_path)
+
+
+@pytest.mark.parametrize("algorithm, team_size", [("ppo", 1), ("mappo", 2), ("mappo", 4)])
+def test_a_rollout_makes_as_many_minibatches_at_every_team_size(tmp_path, algorithm, team_size):
+    """ppo.batch_size counts env steps: a team's rows per step do not multiply the optimizer's steps."""
+    from arena_ppo.config import default_config
+    from arena_ppo.prepare import opponent_factory
+    from arena_ppo.runners import MAPPORunner, OnPolicyRunner
+
+    cfg = default_config(algorithm)
+    cfg.run.team_size, cfg.run.num_envs, cfg.run.eval_games, cfg.run.threads = team_size, 8, 0, 1
+    cfg.ppo.n_steps, cfg.ppo.batch_size, cfg.ppo.n_epochs = 16, 32, 2
+    runner_class = MAPPORunner if algorithm == "mappo" else OnPolicyRunner
+    runner = runner_class(cfg, tmp_path, opponent_factory("cpu", cfg.run.env_config()), console=None, progress=False)
+    runner.step(0.0)
+    steps = {int(state["step"]) for state in runner.algorithm.optimizer.state.values()}
+    assert steps == {2 * (16 * 8 // 32)}  # epochs x (env steps of the rollout / batch_size)

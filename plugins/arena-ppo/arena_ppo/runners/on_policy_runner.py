@@ -146,11 +146,17 @@ class OnPolicyRunner:
                                 privileged_critic=run.privileged_critic, value_norm=self.cfg.ppo.value_norm)
 
     def build_algorithm(self) -> PPO:
-        """The update, with a fresh optimizer. ppo.batch_size counts the samples of all processes: each takes
-        its share of every minibatch."""
+        """The update, with a fresh optimizer.
+
+        ppo.batch_size counts env steps of all processes: each process takes its share, and a step
+        brings one row per aircraft of the team. So a rollout makes as many minibatches at 4 v 4 as in
+        the duel; counted in rows, a team took team-size times the duel's optimizer steps per update
+        (docs/experiments/2026-11-26-mappo-late-slide.md).
+        """
         world, ppo = self.rank.world_size, self.cfg.ppo
-        algorithm = PPO(self.agent.model, replace(ppo, batch_size=max(1, ppo.batch_size // world)) if world > 1
-                        else ppo, self.agent.value_normalizer)
+        rows = max(1, ppo.batch_size // world) * self.seats
+        algorithm = PPO(self.agent.model, replace(ppo, batch_size=rows) if rows != ppo.batch_size else ppo,
+                        self.agent.value_normalizer)
         if self.group is not None:
             distributed.attach(self.group, self.agent, algorithm)
         return algorithm
