@@ -3,12 +3,15 @@
     python benchmarks/train_teams.py                                   # the runs of docs/experiments (MAPPO teams)
     python benchmarks/train_teams.py --minutes 3 --runs mappo,ippo     # a quick look
     python benchmarks/train_teams.py --parallel 2 --threads 1          # two runs at once, a core each
+    python benchmarks/train_teams.py --runs mappo-4v4 --minutes 30 --seed 5
 
 Each run trains against a CrankAgent team (plus the trainers' default floor share against the random
-placeholder) for ``--minutes``, then scores its final checkpoint over ``--games`` deterministic games
-(half from each side, each game one env's first episode) against the CrankAgent team and the
-placeholder team at the run's team size. Training speed is given in aircraft-steps per second (env
-steps × aircraft a side), the unit in which a team policy's samples compare with a duel's.
+placeholder) for ``--minutes``, evaluating at every checkpoint as ``arena train`` does and keeping
+``best.pt``. Then its final checkpoint and ``best.pt`` are scored over ``--games`` games each, played
+sampled and deterministically (``--policies``; half from each side, each game one env's first
+episode), against the CrankAgent team and the placeholder team at the run's team size. Training speed
+is given in aircraft-steps per second (env steps × aircraft a side), the unit in which a team
+policy's samples compare with a duel's. ``--set`` changes a setting of every run.
 
 Runs (``--runs``): mappo (2 v 2, the defaults), mappo-no-valuenorm, mappo-recurrent, ippo (``arena
 train ppo --team-size 2``: independent PPO with parameter sharing), mappo-4v4, and ppo-1v1 for the
@@ -39,13 +42,17 @@ RUNS: dict[str, dict[str, Any]] = {
 DEFAULT_RUNS = "mappo,mappo-no-valuenorm,mappo-recurrent,ippo,mappo-4v4"
 
 
-def train_and_score(name: str, minutes: float, games: int, seed: int, threads: int | None, out: Path) -> dict[str, Any]:
-    """One run: train for ``minutes``, then score the last checkpoint; returns the table row."""
+def train_and_score(name: str, minutes: float, games: int, seed: int, threads: int | None, out: Path,
+                    eval_games: int = 200, policies: tuple[str, ...] = ("deterministic",),
+                    assignments: tuple[str, ...] = (), rivals: tuple[str, ...] = ("crank", "placeholder")
+                    ) -> dict[str, Any]:
+    """One run: train for ``minutes``, then score the final checkpoint and best.pt; returns the table row."""
     import torch
 
     from arena.agents import build_agent
     from arena.match import play_match
-    from arena.training import list_checkpoints
+    from arena.training import BEST_CHECKPOINT, list_checkpoints
+    from arena.training.settings import apply, parse_assignments
     from arena_ppo.config import default_config
     from arena_ppo.prepare import opponent_factory, resolve_reward
     from arena_ppo.runners import MAPPORunner, OnPolicyRunner
@@ -57,11 +64,12 @@ def train_and_score(name: str, minutes: float, games: int, seed: int, threads: i
     cfg.run.seed = seed
     cfg.run.device = "cpu"
     cfg.run.max_steps = 10**12  # the budget is time
-    cfg.run.eval_games = 0  # scored below, outside the timed training
+    cfg.run.eval_games = eval_games  # as `arena train` evaluates: at every checkpoint, keeping best.pt
     cfg.run.threads = threads
     if mappo:
         cfg.ppo.value_norm = spec.get("value_norm", True)
         cfg.network.recurrent = spec.get("recurrent", False)
+    apply(cfg, parse_assignments(cfg, assignments))
     env_config = cfg.run.env_config()
     device = torch.device("cpu")
     runner_class = MAPPORunner if mappo else OnPolicyRunner
@@ -73,20 +81,37 @@ def train_and_score(name: str, minutes: float, games: int, seed: int, threads: i
     steps = runner.counters.env_steps
     row: dict[str, Any] = {"run": name, "team_size": cfg.run.team_size, "env_steps": steps, "minutes": elapsed / 60,
                            "aircraft_steps_per_s": steps * cfg.run.team_size / elapsed}
-    final = list_checkpoints(out)[-1]
-    agent = runner.agent_class.load(final, device=device, env_config=env_config)
-    for rival in ("crank", "placeholder"):
-        with torch.random.fork_rng(devices=[]):
-            r = play_match(agent, build_agent(rival, device, env_config), games, env_config=env_config,
-                           device=device, seed=seed + 777, name_a=name, name_b=rival)
-        row[rival] = {"wins": r.wins, "draws": r.draws, "losses": r.losses, "win_rate": r.wins / r.games}
+    kept = {"final": list_checkpoints(out)[-1]}
+    if (out / BEST_CHECKPOINT).exists():
+        kept["best"] = out / BEST_CHECKPOINT
+    row["scores"] = []
+    for weights, path in kept.items():
+        agent = runner.agent_class.load(path, device=device, env_config=env_config)
+        step = int(torch.load(path, map_location="cpu", weights_only=False).get("counters", {}).get("env_steps", 0))
+        for policy in policies:
+            for rival in rivals:
+                with torch.random.fork_rng(devices=[]):
+                    r = play_match(agent, build_agent(rival, device, env_config), games, env_config=env_config,
+                                   device=device, seed=seed + 777, name_a=name, name_b=rival,
+                                   policies=(policy, "deterministic"))
+                row["scores"].append({"weights": weights, "step": step, "policy": policy, "rival": rival,
+                                      "wins": r.wins, "draws": r.draws, "losses": r.losses,
+                                      "win_rate": r.wins / r.games})
     return row
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=15.0, help="training budget per run, wall-clock minutes")
-    parser.add_argument("--games", type=int, default=1000, help="deterministic games per opponent")
+    parser.add_argument("--games", type=int, default=1000, help="games per opponent, weights and policy")
+    parser.add_argument("--eval-games", type=int, default=200,
+                        help="games against each reference at every checkpoint during training, as `arena train` "
+                             "plays them (sampled), to keep best.pt; 0: none")
+    parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.NAME=VALUE",
+                        help="a setting of every run, as `arena train --set` takes it (repeatable)")
+    parser.add_argument("--rivals", default="crank,placeholder", help="teams the kept weights are scored against")
+    parser.add_argument("--policies", default="sampled,deterministic",
+                        help="how the scored weights play: sampled, deterministic or both")
     parser.add_argument("--runs", default=DEFAULT_RUNS, help=f"comma-separated, from {', '.join(RUNS)}")
     parser.add_argument("--parallel", type=int, default=1, help="runs at once (each in its own process)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads per run (default: arena's)")
@@ -98,22 +123,42 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in RUNS]
     if unknown:
         parser.error(f"unknown run(s) {', '.join(unknown)}; expected some of {', '.join(RUNS)}")
+    from arena.agents import POLICIES
     from arena.training import default_run_dir
+    from arena.training.settings import parse_assignments
+    from arena_ppo.config import default_config
 
     root = args.out or default_run_dir("bench-teams")
     print(f"{len(names)} run(s) of {args.minutes:g} min, {args.parallel} at a time, "
-          f"{args.threads or 'default'} thread(s) each; {args.games} deterministic games per opponent; "
+          f"{args.threads or 'default'} thread(s) each; {args.games} games per opponent, weights and policy; "
           f"output {root}", flush=True)
-    jobs = [(n, args.minutes, args.games, args.seed, args.threads, Path(root) / n) for n in names]
+    policies = tuple(p for p in args.policies.split(",") if p)
+    if not policies or set(policies) - set(POLICIES):
+        parser.error(f"--policies {args.policies!r}: expected some of {', '.join(POLICIES)}")
+    rivals = tuple(r for r in args.rivals.split(",") if r)
+    if not rivals or set(rivals) - {"crank", "placeholder"}:
+        parser.error(f"--rivals {args.rivals!r}: expected some of crank, placeholder")
+    try:
+        parse_assignments(default_config(), tuple(args.assignments))
+    except ValueError as exc:
+        parser.error(str(exc))
+    jobs = [(n, args.minutes, args.games, args.seed, args.threads, Path(root) / n, args.eval_games, policies,
+             tuple(args.assignments), rivals)
+            for n in names]
     with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
         rows = list(pool.map(train_and_score, *zip(*jobs)))
-    print(f"\n{'run':<20} {'T':>2} {'env steps':>12} {'aircraft-steps/s':>17}  {'vs crank team':>22}  "
-          f"{'vs placeholder team':>22}")
+    print(f"\n{'run':<20} {'T':>2} {'env steps':>12} {'aircraft-steps/s':>17}  {'weights':<16} {'policy':<13} "
+          f"{'vs crank team':>22}  {'vs placeholder team':>22}")
     for row in rows:
-        cells = [f"{row[r]['wins']:>4}W {row[r]['draws']:>4}D {row[r]['losses']:>4}L ({row[r]['win_rate']:.1%})"
-                 for r in ("crank", "placeholder")]
-        print(f"{row['run']:<20} {row['team_size']:>2} {row['env_steps']:>12,} {row['aircraft_steps_per_s']:>17,.0f}  "
-              f"{cells[0]:>22}  {cells[1]:>22}")
+        first = f"{row['run']:<20} {row['team_size']:>2} {row['env_steps']:>12,} {row['aircraft_steps_per_s']:>17,.0f}"
+        pairs: dict[tuple[str, int, str], dict[str, Any]] = {}
+        for score in row["scores"]:
+            pairs.setdefault((score["weights"], score["step"], score["policy"]), {})[score["rival"]] = score
+        for (weights, step, policy), by_rival in pairs.items():
+            cells = [f"{s['wins']:>4}W {s['draws']:>4}D {s['losses']:>4}L ({s['win_rate']:.1%})" if s else "-"
+                     for s in (by_rival.get("crank"), by_rival.get("placeholder"))]
+            print(f"{first}  {weights + f' ({step / 1e6:.1f} M)':<16} {policy:<13} {cells[0]:>22}  {cells[1]:>22}")
+            first = " " * len(first)
     if args.json:
         print(json.dumps({"minutes": args.minutes, "games": args.games, "rows": rows}))
     return 0
