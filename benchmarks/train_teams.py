@@ -128,10 +128,6 @@ def main(argv: list[str] | None = None) -> int:
     from arena.training.settings import parse_assignments
     from arena_ppo.config import default_config
 
-    root = args.out or default_run_dir("bench-teams")
-    print(f"{len(names)} run(s) of {args.minutes:g} min, {args.parallel} at a time, "
-          f"{args.threads or 'default'} thread(s) each; {args.games} games per opponent, weights and policy; "
-          f"output {root}", flush=True)
     policies = tuple(p for p in args.policies.split(",") if p)
     if not policies or set(policies) - set(POLICIES):
         parser.error(f"--policies {args.policies!r}: expected some of {', '.join(POLICIES)}")
@@ -142,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
         parse_assignments(default_config(), tuple(args.assignments))
     except ValueError as exc:
         parser.error(str(exc))
+    root = args.out or default_run_dir("bench-teams")
+    print(f"{len(names)} run(s) of {args.minutes:g} min, {args.parallel} at a time, "
+          f"{args.threads or 'default'} thread(s) each; {args.games} games per opponent, weights and policy; "
+          f"output {root}", flush=True)
     jobs = [(n, args.minutes, args.games, args.seed, args.threads, Path(root) / n, args.eval_games, policies,
              tuple(args.assignments), rivals)
             for n in names]
