@@ -103,6 +103,7 @@ def test_a_compiler_that_fails_falls_back_to_eager_with_one_line(monkeypatch: py
             raise RuntimeError("CppCompileError: cannot find <omp.h>\nmore detail")
         return step
 
+    monkeypatch.setattr(compiled, "missing_compiler", lambda device: None)  # a compiler is there, and fails
     monkeypatch.setattr(compiled, "compiled_step", broken)
     monkeypatch.setattr(compiled, "_said", set())
     env = TensorEnv(16, seed=3, compile=True)
@@ -133,7 +134,8 @@ def test_arena_compile_chooses_and_a_bad_value_is_named(monkeypatch: pytest.Monk
         TensorEnv(8)
 
 
-def test_a_compiled_step_refuses_the_packed_layout() -> None:
+def test_a_compiled_step_refuses_the_packed_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compiled, "missing_compiler", lambda device: None)  # refused before anything compiles
     with pytest.raises(ValueError, match="packed_missiles"):
         TensorEnv(8, compile=True, packed_missiles=True)
 
