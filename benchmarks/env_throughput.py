@@ -149,8 +149,8 @@ def main() -> None:
         for t in teams:
             for n in sizes:
                 eager = None
+                steps = args.steps or max(20, min(2000, int(1_000_000 / max(n * t, 1)) if device == "cpu" else 500))
                 for path in paths:
-                    steps = args.steps or max(20, min(2000, int(1_000_000 / max(n * t, 1)) if device == "cpu" else 500))
                     rates, per_env, first = measure(n, device, steps, args.obs_mode, max(args.repeats, 1), t,
                                                     path == "compiled")
                     median = statistics.median(rates)

@@ -81,13 +81,12 @@ def train_and_score(name: str, minutes: float, games: int, seed: int, threads: i
     steps = runner.counters.env_steps
     row: dict[str, Any] = {"run": name, "team_size": cfg.run.team_size, "env_steps": steps, "minutes": elapsed / 60,
                            "aircraft_steps_per_s": steps * cfg.run.team_size / elapsed}
-    kept = {"final": list_checkpoints(out)[-1]}
-    if (out / BEST_CHECKPOINT).exists():
-        kept["best"] = out / BEST_CHECKPOINT
+    kept = {"final": (list_checkpoints(out)[-1], steps)}  # a run always ends with a checkpoint of its last step
+    if runner.best is not None:
+        kept["best"] = (out / BEST_CHECKPOINT, runner.best.step)
     row["scores"] = []
-    for weights, path in kept.items():
+    for weights, (path, step) in kept.items():
         agent = runner.agent_class.load(path, device=device, env_config=env_config)
-        step = int(torch.load(path, map_location="cpu", weights_only=False).get("counters", {}).get("env_steps", 0))
         for policy in policies:
             for rival in rivals:
                 with torch.random.fork_rng(devices=[]):
