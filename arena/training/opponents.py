@@ -35,6 +35,8 @@ SELF = "self"
 LEAGUE = "league"
 DRAWN = ("self", "league")  # kinds whose envs are shared among opponents re-drawn each rollout
 CKPT_PREFIX = "ckpt:"
+# Every process's picklable object, in rank order (arena.training.distributed.Group.all_gather_object).
+GatherObjects = Callable[[Any], list[Any]]
 
 
 class OpponentSpecError(ValueError):
@@ -315,6 +317,30 @@ class SelfPlayPool:
         rec.draws += draws
         rec.losses += losses
 
+    def snapshot_records(self) -> dict[str, tuple[float, float, float]]:
+        """The records as they are now, for :meth:`merge_records` after this process credits its games."""
+        return {name: (t.wins, t.draws, t.losses) for name, t in self.records.items()}
+
+    def merge_records(self, before: dict[str, tuple[float, float, float]], gather: GatherObjects) -> None:
+        """Pool the games every process of a run played against each past checkpoint (or ladder agent)
+        since ``before``, so every process holds the same records and draws alike; sums run in the
+        order ``gather`` returns the processes' parts (rank order)."""
+        mine = {}
+        for name, tally in self.records.items():
+            base = before.get(name, (0.0, 0.0, 0.0))
+            delta = (tally.wins - base[0], tally.draws - base[1], tally.losses - base[2])
+            if any(delta):
+                mine[name] = delta
+        every = gather(mine)
+        names = list(self.records) + [n for part in every for n in part if n not in self.records]
+        for name in dict.fromkeys(names):
+            total = list(before.get(name, (0.0, 0.0, 0.0)))
+            for part in every:
+                for i, value in enumerate(part.get(name, (0.0, 0.0, 0.0))):
+                    total[i] += value
+            if name in self.records or any(total):
+                self.records[name] = Tally(*total)
+
     def state_dict(self) -> dict[str, Any]:
         return {"records": {n: [r.wins, r.draws, r.losses] for n, r in self.records.items()}}
 
@@ -446,6 +472,23 @@ class OpponentPool:
         for i, slot in enumerate(due):  # the first turns staggered, so later draws spread over rollouts
             slot.left = self.tenure - 1 + (i * self.tenure // len(due) if first else 0)
         return [] if self.handover else due
+
+    def start_rollout(self, generator: "torch.Generator", device: "torch.device") -> tuple[list[Slot], Seating]:
+        """The first of a trainer's two calls a rollout: the draw (:meth:`begin_rollout`: the slots whose
+        battles restart) and the seating that flies p2 for the whole rollout."""
+        slots = self.begin_rollout(generator)
+        return slots, self.seating(device)
+
+    def end_rollout(self, wins: "torch.Tensor", draws: "torch.Tensor", losses: "torch.Tensor",
+                    gather: GatherObjects | None = None) -> None:
+        """The second: refuse opponents that returned NaN (before the rollout is used, as in play), then
+        credit the finished games ([N] counts per env, learner's side). ``gather`` (the processes of a run
+        on several) pools every process's PFSP records, so all draw alike."""
+        self.check_nans()
+        before = self.self_play.snapshot_records() if gather is not None and self.self_play is not None else None
+        self.record(wins, draws, losses)
+        if before is not None and self.self_play is not None and gather is not None:
+            self.self_play.merge_records(before, gather)
 
     def use_fallback(self, slots: Sequence[Slot]) -> None:
         """Play a frozen copy of the learner where no past checkpoint is available."""

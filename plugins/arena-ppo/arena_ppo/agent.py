@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from arena.agents import BaseAgent
@@ -44,7 +44,8 @@ class PPOAgent(BaseAgent):
 
         super().__init__(device=device, env_config=env_config)
         self.obs_keys = obs_keys(self.env_config)
-        net = NetworkConfig.from_dict(network) if isinstance(network, dict) else (network or NetworkConfig())
+        # A copy: the input sizes resolved here never write into the caller's config.
+        net = NetworkConfig.from_dict(network) if isinstance(network, dict) else replace(network or NetworkConfig())
         obs_size = len(self.obs_keys)
         state_size = global_state_size(self.env_config)
         net.obs_dim = obs_size + self.seat_columns

@@ -240,13 +240,13 @@ def train(params: dict[str, Any], algorithm: str, group: Any = None) -> dict[str
         teams = f"{size}-v-{size}, {cfg.run.policy} policy, central critic, "
     else:
         teams = f"{size}-v-{size} (one policy flies every seat), " if size > 1 else ""
-    world = runner.rank.world_size
+    world = runner.sync.world_size
     if group is None:
         where, envs = f"{runner.device}", f"{cfg.run.num_envs} envs"
     else:
         gpus = ", one GPU each" if runner.device.type == "cuda" and world > 1 else ""
         where = f"{world} process{'es' if world > 1 else ''} ({runner.device.type}{gpus})"
-        envs = f"{cfg.run.num_envs} envs ({runner.local_envs} per process)"
+        envs = f"{cfg.run.num_envs} envs ({runner.ctx.local_envs} per process)"
     split = describe_split(runner.pool) + (" per process" if group is not None and world > 1 else "")
     teacher = cfg.run.teacher()
     taught = f"; taught by {teacher} (weight {cfg.ppo.kickstart_coef:g})" if teacher else ""

@@ -311,7 +311,7 @@ def test_each_process_resumes_its_own_per_env_state():
     ``ranks``: env, streams, opponents, hidden state, the kickstart teacher's memory and the last
     ``ranks``: env, streams, opponents, hidden state and the kickstart teacher's memory (a teacher with
     process 0's memory labels the wrong battles)."""
-    from arena_ppo.distributed import RANK_KEYS, rank_part
+    from arena_ppo.process_sync import RANK_KEYS, rank_part
 
     assert {"env", "rng", "opponents", "hidden", "teacher"} <= set(RANK_KEYS)
     data = {"world_size": 2, "model": "shared", **{k: f"{k} of 0" for k in RANK_KEYS},
@@ -392,11 +392,11 @@ def test_normalizers_merge_every_process_batches_as_one():
 
 
 def test_advantage_statistics_and_gradients_are_those_of_all_processes():
-    from arena_ppo.distributed import UpdateSync
+    from arena_ppo.process_sync import GroupSync
 
     x, y = torch.randn(100), torch.randn(37) * 3 + 1
     theirs = torch.stack([torch.tensor(37.0), y.double().mean(), (y.double() - y.double().mean()).square().sum()])
-    sync = UpdateSync(FakeGroup([theirs.double()]))  # type: ignore[arg-type]
+    sync = GroupSync(FakeGroup([theirs.double()]))  # type: ignore[arg-type]
     mean, std = sync.mean_std(x)
     both = torch.cat([x, y])
     assert torch.allclose(mean, both.mean(), atol=1e-6) and torch.allclose(std, both.std(), atol=1e-5)
@@ -404,7 +404,7 @@ def test_advantage_statistics_and_gradients_are_those_of_all_processes():
     layer(torch.ones(1, 3)).sum().backward()
     mine = [p.grad.clone() for p in layer.parameters()]
     other = torch.cat([torch.full((8,), 3.0), torch.tensor([0.5])])  # their gradients, then their KL
-    sync = UpdateSync(FakeGroup([other]))  # type: ignore[arg-type]
+    sync = GroupSync(FakeGroup([other]))  # type: ignore[arg-type]
     kl = sync.average_gradients(layer.parameters(), torch.tensor(0.25))
     assert kl.item() == pytest.approx(0.375)
     for before, param in zip(mine, layer.parameters()):
@@ -412,14 +412,12 @@ def test_advantage_statistics_and_gradients_are_those_of_all_processes():
 
 
 def test_pfsp_records_are_pooled_in_rank_order(tmp_path):
-    from arena_ppo.distributed import record_snapshot, share_records
-
     pool = SelfPlayPool(tmp_path, loader=lambda path: None)
     pool.records = {"ckpt_1.pt": Tally(1, 0, 0), "ckpt_2.pt": Tally()}
-    before = record_snapshot(pool)
+    before = pool.snapshot_records()
     pool.record("ckpt_1.pt", 2, 1, 0)
-    share_records(FakeGroup([{"ckpt_2.pt": (0.0, 0.0, 3.0), "ckpt_3.pt": (1.0, 0.0, 0.0)}]),  # type: ignore[arg-type]
-                  pool, before)
+    pool.merge_records(before, FakeGroup([{"ckpt_2.pt": (0.0, 0.0, 3.0), "ckpt_3.pt": (1.0, 0.0, 0.0)}]
+                                         ).all_gather_object)
     assert pool.records == {"ckpt_1.pt": Tally(3, 1, 0), "ckpt_2.pt": Tally(0, 0, 3), "ckpt_3.pt": Tally(1, 0, 0)}
 
 

@@ -29,11 +29,12 @@ class EpisodeTally:
         self.sums["loss"] += (winner == 2).float()
         self.sums["draw"] += (dones & (winner == 0)).float()
 
-    def summary(self, group: Any = None) -> dict[str, float]:
-        """Means over the episodes that ended (of every process with ``group``); NaN when none did."""
+    def summary(self, sync: Any = None) -> dict[str, float]:
+        """Means over the episodes that ended (of every process, with a run's
+        :class:`~arena_ppo.process_sync.ProcessSync`); NaN when none did."""
         summed = torch.stack(list(self.sums.values())).sum(-1)
-        if group is not None:
-            group.all_reduce_(summed)
+        if sync is not None:
+            sync.sum_(summed)
         totals = dict(zip(NAMES, summed.tolist()))
         episodes = totals["done"]
         per = (lambda key: totals[key] / episodes) if episodes else (lambda key: float("nan"))

@@ -1,7 +1,7 @@
 """Evaluation during training, and the best evaluated weights kept in ``best.pt``.
 
 An :class:`Evaluator` is handed what it needs at the start of a run (who it plays, how to build them,
-the env, the seed, its share of the games, the process group, where to write, how the policy plays)
+the env, the seed, the processes' sync object, where to write, how the policy plays)
 and is then given the learner at each evaluation. The fixed opponents are the references: once a run
 they play each other, which fixes their Elo, and at each evaluation the learner plays every one and is
 rated from those games alone, as a league with the same references rates a run's checkpoints. The
@@ -35,7 +35,8 @@ from arena.training import (
     read_best,
     reference_scale,
 )
-from arena.training.distributed import Group, Rank, split_count
+from arena.training.distributed import split_count
+from arena_ppo.process_sync import ProcessSync
 
 EVAL_SEED_OFFSET = 10_000  # evaluation games draw from their own seeds, apart from training's
 REFERENCE_SEED_OFFSET = 20_000  # and the references' games among themselves from others again
@@ -54,7 +55,7 @@ class Evaluator:
     """Games against fixed references, a rating from them, and the best rated weights kept (``keep``)."""
 
     def __init__(self, specs: list[OpponentSpec], make_opponent: Callable[[OpponentSpec], Any], env_config: EnvConfig,
-                 device: torch.device, seed: int, games: int, out_dir: Path, rank: Rank, group: Group | None = None,
+                 device: torch.device, seed: int, games: int, out_dir: Path, sync: ProcessSync | None = None,
                  keep: bool = True, echo: Callable[[str], None] = lambda text: None,
                  policy: str = DEFAULT_POLICY) -> None:
         self.specs = evaluation_specs(specs)
@@ -63,8 +64,9 @@ class Evaluator:
         self.make_opponent = make_opponent
         self.env_config, self.device = env_config, device
         self.seed = seed + EVAL_SEED_OFFSET
-        self.games = split_count(games, rank)  # this process's share
-        self.out_dir, self.group, self.main = Path(out_dir), group, rank.main
+        self.processes = sync or ProcessSync()
+        self.games = split_count(games, self.processes.rank)  # this process's share
+        self.out_dir, self.main = Path(out_dir), self.processes.main
         self.keep, self.echo = keep, echo
         self.best: BestRecord | None = None
         self._opponents: dict[str, Any] = {}
@@ -112,9 +114,9 @@ class Evaluator:
             results = [evaluate(a, b, self.games, env_config=self.env_config, device=self.device, seed=seed,
                                 policy=self.policy) if self.games else EvalResult(0, 0, 0, 0)
                        for a, b, seed in matches]
-        if self.group is not None and results:
+        if results:
             counts = torch.tensor([[r.games, r.wins, r.draws, r.losses] for r in results], dtype=torch.float64)
-            results = [EvalResult(*map(int, c)) for c in self.group.all_reduce_(counts).tolist()]
+            results = [EvalResult(*map(int, c)) for c in self.processes.sum_(counts).tolist()]
         return results
 
     def offer(self, record: BestRecord | None, payload: Callable[[], Mapping[str, Any]]) -> bool:

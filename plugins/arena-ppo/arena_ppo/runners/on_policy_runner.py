@@ -1,8 +1,11 @@
 """The training loop (rsl_rl's OnPolicyRunner): collect, compute returns, update, log, save.
 
-The runner owns everything stateful about a run — env, opponents, counters, random generators,
-output files — so that a checkpoint holds all of it and ``--resume`` continues bit for bit
-(:mod:`~arena_ppo.runners.resume`). Evaluation and the best weights kept are the
+Every part of a run is built from one :class:`~arena_ppo.runners.context.RunContext` (the config,
+the output folder, the device, the seeds and random streams, the processes' sync object, the
+opponent factory, the reward, the console), made once before any compute. The runner owns everything
+stateful about a run — env, opponents, counters, random generators, output files — so that a
+checkpoint holds all of it and ``--resume`` continues bit for bit (:mod:`~arena_ppo.runners.resume`).
+A rollout step is :func:`~arena_ppo.runners.rollouts.rollout_step`. Evaluation and the best weights kept are the
 :class:`~arena_ppo.runners.evaluation.Evaluator`'s, the opponents (and a league's warm-up)
 :class:`~arena_ppo.runners.training_opponents.TrainingOpponents`', the logs
 :class:`~arena_ppo.runners.outputs.RunOutputs`'. When a league's warm-up ends, the update starts
@@ -10,8 +13,9 @@ again with a fresh optimizer, as a new stage.
 
 Given a process :class:`~arena.training.distributed.Group` (``--nproc N``, torchrun), the runner is
 one of N identical learners: it steps ``num_envs / N`` envs with its own seed, its update is kept
-equal to every other process's (:mod:`arena_ppo.distributed`), and only the main process writes
-checkpoints, metrics and console lines.
+equal to every other process's, and only the main process writes checkpoints, metrics and console
+lines. All of that goes through one :class:`~arena_ppo.process_sync.ProcessSync`, a no-op for a run
+of one process, so nothing here branches on how many processes there are.
 """
 
 from __future__ import annotations
@@ -25,11 +29,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
-from arena.env import TensorEnv, resolve_device
+from arena.env import EnvConfig, TensorEnv
 from arena.loop import observation_config
 from arena.match import AgentFailure
 from arena.progress import Progress
-from arena.threads import apply_threads
 from arena.training import (
     OpponentPool,
     OpponentSpec,
@@ -39,14 +42,13 @@ from arena.training import (
     save_checkpoint,
     to_plain,
 )
-from arena.training.distributed import Group, Rank, rank_seed
-from arena_ppo import distributed
+from arena.training.distributed import Group
 from arena_ppo.agent import PPOAgent
 from arena_ppo.algorithms import PPO
 from arena_ppo.config import TrainConfig
 from arena_ppo.kickstart import Teacher
+from arena_ppo.runners.context import RewardFn, RunContext
 from arena_ppo.runners.evaluation import Evaluator
-from arena_ppo.runners.outputs import RunOutputs
 from arena_ppo.runners.resume import Counters, read_state, rng_state
 from arena_ppo.runners.rollouts import Rollouts
 from arena_ppo.runners.training_opponents import TrainingOpponents
@@ -55,7 +57,6 @@ from arena_ppo.storage import RolloutStorage
 if TYPE_CHECKING:
     from arena_ppo.modules import RecurrentActorCritic
 
-RewardFn = Callable[..., torch.Tensor]
 LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "learning_rate")
 
 
@@ -80,70 +81,67 @@ class OnPolicyRunner:
                  on_checkpoint: Callable[[str, int, dict[str, float]], None] | None = None,
                  console: Callable[[str], None] | None = print, progress: bool = True,
                  group: Group | None = None) -> None:
-        run, ppo = cfg.run, cfg.ppo
-        self.cfg = cfg
-        self.out_dir = Path(out_dir)
-        self.group = group
-        self.rank = group.rank if group is not None else Rank()
-        self.main = self.rank.main
-        world = self.rank.world_size
-        if run.num_envs % world:
-            raise ValueError(f"--num-envs {run.num_envs} does not split evenly over {world} processes")
-        self.local_envs = run.num_envs // world  # this process's envs; --num-envs counts all of them
-        ranked = {"local_rank": self.rank.local_rank, "local_world_size": self.rank.local_world_size} if group else {}
-        self.device = resolve_device(run.device, **ranked)
-        if group is not None:
-            group.use_device(self.device)
-        self.reward_fn = reward_fn
-        self.on_checkpoint = on_checkpoint if self.main else None
-        self.outputs = RunOutputs(self.out_dir, console, self.main)
-        self.show_progress = progress and self.main
-        self.make_opponent = make_opponent
-        self.counters = Counters()
-        self.last_metrics: dict[str, float] = {}
-
-        apply_threads(run.threads, batch=self.local_envs, processes=self.rank.local_world_size)
-        torch.manual_seed(run.seed)  # network initialization: the same on every process
-        self.seed = rank_seed(run.seed, self.rank.rank)  # envs and random streams: each process its own
-        self.env_config = run.env_config()
-        self.seats = self.env_config.team_size  # the learner flies every seat of p1: one row per aircraft
+        ctx = RunContext.create(cfg, out_dir, make_opponent, reward_fn, on_checkpoint, console, progress, group)
+        self.ctx, self.cfg, self.sync, self.device = ctx, ctx.cfg, ctx.sync, ctx.device
+        self.outputs, self.counters, self.last_metrics = ctx.outputs, Counters(), {}
         self.agent = self.build_agent()
-        cfg.network = self.agent.network  # resolved input sizes, for config.yaml
+        self.config = replace(ctx.cfg, network=self.agent.network)  # with the resolved input sizes: config.yaml
         self.algorithm = self.build_algorithm()
-        if self.rank.rank:
-            torch.manual_seed(self.seed)
-        # Separate streams, so evaluation or a new opponent never shifts the training randomness.
-        self.generators = {"action": torch.Generator(device=self.device), "shuffle": torch.Generator()}
-        self.generators["action"].manual_seed(self.seed + 1)
-        self.generators["shuffle"].manual_seed(self.seed + 2)
-
-        self.opponents = TrainingOpponents(run, ppo.n_steps, self.local_envs, self.seats, self.env_config.max_steps,
-                                           make_opponent, self._load_snapshot, self._snapshot, self.out_dir,
-                                           quiet=not self.main, echo=self._echo)
-        teacher = run.teacher()
-        self.teacher = Teacher(teacher, make_opponent, self.local_envs, self.device, self.seats) if teacher else None
-        self.algorithm.kickstart_coef = ppo.kickstart_coef if self.teacher is not None else 0.0
-        # An opponent (or teacher) that reads the extended observation gets it; the learner keeps its own keys.
-        opponents = self.opponents.agents() + ([self.teacher.agent] if self.teacher is not None else [])
-        self.env = TensorEnv(self.local_envs, self.device, seed=self.seed,
-                             config=observation_config(self.env_config, opponents),
-                             final_global_state=run.privileged_critic)
-        model = cast("RecurrentActorCritic", self.agent.model)  # read only when it is recurrent
-        hidden_sizes = (model.actor_hidden_size, model.critic_hidden_size) if self.agent.recurrent else None
-        self.storage = RolloutStorage(ppo.n_steps, self.local_envs * self.seats, self.agent.network.obs_dim,
-                                      self.agent.network.critic_obs_dim if run.privileged_critic else None, self.device,
-                                      active_masks=self.active_masks, hidden_sizes=hidden_sizes,
-                                      teacher=self.teacher is not None)
-        self.rollouts = Rollouts(self.agent, self.env, self.storage, self.seats, self.generators, ppo.gamma,
-                                 ppo.gae_lambda, reward_fn, self.teacher, self.active_masks, group, hidden_sizes)
-        self.evaluator = Evaluator(self.opponents.specs, make_opponent, self.env_config, self.device, self.seed,
-                                   run.eval_games, self.out_dir, self.rank, group, keep=run.keep_best, echo=self._echo,
+        ctx.seed_streams()
+        self.opponents = TrainingOpponents(ctx, self._load_snapshot, self._snapshot)
+        teacher = ctx.cfg.run.teacher()
+        self.teacher = Teacher(teacher, ctx.make_opponent, ctx.local_envs, self.device, ctx.seats) if teacher else None
+        self.algorithm.kickstart_coef = ctx.cfg.ppo.kickstart_coef if self.teacher is not None else 0.0
+        self.env = self.build_env()
+        self.storage = self.build_storage()
+        self.rollouts = Rollouts(self.agent, self.env, self.storage, seats=ctx.seats, generators=ctx.generators,
+                                 gamma=ctx.cfg.ppo.gamma, gae_lambda=ctx.cfg.ppo.gae_lambda, sync=self.sync,
+                                 reward_fn=ctx.reward_fn, teacher=self.teacher, active_masks=self.active_masks,
+                                 hidden_sizes=self.hidden_sizes)
+        run = ctx.cfg.run
+        self.evaluator = Evaluator(self.opponents.specs, ctx.make_opponent, ctx.env_config, self.device, ctx.seed,
+                                   run.eval_games, ctx.out_dir, ctx.sync, keep=run.keep_best, echo=ctx.echo,
                                    policy=run.eval_policy)
+
+    @property
+    def out_dir(self) -> Path:
+        return self.ctx.out_dir
+
+    @property
+    def env_config(self) -> EnvConfig:
+        return self.ctx.env_config
+
+    @property
+    def generators(self) -> dict[str, torch.Generator]:
+        return self.ctx.generators
+
+    @property
+    def hidden_sizes(self) -> tuple[int, int] | None:
+        """A recurrent learner's (actor, critic) hidden widths; None for a feed-forward one."""
+        if not self.agent.recurrent:
+            return None
+        model = cast("RecurrentActorCritic", self.agent.model)
+        return model.actor_hidden_size, model.critic_hidden_size
 
     def build_agent(self) -> PPOAgent:
         run = self.cfg.run
         return self.agent_class(self.device, self.env_config, network=self.cfg.network, obs_norm=run.obs_norm,
                                 privileged_critic=run.privileged_critic, value_norm=self.cfg.ppo.value_norm)
+
+    def build_env(self) -> TensorEnv:
+        """This process's envs; an opponent (or teacher) that reads the extended observation gets it, the
+        learner keeps its own keys."""
+        players = self.opponents.agents() + ([self.teacher.agent] if self.teacher is not None else [])
+        return TensorEnv(self.ctx.local_envs, self.device, seed=self.ctx.seed,
+                         config=observation_config(self.env_config, players),
+                         final_global_state=self.cfg.run.privileged_critic)
+
+    def build_storage(self) -> RolloutStorage:
+        net, run = self.agent.network, self.cfg.run
+        return RolloutStorage(self.cfg.ppo.n_steps, self.ctx.local_envs * self.ctx.seats, net.obs_dim,
+                              net.critic_obs_dim if run.privileged_critic else None, self.device,
+                              active_masks=self.active_masks, hidden_sizes=self.hidden_sizes,
+                              teacher=self.teacher is not None)
 
     def build_algorithm(self) -> PPO:
         """The update, with a fresh optimizer.
@@ -153,12 +151,11 @@ class OnPolicyRunner:
         the duel; counted in rows, a team took team-size times the duel's optimizer steps per update
         (docs/experiments/2026-11-26-mappo-late-slide.md).
         """
-        world, ppo = self.rank.world_size, self.cfg.ppo
-        rows = max(1, ppo.batch_size // world) * self.seats
+        ppo = self.cfg.ppo
+        rows = max(1, ppo.batch_size // self.sync.world_size) * self.ctx.seats
         algorithm = PPO(self.agent.model, replace(ppo, batch_size=rows) if rows != ppo.batch_size else ppo,
-                        self.agent.value_normalizer)
-        if self.group is not None:
-            distributed.attach(self.group, self.agent, algorithm)
+                        self.agent.value_normalizer, sync=self.sync)
+        self.sync.attach(self.agent)
         return algorithm
 
     def open_league(self) -> None:
@@ -187,7 +184,7 @@ class OnPolicyRunner:
     def collect(self) -> dict[str, float]:
         """One rollout into the storage; returns statistics of the episodes that ended in it."""
         summary = self.rollouts.collect(self.pool, played=self.counters.env_steps > 0)
-        self.counters.env_steps += self.storage.n_steps * self.env.num_envs * self.rank.world_size
+        self.counters.env_steps += self.steps_per_update
         self.counters.episodes += int(summary["episodes"])
         return summary
 
@@ -207,23 +204,21 @@ class OnPolicyRunner:
         started is always finished and used. Saves a final checkpoint; returns the last metrics."""
         run = self.cfg.run
         stop = stop or StopRequest()
-        self.outputs.open({**to_plain(self.cfg), "env": self.env_config.to_dict(), "device": str(self.device),
-                           **({"processes": self.rank.world_size} if self.group is not None else {})})
+        self.outputs.open({**to_plain(self.config), "env": self.env_config.to_dict(), "device": str(self.device),
+                           **({"processes": self.sync.world_size} if self.sync.several else {})})
         self.evaluator.sync(set(self.agent.checkpoint()) | {"counters"})
-        if self.group is not None:  # whatever each process initialized or loaded, they start equal
-            distributed.broadcast_weights(self.group, self.agent)
+        self.sync.broadcast_weights(self.agent)  # whatever each process initialized or loaded, they start equal
         start = time.perf_counter()
         start_steps, start_updates = self.counters.env_steps, self.counters.updates
         # The meter counts this session's steps, so its rate and ETA stay right on a resumed run.
         meter = Progress(max(run.max_steps - start_steps, 1), unit="steps", label=self.agent_class.name,
-                         enabled=self.show_progress, time_limit=max_time)
+                         enabled=self.ctx.progress, time_limit=max_time)
         try:
             while self.counters.env_steps < run.max_steps:
-                halt = stop.requested or (max_time is not None and time.perf_counter() - start >= max_time)
-                if self.group is not None:  # one process asked (Ctrl-C, SIGTERM, its clock): all stop here
-                    asked, halt = halt, self.group.any(halt)
-                    if halt and not asked:
-                        self._echo("stopping: another process was asked to stop, or reached --max-time")
+                asked = stop.requested or (max_time is not None and time.perf_counter() - start >= max_time)
+                halt = self.sync.any(asked)  # one process asked (Ctrl-C, SIGTERM, its clock): all stop here
+                if halt and not asked:
+                    self._echo("stopping: another process was asked to stop, or reached --max-time")
                 if halt:
                     break
                 if self.opponents.opens_league(self.counters.env_steps):
@@ -246,21 +241,20 @@ class OnPolicyRunner:
         except KeyboardInterrupt:
             self.counters.elapsed += time.perf_counter() - start
             meter.close()
-            if self.group is not None:
-                # The processes stopped at different points of the update: there is no state to save.
+            if self.sync.saves_midway:
+                self._echo("interrupted: saving the learner's weights as they are (the rollout in progress is lost)")
+                self.save_if_new()
+            else:  # the processes stopped at different points of the update: there is no state to save
                 saved = list_checkpoints(self.out_dir)
                 self._echo("interrupted: the update in progress is lost; " + (
                     f"{saved[-1]} is the latest state" if saved else "no checkpoint was written"))
-                raise
-            self._echo("interrupted: saving the learner's weights as they are (the rollout in progress is lost)")
-            self.save_if_new()
             raise
         except AgentFailure as exc:
             # An opponent broke its contract: keep what was learned, then stop (the rollout in progress is lost).
             # With several processes the others are mid-rollout: only the last checkpoint stands.
             self.counters.elapsed += time.perf_counter() - start
             meter.close()
-            exc.checkpoint = self.save_if_new() if self.group is None else None  # type: ignore[attr-defined]
+            exc.checkpoint = self.save_if_new() if self.sync.saves_midway else None  # type: ignore[attr-defined]
             raise
         self.counters.elapsed += time.perf_counter() - start
         if run.eval_games > 0 and self.counters.updates > 0 and self.counters.last_eval != self.counters.env_steps:
@@ -279,7 +273,7 @@ class OnPolicyRunner:
         losses = self.algorithm.update(self.storage, self.generators["shuffle"])
         t2 = time.perf_counter()
         self.counters.updates += 1
-        steps = self.storage.n_steps * self.env.num_envs * self.rank.world_size
+        steps = self.steps_per_update
         metrics = {"step": self.counters.env_steps, "update": self.counters.updates,
                    "time": round(self.counters.elapsed + time.perf_counter() - start, 3), **episode_stats,
                    **{k: losses[k] for k in LOSS_KEYS},
@@ -302,8 +296,8 @@ class OnPolicyRunner:
         """(wins, games) against each ``vs`` entry in the last rollout, over every process."""
         tallies = self.pool.take_tallies()
         counts = torch.tensor([[t.wins, t.games] for t in tallies], dtype=torch.float64)
-        if self.group is not None and len(self.pool.specs) > 1:
-            self.group.all_reduce_(counts)
+        if len(self.pool.specs) > 1:
+            self.sync.sum_(counts)
         return [(wins, games) for wins, games in counts.tolist()]
 
     def evaluate(self) -> dict[str, float]:
@@ -322,10 +316,15 @@ class OnPolicyRunner:
         """The record of the weights kept in best.pt (None before any evaluation kept some)."""
         return self.evaluator.best
 
+    @property
+    def steps_per_update(self) -> int:
+        """Env steps of one rollout, over every process."""
+        return self.storage.n_steps * self.env.num_envs * self.sync.world_size
+
     # -- outputs ----------------------------------------------------------------------------------
 
     def _echo(self, text: str) -> None:
-        self.outputs.echo(text)
+        self.ctx.echo(text)
 
     # -- checkpoints ------------------------------------------------------------------------------
 
@@ -334,7 +333,7 @@ class OnPolicyRunner:
         best = self.evaluator.best
         return {"algorithm": self.algorithm.state_dict(), "counters": asdict(self.counters),
                 "rng": rng_state(self.generators, self.device), "env": self.env.state_dict(),
-                "opponents": self.opponents.state_dict(), "config": to_plain(self.cfg),
+                "opponents": self.opponents.state_dict(), "config": to_plain(self.config),
                 "hidden": {k: v.clone() for k, v in self.rollouts.hidden.items()},
                 **({"teacher": self.teacher.state_dict()} if self.teacher is not None else {}),
                 **({"best": best.to_dict()} if best is not None else {}),
@@ -356,23 +355,17 @@ class OnPolicyRunner:
         self.counters.last_save = self.counters.env_steps
         path = self.out_dir / checkpoint_name(self.counters.env_steps)
         state = self.state()
-        if self.group is not None:
-            self.group.check_identical(distributed.state_digests(self.agent, self.algorithm),
-                                       f"the learners diverged by step {self.counters.env_steps:,}")
-            others = distributed.gather_rank_states(self.group, state)
-            if others:
-                state.update(world_size=self.rank.world_size, ranks=others)
-        if self.main:
+        state = self.sync.checkpoint_state(self.agent, self.algorithm, state, self.counters.env_steps)
+        if self.sync.main:
             save_checkpoint(self.agent.checkpoint(**state), path)
-            if self.on_checkpoint is not None:
-                self.on_checkpoint(str(path), self.counters.env_steps, dict(self.last_metrics))
-        if self.group is not None:
-            self.group.barrier()
+            if self.ctx.on_checkpoint is not None:
+                self.ctx.on_checkpoint(str(path), self.counters.env_steps, dict(self.last_metrics))
+        self.sync.saved()
         return path
 
     def restore(self, data: dict[str, Any]) -> None:
         """Continue from a checkpoint written by :meth:`save`; ``ValueError`` naming a damaged part."""
-        data = distributed.rank_part(data, self.rank.rank, self.rank.world_size)  # this process's envs, streams
+        data = self.sync.rank_part(data)  # this process's envs, streams
         restored = read_state(data, agent=self.agent, algorithm=self.algorithm, env=self.env,
                               generators=self.generators, opponents=self.opponents, hidden=self.rollouts.hidden,
                               teacher=self.teacher, device=self.device)

@@ -4,7 +4,7 @@ A ``league`` run first plays the ladder's top rung alone for ``run.warm_up_steps
 league (the ladder, its training partners and the run's own checkpoints drawn by PFSP) from those
 weights; its pool draws only checkpoints saved from then on. This is the recipe that measured best
 against the whole ladder (docs/experiments/). :class:`TrainingOpponents` is handed what it needs to
-build agents and keeps the current :class:`~arena.training.OpponentPool` and the stage.
+build agents (the run context) and keeps the current :class:`~arena.training.OpponentPool` and the stage.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from arena.training import (
     with_floor,
 )
 from arena_ppo.config import RunConfig
+from arena_ppo.runners.context import RunContext
 
 
 def opponent_specs(run: RunConfig, num_envs: int | None = None, warm_up: bool = False) -> list[OpponentSpec]:
@@ -39,14 +40,13 @@ def opponent_specs(run: RunConfig, num_envs: int | None = None, warm_up: bool = 
 class TrainingOpponents:
     """The opponent pool of a run, rebuilt once when a league's warm-up ends."""
 
-    def __init__(self, run: RunConfig, n_steps: int, num_envs: int, team_size: int, battle_steps: int,
-                 make_opponent: Callable[[OpponentSpec], Any], load_snapshot: Callable[[Path], Any],
-                 snapshot: Callable[[], Any], out_dir: Path, quiet: bool = False,
-                 echo: Callable[[str], None] = lambda text: None) -> None:
-        self.run, self.n_steps, self.num_envs, self.team_size = run, n_steps, num_envs, team_size
-        self.make_opponent, self.load_snapshot, self.snapshot = make_opponent, load_snapshot, snapshot
-        self.out_dir, self.quiet = out_dir, quiet
-        self.specs = opponent_specs(run, num_envs)
+    def __init__(self, ctx: RunContext, load_snapshot: Callable[[Path], Any], snapshot: Callable[[], Any]) -> None:
+        run, self.n_steps, battle_steps = ctx.cfg.run, ctx.cfg.ppo.n_steps, ctx.env_config.max_steps
+        self.run, self.num_envs, self.team_size = run, ctx.local_envs, ctx.seats
+        self.make_opponent, self.load_snapshot, self.snapshot = ctx.make_opponent, load_snapshot, snapshot
+        self.out_dir, self.quiet = ctx.out_dir, not ctx.sync.main
+        n_steps, make_opponent, echo = self.n_steps, ctx.make_opponent, ctx.echo
+        self.specs = opponent_specs(run, self.num_envs)
         league = any(s.kind == "league" for s in self.specs)
         self.warm_up_steps = run.warm_up_steps if league else 0
         self.warm_up_opponent = league_agents()[-1] if self.warm_up_steps else ""
