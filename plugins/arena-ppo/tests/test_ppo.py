@@ -48,7 +48,7 @@ def test_update_moves_the_policy_and_reports_metrics():
     algo = PPO(model, PPOConfig(batch_size=32, n_epochs=3, lr_schedule="adaptive", value_norm=True), ValueNormalizer())
     out = algo.update(filled_storage(model), torch.Generator().manual_seed(0))
     assert set(out) == {"policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "learning_rate"}
-    assert all(torch.isfinite(torch.tensor(v)) and -100 < v < 100 for v in out.values())
+    assert all(torch.isfinite(torch.as_tensor(v)) and -100 < v < 100 for v in out.values())
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
     assert 1e-5 <= out["learning_rate"] <= 3e-4  # the adaptive rate never rises above --learning-rate
 

@@ -55,8 +55,27 @@ def distillation_loss(mean: torch.Tensor, logit: torch.Tensor, teacher_rudder: t
     return rudder + trigger
 
 
+def adapt_learning_rate(lr: torch.Tensor, kl: torch.Tensor, cfg: PPOConfig) -> None:
+    """rsl_rl's adaptive rate, in place on the device: keep the KL near its target, braking by 1.5 when it
+    is over twice the target and easing back (up to ``cfg.learning_rate``) when under half of it.
+
+    ``lr`` is a float64 tensor and ``kl`` is compared in float64, so the rate moves exactly as the same
+    rule computed in Python floats would, without reading the KL to the host.
+    """
+    kl = kl.detach().to(torch.float64)
+    lower = torch.clamp(lr / 1.5, min=LR_MIN)
+    higher = torch.clamp(lr * 1.5, max=cfg.learning_rate)
+    eased = torch.where((kl > 0.0) & (kl < cfg.desired_kl / 2.0), higher, lr)
+    lr.copy_(torch.where(kl > 2.0 * cfg.desired_kl, lower, eased))
+
+
 class PPO:
     """Clipped-surrogate PPO with value clipping and normalization, and a KL-adaptive learning rate (rsl_rl).
+
+    The update is a function of tensors, as LeanRL's: a filled rollout in, the parameters and the
+    optimizer's state moved in place, the mean of each loss part out as tensors; nothing inside it is
+    read to the host (the learning rate is a tensor the optimizer reads, moved by
+    :func:`adapt_learning_rate`), so the caller reads the statistics once an update.
 
     ``sync`` (training on several processes) makes every process take the same step: gradients and
     the KL that steers the adaptive learning rate are averaged over the processes, advantages are
@@ -70,14 +89,21 @@ class PPO:
         self.cfg = cfg
         self.value_normalizer = value_normalizer
         self.sync = sync
-        self.learning_rate = cfg.learning_rate
         self.kickstart_coef = 0.0  # weight of the teacher's loss (the runner sets it when a teacher labels)
+        device = next(model.parameters()).device
+        self.lr = torch.tensor(cfg.learning_rate, dtype=torch.float64, device=device)
         self.optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
+        self.set_learning_rate(cfg.learning_rate)
+
+    @property
+    def learning_rate(self) -> float:
+        """The current rate (a read to the host: between updates only)."""
+        return float(self.lr)
 
     def set_learning_rate(self, lr: float) -> None:
-        self.learning_rate = float(lr)
+        self.lr.fill_(float(lr))
         for group in self.optimizer.param_groups:
-            group["lr"] = self.learning_rate
+            group["lr"] = self.lr  # every group reads the one tensor, so adapting it needs no host round trip
 
     def loss(self, batch: dict[str, torch.Tensor],
              advantages: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -131,8 +157,9 @@ class PPO:
                 parts["kickstart_loss"] = teacher.detach()
         return total, parts
 
-    def update(self, storage: RolloutStorage, generator: torch.Generator | None = None) -> dict[str, float]:
-        """Epochs of minibatch steps over a filled storage; returns the mean of each loss part."""
+    def update(self, storage: RolloutStorage, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+        """Epochs of minibatch steps over a filled storage; returns the mean of each loss part and the
+        learning rate after the update, as tensors (float64: the reader's float)."""
         cfg = self.cfg
         if self.value_normalizer is not None and not getattr(self.value_normalizer, "per_minibatch", False):
             self.value_normalizer.update(storage.returns.reshape(-1, 1))
@@ -146,33 +173,39 @@ class PPO:
         sums: dict[str, torch.Tensor] = {}
         batches = 0
         self.model.train()
-        for batch in storage.mini_batches(cfg.batch_size, cfg.n_epochs, generator, chunk=cfg.data_chunk_length):
-            loss, parts = self.loss(batch, batch["advantages"])
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if self.sync is not None:  # every process steps with the same gradient, and reads the same KL
-                parts["kl"] = self.sync.average_gradients(self.model.parameters(), parts["kl"])
-            nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
-            self.optimizer.step()
-            if cfg.lr_schedule == "adaptive":  # rsl_rl: keep the KL near its target, per minibatch (capped)
-                kl = float(parts["kl"])
-                if kl > 2.0 * cfg.desired_kl:
-                    self.set_learning_rate(max(LR_MIN, self.learning_rate / 1.5))
-                elif 0.0 < kl < cfg.desired_kl / 2.0:
-                    self.set_learning_rate(min(cfg.learning_rate, self.learning_rate * 1.5))
-            for key, value in parts.items():
-                sums[key] = sums.get(key, 0.0) + value
-            batches += 1
-        storage.advantages = adv_all
+        try:
+            for batch in storage.mini_batches(cfg.batch_size, cfg.n_epochs, generator, chunk=cfg.data_chunk_length):
+                for key, value in self.minibatch_step(batch).items():
+                    sums[key] = sums.get(key, 0.0) + value
+                batches += 1
+        finally:
+            storage.advantages = adv_all
         if self.sync is not None and sums:
             sums = dict(zip(sums, self.sync.average(torch.stack(list(sums.values())))))
-        out = {key: float(value) / max(batches, 1) for key, value in sums.items()}
+        out = {key: value.double() / max(batches, 1) for key, value in sums.items()}
         out.pop("kl", None)
-        out["learning_rate"] = self.learning_rate
+        out["learning_rate"] = self.lr.clone()
         return out
 
+    def minibatch_step(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """One gradient step on one minibatch (the loss, its gradient averaged over the processes, the clip,
+        Adam, the adaptive rate); returns the loss parts, detached."""
+        loss, parts = self.loss(batch, batch["advantages"])
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.sync is not None:  # every process steps with the same gradient, and reads the same KL
+            parts["kl"] = self.sync.average_gradients(self.model.parameters(), parts["kl"])
+        nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
+        self.optimizer.step()
+        if self.cfg.lr_schedule == "adaptive":  # rsl_rl: per minibatch, capped at the configured rate
+            adapt_learning_rate(self.lr, parts["kl"], self.cfg)
+        return parts
+
     def state_dict(self) -> dict[str, Any]:
-        return {"optimizer": self.optimizer.state_dict(), "learning_rate": self.learning_rate}
+        """The optimizer's state with its rate as a number (as checkpoints have always held it)."""
+        optimizer = self.optimizer.state_dict()
+        optimizer["param_groups"] = [{**group, "lr": self.learning_rate} for group in optimizer["param_groups"]]
+        return {"optimizer": optimizer, "learning_rate": self.learning_rate}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(state["optimizer"])

@@ -270,7 +270,8 @@ class OnPolicyRunner:
         t0 = time.perf_counter()
         episode_stats = self.collect()
         t1 = time.perf_counter()
-        losses = self.algorithm.update(self.storage, self.generators["shuffle"])
+        update = self.algorithm.update(self.storage, self.generators["shuffle"])
+        losses = {key: float(value) for key, value in update.items()}  # the update's one read to the host
         t2 = time.perf_counter()
         self.counters.updates += 1
         steps = self.steps_per_update
