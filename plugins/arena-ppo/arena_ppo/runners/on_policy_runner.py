@@ -83,7 +83,8 @@ class OnPolicyRunner:
                  group: Group | None = None) -> None:
         ctx = RunContext.create(cfg, out_dir, make_opponent, reward_fn, on_checkpoint, console, progress, group)
         self.ctx, self.cfg, self.sync, self.device = ctx, ctx.cfg, ctx.sync, ctx.device
-        self.outputs, self.counters, self.last_metrics = ctx.outputs, Counters(), {}
+        self.outputs, self.counters = ctx.outputs, Counters()
+        self.last_metrics: dict[str, float] = {}
         self.agent = self.build_agent()
         self.config = replace(ctx.cfg, network=self.agent.network)  # with the resolved input sizes: config.yaml
         self.algorithm = self.build_algorithm()
