@@ -3,6 +3,7 @@
 Nothing here names a plugin: agents are found through the registries in :mod:`arena.agents`.
 """
 
+from arena.training.agent_memory import capture_agent_memory, restore_agent_memory
 from arena.training.best import (
     BEST_CHECKPOINT,
     BEST_RECORD,
@@ -31,29 +32,24 @@ from arena.training.distributed import (
 from arena.training.evaluation import EvalResult, Rating, ReferenceScale, evaluate, rate, reference_scale
 from arena.training.interrupt import StopRequest
 from arena.training.metrics import MetricLogger, default_run_dir, tensorboard_writer, to_plain, write_config
-from arena.training.opponents import (
-    OpponentPool,
+from arena.training.opponent_specs import (
     OpponentSpec,
     OpponentSpecError,
-    SelfPlayPool,
-    SnapshotError,
-    Tally,
-    capture_agent_memory,
-    describe_split,
     league_agents,
     league_partners,
     parse_opponent_spec,
     parse_opponent_specs,
-    restore_agent_memory,
     split_envs,
     with_floor,
 )
+from arena.training.opponents import OpponentPool, Slot, describe_split
+from arena.training.pfsp import SelfPlayPool, SnapshotError, Tally
 
 __all__ = [
     "BEST_CHECKPOINT", "BEST_RECORD", "BestRecord", "capture_agent_memory", "checkpoint_name", "checkpoint_step",
     "CheckpointError", "clean_stale_temp_files", "default_run_dir", "describe_split",
     "DistributedError", "DivergenceError", "EvalResult", "evaluate", "Group", "keep_best",
-    "league_agents", "league_partners", "list_checkpoints", "load_checkpoint", "MetricLogger", "OpponentPool",
+    "league_agents", "league_partners", "list_checkpoints", "load_checkpoint", "MetricLogger", "OpponentPool", "Slot",
     "OpponentSpec", "OpponentSpecError", "parse_opponent_spec", "parse_opponent_specs", "PeerFailure",
     "Rank", "ReferenceScale", "rank_from_env", "rank_seed", "rate", "Rating", "read_best", "reference_scale",
     "restore_agent_memory",

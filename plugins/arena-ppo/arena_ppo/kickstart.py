@@ -21,8 +21,13 @@ import torch
 
 from arena.loop import checked_act, checked_call
 from arena.match import AgentFailure
-from arena.training import OpponentSpec, parse_opponent_specs
-from arena.training.opponents import OpponentSpecError, capture_agent_memory, restore_agent_memory
+from arena.training import (
+    OpponentSpec,
+    OpponentSpecError,
+    capture_agent_memory,
+    parse_opponent_specs,
+    restore_agent_memory,
+)
 
 TEACHER_ROLE = "the kickstart teacher"
 

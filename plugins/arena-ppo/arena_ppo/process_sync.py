@@ -29,7 +29,7 @@ import torch
 
 from arena.env import resolve_device
 from arena.training.distributed import Group, Rank, fingerprint, to_cpu
-from arena.training.opponents import GatherObjects
+from arena.training.pfsp import GatherObjects
 from arena_ppo.modules.normalizer import fold
 
 if TYPE_CHECKING:

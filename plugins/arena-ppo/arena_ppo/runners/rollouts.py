@@ -20,8 +20,7 @@ import torch
 from arena.env import TensorEnv
 from arena.env.teams import flatten_seats
 from arena.loop import GameLoop
-from arena.training import OpponentPool
-from arena.training.opponents import Slot
+from arena.training import OpponentPool, Slot
 from arena_ppo.agent import PPOAgent
 from arena_ppo.kickstart import Teacher
 from arena_ppo.process_sync import ProcessSync
