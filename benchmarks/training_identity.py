@@ -11,7 +11,8 @@ rate, KL, entropy, episode statistics, per-opponent win rates) and eval.csv, and
 tensor of the final checkpoint (weights, normalizers, optimizer moments, random streams, env state).
 ``--against REV`` runs the same commands in a git worktree of REV, with this interpreter (its
 editable installs resolve to the worktree through ``PYTHONPATH``), and prints one row a run: updates
-compared, whether every logged value and every tensor is identical, and the first difference.
+compared, whether every logged value and every tensor is identical, the first difference, and the
+median wall time of an update here and there (the runs take turns, so a busy machine slows both).
 """
 
 from __future__ import annotations
@@ -70,7 +71,14 @@ def rows_of(path: Path) -> list[dict[str, str]]:
     if not path.exists():
         return []
     with path.open() as f:
-        return [{k: v for k, v in row.items() if k not in CLOCK} for row in csv.DictReader(f)]
+        return list(csv.DictReader(f))
+
+
+def update_seconds(rows: list[dict[str, str]]) -> float:
+    """The median wall time of an update (rollout and update), the first one left out (it warms up)."""
+    times = [float(row["time"]) for row in rows if row.get("time")]
+    gaps = sorted(b - a for a, b in zip(times, times[1:]))
+    return gaps[len(gaps) // 2] if gaps else float("nan")
 
 
 def tensor_digests(value: Any, prefix: str = "") -> dict[str, str]:
@@ -99,19 +107,18 @@ def fingerprint(out: Path) -> dict[str, Any]:
 
     checkpoints = sorted(out.glob("ckpt_*.pt"))
     final = torch.load(checkpoints[-1], map_location="cpu", weights_only=True) if checkpoints else {}
-    return {"metrics": rows_of(out / "metrics.csv"), "eval": rows_of(out / "eval.csv"),
+    metrics = rows_of(out / "metrics.csv")
+    return {"metrics": [{k: v for k, v in row.items() if k not in CLOCK} for row in metrics],
+            "eval": rows_of(out / "eval.csv"), "update_s": update_seconds(metrics),
             "checkpoint": checkpoints[-1].name if checkpoints else None, "tensors": tensor_digests(final)}
 
 
-def run_all(tree: Path, names: list[str], updates: int, eval_games: int) -> dict[str, Any]:
-    results: dict[str, Any] = {}
-    for name in names:
-        with tempfile.TemporaryDirectory(prefix=f"identity-{name}-") as tmp:
-            seconds = train(tree, name, updates, eval_games, Path(tmp) / "run")
-            results[name] = {**fingerprint(Path(tmp) / "run"), "seconds": seconds}
-        print(f"  {name}: {len(results[name]['metrics'])} updates in {results[name]['seconds']:.1f} s "
-              f"({tree.name})", flush=True)
-    return results
+def run_one(tree: Path, name: str, updates: int, eval_games: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix=f"identity-{name}-") as tmp:
+        seconds = train(tree, name, updates, eval_games, Path(tmp) / "run")
+        result = {**fingerprint(Path(tmp) / "run"), "seconds": seconds}
+    print(f"  {name}: {len(result['metrics'])} updates in {seconds:.1f} s ({tree.name})", flush=True)
+    return result
 
 
 def first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
@@ -143,29 +150,37 @@ def main() -> None:
     unknown = [n for n in names if n not in RUNS]
     if unknown:
         raise SystemExit(f"unknown run(s) {unknown}; expected some of {list(RUNS)}")
-    here = run_all(ROOT, names, args.updates, args.eval_games)
+    tree = None
+    if args.against:
+        base = Path(tempfile.mkdtemp(prefix="identity-tree-"))
+        tree = base / "tree"
+        subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.against], cwd=ROOT, check=True,
+                       capture_output=True)
+    here: dict[str, Any] = {}
+    there: dict[str, Any] = {}
+    try:
+        for name in names:  # each run here, then there: a machine that gets busier slows both alike
+            here[name] = run_one(ROOT, name, args.updates, args.eval_games)
+            if tree is not None:
+                there[name] = run_one(tree, name, args.updates, args.eval_games)
+    finally:
+        if tree is not None:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
+            shutil.rmtree(tree.parent, ignore_errors=True)
     if args.save:
         args.save.write_text(json.dumps(here, indent=1))
-    if not args.against:
+    if tree is None:
         return
-    base = Path(tempfile.mkdtemp(prefix="identity-tree-"))
-    tree = base / "tree"
-    subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.against], cwd=ROOT, check=True,
-                   capture_output=True)
-    try:
-        there = run_all(tree, names, args.updates, args.eval_games)
-    finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
-    print(f"\n{'run':<16} {'updates':>7} {'evals':>5} {'tensors':>7} {'identical':>9}  {'s here':>6} {'s there':>7}  "
-          f"first difference")
+    print(f"\n{'run':<16} {'updates':>7} {'evals':>5} {'tensors':>7} {'identical':>9}  {'s/update here':>13} "
+          f"{'there':>6} {'ratio':>6}  first difference")
     failed = False
     for name in names:
         a, b = here[name], there[name]
         diff = first_difference(a, b)
         failed |= bool(diff)
         print(f"{name:<16} {len(a['metrics']):>7} {len(a['eval']):>5} {len(a['tensors']):>7} "
-              f"{'yes' if not diff else 'NO':>9}  {a['seconds']:>6.1f} {b['seconds']:>7.1f}  {diff or '-'}")
+              f"{'yes' if not diff else 'NO':>9}  {a['update_s']:>13.3f} {b['update_s']:>6.3f} "
+              f"{a['update_s'] / b['update_s']:>6.2f}  {diff or '-'}")
     sys.exit(1 if failed else 0)
 
 

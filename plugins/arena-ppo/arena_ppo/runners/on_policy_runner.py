@@ -225,7 +225,11 @@ class OnPolicyRunner:
                 if self.opponents.opens_league(self.counters.env_steps):
                     self.open_league()
                 self.schedule_learning_rate()
-                metrics = self.step(start)
+                t0 = time.perf_counter()
+                episodes = self.collect()
+                t1 = time.perf_counter()
+                update = self.algorithm.update(self.storage, self.generators["shuffle"])
+                metrics = self.record_update(episodes, update, start, t0, t1)
                 first = self.counters.updates == start_updates + 1
                 if first or self.counters.env_steps - self.counters.last_log >= run.log_interval:
                     self.counters.last_log = self.counters.env_steps
@@ -266,12 +270,10 @@ class OnPolicyRunner:
         self.outputs.close()
         return self.last_metrics
 
-    def step(self, start: float) -> dict[str, float]:
-        """One rollout and one update; returns (and logs) the update's metrics."""
-        t0 = time.perf_counter()
-        episode_stats = self.collect()
-        t1 = time.perf_counter()
-        update = self.algorithm.update(self.storage, self.generators["shuffle"])
+    def record_update(self, episode_stats: dict[str, float], update: dict[str, torch.Tensor], start: float,
+                      t0: float, t1: float) -> dict[str, float]:
+        """The metrics of the update that just ran (its rollout from ``t0`` to ``t1``, then the update): read
+        once to the host, logged, and checked for a loss that diverged."""
         losses = {key: float(value) for key, value in update.items()}  # the update's one read to the host
         t2 = time.perf_counter()
         self.counters.updates += 1
