@@ -94,8 +94,8 @@ def refuse_output(out: str | Path, source: str | Path | None = None) -> Path:
     ``ckpt_<step>.pt`` form, which a run would take for one of its checkpoints. A symlink is followed,
     so the file it points to is what is judged and replaced.
     """
+    from arena.run_files import CHECKPOINT_PATTERN
     from arena.torchfile import is_torch_save_file
-    from arena.training.checkpoint import CHECKPOINT_PATTERN
 
     target = Path(out)
     if target.is_symlink():

@@ -5,6 +5,9 @@ them, so the line says whether the run progressed: a round robin of a run's own 
 beats whom, and deterministic or narrow policies cycle (an early checkpoint can beat every later one while
 the ladder says the later ones are far stronger). Without references the figure is the Elo of all games,
 labelled as such. This module computes what the report's section and plot show (:mod:`.report`).
+
+A run's checkpoint names and the step in its best.json are read through :mod:`arena.run_files`, which
+:mod:`arena.training` writes them with: the tournament imports nothing of the training package.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from arena.run_files import checkpoint_step, read_best_step
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,9 +81,6 @@ def training_runs(board: "pd.DataFrame") -> dict[str, RunProgress]:
     more), per run folder, with what their ratings say. ``board`` is a leaderboard, best first."""
     import pandas as pd
 
-    from arena.training.best import read_best
-    from arena.training.checkpoint import checkpoint_step
-
     rows = []
     for position, r in enumerate(board.itertuples()):
         step = checkpoint_step(r.checkpoint) if isinstance(r.checkpoint, str) else None
@@ -99,10 +101,9 @@ def training_runs(board: "pd.DataFrame") -> dict[str, RunProgress]:
         high = frame["reference_high" if by_reference else "elo_high"].to_numpy(dtype=float)
         finite = [math.isfinite(v) for v in value]
         try:
-            kept = read_best(run)
+            best_step = read_best_step(run)
         except ValueError:  # an unreadable best.json says nothing here
-            kept = None
-        best_step = kept.step if kept is not None else None
+            best_step = None
         best_rank = None
         if best_step is not None and (frame["step"] == best_step).any():
             ordered = frame.sort_values("order")["step"].tolist()

@@ -1,25 +1,14 @@
 """Generic pieces a trainer plugin reuses: opponent pools, checkpoint files, run outputs, evaluation.
 
-Nothing here names a plugin: agents are found through the registries in :mod:`arena.agents`.
+Nothing here names a plugin: agents are found through the registries in :mod:`arena.agents`. The
+names of a run's files (checkpoints, best.json) are :mod:`arena.run_files`', which the tournament reads
+too; they are re-exported here.
 """
 
+from arena.run_files import BEST_CHECKPOINT, BEST_RECORD, checkpoint_name, checkpoint_step, list_checkpoints
 from arena.training.agent_memory import capture_agent_memory, restore_agent_memory
-from arena.training.best import (
-    BEST_CHECKPOINT,
-    BEST_RECORD,
-    BestRecord,
-    keep_best,
-    read_best,
-)
-from arena.training.checkpoint import (
-    CheckpointError,
-    checkpoint_name,
-    checkpoint_step,
-    clean_stale_temp_files,
-    list_checkpoints,
-    load_checkpoint,
-    save_checkpoint,
-)
+from arena.training.best import BestRecord, keep_best, read_best
+from arena.training.checkpoint import CheckpointError, clean_stale_temp_files, load_checkpoint, save_checkpoint
 from arena.training.distributed import (
     DistributedError,
     DivergenceError,

@@ -10,6 +10,9 @@ bound of their rating, and equal ratings by the worst score, then the mean.
 
 The evaluation games that choose the weights also measure them: a fair figure for the kept weights
 comes from fresh games (other seeds), as ``benchmarks/train_league.py`` plays.
+
+The file names and the reading of ``best.json`` are :mod:`arena.run_files`' (a tournament reads the
+kept step from there too); the record itself, and the choice, are here.
 """
 
 from __future__ import annotations
@@ -22,12 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arena.run_files import BEST_CHECKPOINT, BEST_RECORD, read_best_record, record_step
 from arena.training.checkpoint import save_checkpoint
 from arena.training.evaluation import EvalResult, Rating
 from arena.training.metrics import write_text_atomically
-
-BEST_CHECKPOINT = "best.pt"
-BEST_RECORD = "best.json"
 
 
 @dataclass(frozen=True)
@@ -74,11 +75,7 @@ class BestRecord:
     @classmethod
     def from_dict(cls, data: Any) -> "BestRecord":
         """A record read back from a checkpoint or best.json; ``ValueError`` naming the bad field."""
-        if not isinstance(data, Mapping):
-            raise ValueError(f"expected a dict, got {type(data).__name__}")
-        step = data.get("step")
-        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-            raise ValueError(f"step: expected an int >= 0, got {step!r}"[:200])
+        step = record_step(data)  # a dict, with a step
         scores = data.get("scores")
         if not isinstance(scores, Mapping) or not all(isinstance(k, str) and is_fraction(v) for k, v in scores.items()):
             raise ValueError(f"scores: expected a dict of opponent names to fractions 0..1, got {scores!r}"[:200])
@@ -116,10 +113,4 @@ def keep_best(out_dir: str | os.PathLike[str], payload: Mapping[str, Any], recor
 def read_best(out_dir: str | os.PathLike[str]) -> BestRecord | None:
     """The record in a run's ``best.json``; None when the run kept none. ``ValueError`` naming the file
     when it is unreadable."""
-    path = Path(out_dir) / BEST_RECORD
-    if not path.is_file():
-        return None
-    try:
-        return BestRecord.from_dict(json.loads(path.read_text()))
-    except (OSError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
-        raise ValueError(f"{path}: {exc}") from exc
+    return read_best_record(out_dir, BestRecord.from_dict)

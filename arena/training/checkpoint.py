@@ -4,6 +4,10 @@ A checkpoint is a plain dict of tensors, numbers, strings and containers, so
 ``torch.load(path, weights_only=True)`` accepts it and a file from an untrusted source cannot run
 code. Every arena checkpoint names the agent that wrote it (``"agent"``) and its layout
 (``"format_version"``); that is how ``arena play run/ckpt.pt`` finds the class to load it with.
+
+A run's checkpoint file names (``ckpt_<step>.pt``), the step they encode and the listing of a run's
+checkpoints live in :mod:`arena.run_files`, below both this package and :mod:`arena.tournament`, which
+reads them too (``arena.training`` re-exports them).
 """
 
 from __future__ import annotations
@@ -16,13 +20,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+# Re-exported from their old place here: checkpoint names are read by the tournament too (see the docstring).
 from arena.torchfile import TorchFileError, read_torch_file
 from arena.training.distributed import to_cpu
 
 if TYPE_CHECKING:
     import torch
 
-CHECKPOINT_PATTERN = re.compile(r"^ckpt_(\d+)\.pt$")
 REQUIRED_KEYS = ("agent", "format_version")
 # Temp files of unfinished writes: ".<final name>.<writer pid>.<random>.tmp" (the pid says whose it is).
 TEMP_PATTERN = re.compile(r"^\.(?P<target>.+)\.(?P<pid>\d+)\.[^.]+\.tmp$")
@@ -32,26 +36,6 @@ LEGACY_TEMP_AGE = 3600.0  # seconds after which a pid-less temp file is surely a
 
 class CheckpointError(ValueError):
     """A checkpoint is missing, unreadable, or not what the caller expected; the message names the file."""
-
-
-def checkpoint_name(step: int) -> str:
-    """File name of the checkpoint taken after ``step`` environment steps; sorts by step."""
-    return f"ckpt_{int(step):09d}.pt"
-
-
-def checkpoint_step(path: str | os.PathLike[str]) -> int | None:
-    """The step encoded in a checkpoint file name, or None for other names."""
-    match = CHECKPOINT_PATTERN.match(Path(path).name)
-    return int(match.group(1)) if match else None
-
-
-def list_checkpoints(directory: str | os.PathLike[str]) -> list[Path]:
-    """This run's checkpoints in ``directory``, oldest first (temp files of unfinished writes excluded)."""
-    root = Path(directory)
-    if not root.is_dir():
-        return []
-    found = [(checkpoint_step(p), p) for p in root.iterdir() if p.is_file()]
-    return [p for step, p in sorted((s, p) for s, p in found if s is not None)]
 
 
 def save_checkpoint(payload: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:

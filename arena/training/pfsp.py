@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.guard import AgentCodeError, call_agent
-from arena.training.checkpoint import checkpoint_step, list_checkpoints
+from arena.run_files import checkpoint_step, list_checkpoints
 
 if TYPE_CHECKING:
     import torch

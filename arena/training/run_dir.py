@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from arena.training.checkpoint import checkpoint_step, list_checkpoints
+from arena.run_files import checkpoint_step, list_checkpoints
 
 
 def holds_run(directory: Path) -> bool:

@@ -12,7 +12,8 @@ from arena_ppo.modules.actor_critic import (
 )
 from arena_ppo.modules.normalizer import RunningNormalizer, ValueNorm, ValueNormalizer
 from arena_ppo.modules.recurrent import RecurrentActorCritic
-from arena_ppo.modules.separated import RecurrentSeparatedActorCritic, SeatRouted, SeparatedActorCritic
+from arena_ppo.modules.seat_routing import SeatRouted
+from arena_ppo.modules.separated import RecurrentSeparatedActorCritic, SeparatedActorCritic
 
 __all__ = [
     "Actor", "ActorCritic", "Critic", "PolicyOutput", "RecurrentActorCritic",

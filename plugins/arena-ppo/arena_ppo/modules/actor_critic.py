@@ -121,7 +121,7 @@ class PolicyOutput:
 class ActorCritic(nn.Module):
     """The actor, the critic and the distributions between them."""
 
-    # An Actor and a Critic here; per-seat models route each row to its seat's (separated.SeatRouted).
+    # An Actor and a Critic here; per-seat models route each row to its seat's (seat_routing.SeatRouted).
     actor: nn.Module  # obs -> (rudder mean, rudder log-std, fire logit)
     critic: nn.Module  # critic obs -> V(s)
 

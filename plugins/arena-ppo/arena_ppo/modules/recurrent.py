@@ -9,16 +9,12 @@ states the rollout did (as the MAPPO documents' recurrent training does).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 from torch import nn
 
 from arena_ppo.config import NetworkConfig
 from arena_ppo.modules.actor_critic import Actor, ActorCritic, Critic, PolicyOutput
-
-if TYPE_CHECKING:
-    from arena_ppo.modules.separated import SeatRouted
+from arena_ppo.modules.seat_routing import SeatRouted
 
 
 class RecurrentActor(Actor):
