@@ -227,9 +227,8 @@ def parse_env_overrides(items: tuple[str, ...], team_size: int | None = None) ->
     """``KEY=VALUE`` pairs (``reward.win=2`` for nested fields) into a validated EnvConfig, and the fields
     the user set (a checkpoint fills only the rest); ``team_size`` (``--team-size``) wins over an
     ``--env team_size=`` given as well."""
-    import yaml
-
     from arena.env import EnvConfig
+    from arena.yaml_file import load_yaml_value
 
     data: dict[str, Any] = {}
     for item in items:
@@ -237,9 +236,9 @@ def parse_env_overrides(items: tuple[str, ...], team_size: int | None = None) ->
         if not sep or not key.strip():
             raise ArenaError(f"--env {item!r}: expected KEY=VALUE, e.g. --env max_time=120")
         try:
-            value = yaml.safe_load(raw)
-        except yaml.YAMLError:
-            value = raw
+            value = load_yaml_value(raw)
+        except ValueError as exc:  # YAML, but not a usable value: a key twice, nested too deep
+            raise ArenaError(f"--env {item!r}: {exc}") from None
         head, _, sub = key.strip().partition(".")
         if sub:
             if not isinstance(data.setdefault(head, {}), dict):
