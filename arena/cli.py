@@ -13,6 +13,7 @@ import click
 
 from arena import __version__
 from arena.agents import POLICIES
+from arena.errors import ArenaError
 from arena.match import MAX_GAMES, RESULT_KEYS
 
 if TYPE_CHECKING:
@@ -21,12 +22,6 @@ if TYPE_CHECKING:
     from arena.env import EnvConfig
     from arena.env.config import ObsMode
     from arena.replay import ReplayFiles
-
-
-class ArenaError(click.ClickException):
-    """A mistake the user can fix: printed as one line, exit status 2, no traceback."""
-
-    exit_code = 2
 
 
 def threads_option(fn: Any) -> Any:
@@ -305,6 +300,7 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_si
       arena play ppo:runs/a/ckpt_000500000.pt crank --json
       arena play crank placeholder --team-size 4
     """
+    from arena.errors import is_out_of_memory
     from arena.match import AgentFailure, play_match
 
     env_config, given = parse_env_overrides(env_overrides, team_size)
@@ -538,13 +534,6 @@ def device_option(device: str) -> "torch.device":
         return resolve_device(device)
     except ValueError as exc:
         raise ArenaError(f"--device: {exc}") from None
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """An allocation that failed for want of memory (host or GPU), as opposed to a bug."""
-    text = str(exc).lower()
-    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" or (
-        "memory" in text and ("alloc" in text or "out of" in text or "not enough" in text))
 
 
 class TrainerGroup(click.Group):
