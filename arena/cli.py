@@ -13,6 +13,7 @@ import click
 
 from arena import __version__
 from arena.agents import POLICIES
+from arena.errors import ArenaError
 from arena.match import MAX_GAMES, RESULT_KEYS
 
 if TYPE_CHECKING:
@@ -21,12 +22,6 @@ if TYPE_CHECKING:
     from arena.env import EnvConfig
     from arena.env.config import ObsMode
     from arena.replay import ReplayFiles
-
-
-class ArenaError(click.ClickException):
-    """A mistake the user can fix: printed as one line, exit status 2, no traceback."""
-
-    exit_code = 2
 
 
 def threads_option(fn: Any) -> Any:
@@ -227,9 +222,8 @@ def parse_env_overrides(items: tuple[str, ...], team_size: int | None = None) ->
     """``KEY=VALUE`` pairs (``reward.win=2`` for nested fields) into a validated EnvConfig, and the fields
     the user set (a checkpoint fills only the rest); ``team_size`` (``--team-size``) wins over an
     ``--env team_size=`` given as well."""
-    import yaml
-
     from arena.env import EnvConfig
+    from arena.yaml_file import load_yaml_value
 
     data: dict[str, Any] = {}
     for item in items:
@@ -237,9 +231,9 @@ def parse_env_overrides(items: tuple[str, ...], team_size: int | None = None) ->
         if not sep or not key.strip():
             raise ArenaError(f"--env {item!r}: expected KEY=VALUE, e.g. --env max_time=120")
         try:
-            value = yaml.safe_load(raw)
-        except yaml.YAMLError:
-            value = raw
+            value = load_yaml_value(raw)
+        except ValueError as exc:  # YAML, but not a usable value: a key twice, nested too deep
+            raise ArenaError(f"--env {item!r}: {exc}") from None
         head, _, sub = key.strip().partition(".")
         if sub:
             if not isinstance(data.setdefault(head, {}), dict):
@@ -306,6 +300,7 @@ def play(agent_a: str, agent_b: str, games: int, device: str, seed: int, team_si
       arena play ppo:runs/a/ckpt_000500000.pt crank --json
       arena play crank placeholder --team-size 4
     """
+    from arena.errors import is_out_of_memory
     from arena.match import AgentFailure, play_match
 
     env_config, given = parse_env_overrides(env_overrides, team_size)
@@ -539,13 +534,6 @@ def device_option(device: str) -> "torch.device":
         return resolve_device(device)
     except ValueError as exc:
         raise ArenaError(f"--device: {exc}") from None
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """An allocation that failed for want of memory (host or GPU), as opposed to a bug."""
-    text = str(exc).lower()
-    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" or (
-        "memory" in text and ("alloc" in text or "out of" in text or "not enough" in text))
 
 
 class TrainerGroup(click.Group):

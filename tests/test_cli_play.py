@@ -71,6 +71,12 @@ def test_user_mistakes_give_one_line_and_a_non_zero_exit(args, message, tmp_path
     assert "Traceback" not in result.output and isinstance(result.exception, SystemExit)
 
 
+def test_an_env_value_with_a_key_twice_is_one_line():
+    result = run("play", "crank", "placeholder", "--env", "reward={win: 1, win: 2}", *FAST)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output == "Error: --env 'reward={win: 1, win: 2}': key 'win' appears twice\n"
+
+
 def test_corrupt_checkpoint_is_one_line(tmp_path):
     bad = tmp_path / "bad.pt"
     bad.write_text("garbage")

@@ -27,10 +27,8 @@ TOP_KEYS = ("name", "output", "seed", "device", "max_envs", "games_per_pairing",
 
 # Limits. A league file is small hand-written text; these are far beyond any real one and exist so that
 # a hostile or mistyped file is refused in a second, naming its key, instead of hanging or crashing
-# after games are stored (see docs/hostile-input.md).
-MAX_FILE_BYTES = 1 << 20  # a league file of more than 1 MiB is not a league file
-MAX_DEPTH = 32  # nesting of mappings and lists
-MAX_NODES = 100_000  # values in the file once YAML aliases are expanded (a "billion laughs" has 10⁹)
+# after games are stored (see docs/hostile-input.md). The file's own size, nesting and alias expansion
+# are bounded where every YAML file is read, in arena.yaml_file.
 MAX_NAME = 200  # characters of the league's and each participant's display name
 MAX_SEED = 2**63 - 1
 MAX_ENVS = 1 << 22  # battles stepped at once
@@ -145,135 +143,21 @@ class TournamentConfig:
 
 
 def load_config(path: str | os.PathLike[str]) -> TournamentConfig:
-    """Read and validate a tournament file; raises :class:`ConfigError`."""
+    """Read and validate a tournament file; raises :class:`ConfigError`. The YAML is read as every YAML
+    file is (:func:`arena.yaml_file.read_yaml_file`: size, nesting, alias expansion and duplicate keys
+    bounded before anything walks it)."""
+    from arena.yaml_file import YamlFileError, read_yaml_file
+
     file = Path(path)
-    return parse_config(read_yaml(file), file)
-
-
-def read_yaml(file: Path) -> Any:
-    """The file's YAML data, or a one-line :class:`ConfigError`: the file is read as UTF-8 text (a BOM
-    is fine), its nesting and its size after alias expansion are bounded *before* anything walks it (a
-    "billion laughs" loads in microseconds as shared lists, and then hangs whoever copies or hashes it)."""
     try:
-        with open(file, "rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
+        data = read_yaml_file(file, "tournament YAML file")
+    except YamlFileError as exc:
+        raise ConfigError(file, "", exc.reason) from None
     except FileNotFoundError:
         raise ConfigError(file, "", "no such file; expected a tournament YAML file") from None
-    except (OSError, ValueError) as exc:  # a folder, no permission, a NUL in the path
+    except OSError as exc:  # a folder, no permission, a NUL in the path
         raise ConfigError(file, "", f"cannot be read ({_os_reason(exc)}); expected a tournament YAML file") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise ConfigError(file, "", f"larger than {MAX_FILE_BYTES // 1024} KiB; expected a tournament YAML file")
-    text = _decode(raw, file)
-    return _safe_yaml(text, file)
-
-
-def _decode(raw: bytes, file: Path) -> str:
-    wide = _wide_encoding(raw)
-    if wide:
-        raise ConfigError(file, "", f"is {wide} text; expected UTF-8 (save the file as UTF-8)")
-    if b"\x00" in raw:
-        raise ConfigError(file, "", f"contains a NUL byte (offset {raw.index(0)}); expected a UTF-8 YAML text "
-                                    f"file, not a binary one")
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(file, "", f"is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-                                    f"expected a UTF-8 YAML file") from None
-
-
-def _wide_encoding(raw: bytes) -> str:
-    """"UTF-16"/"UTF-32" when the bytes look like it (a BOM, or a NUL beside every ASCII character)."""
-    if raw.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
-        return "UTF-32"
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return "UTF-16"
-    head = raw[:256]
-    if len(head) >= 8 and head.count(0) * 4 >= len(head) * 3:
-        return "UTF-32"
-    if len(head) >= 4 and (head[0::2].count(0) * 10 >= len(head[0::2]) * 9
-                           or head[1::2].count(0) * 10 >= len(head[1::2]) * 9):
-        return "UTF-16"
-    return ""
-
-
-def _safe_yaml(text: str, file: Path) -> Any:
-    import yaml
-
-    try:
-        depth = 0
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):  # the parser is iterative: no recursion yet
-            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    mark = event.start_mark
-                    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-                    raise ConfigError(file, "", f"nested more than {MAX_DEPTH} levels deep{where}; expected a "
-                                                f"tournament YAML file")
-            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-                depth -= 1
-        loader = yaml.SafeLoader(text)
-        try:
-            node = loader.get_single_node()
-            if node is None:
-                return None
-            _check_expansion(node, file)
-            return loader.construct_document(node)
-        finally:
-            loader.dispose()
-    except ConfigError:
-        raise
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        from arena.guard import head
-
-        problem = getattr(exc, "problem", None) or head(str(exc)) or type(exc).__name__
-        raise ConfigError(file, "", f"not valid YAML ({where}{problem})") from None
-    except RecursionError:  # a safety net: MAX_DEPTH keeps the composer far from the limit
-        raise ConfigError(file, "", f"nested too deeply; expected at most {MAX_DEPTH} levels") from None
-    except (ValueError, OverflowError) as exc:  # a scalar YAML resolves but Python cannot build (a 5000-digit int)
-        from arena.guard import head
-
-        problem = head(str(exc))
-        if "integer string conversion" in problem:
-            problem = "an integer of more than 4300 digits"
-        raise ConfigError(file, "", f"a value cannot be read ({problem})") from None
-
-
-def _check_expansion(root: Any, file: Path) -> None:
-    """Refuse a node graph whose tree, with every alias expanded, has more than MAX_NODES values, or
-    that contains itself (``&a [*a]``). Iterative and memoised: linear in the file, whatever it expands to."""
-    import yaml
-
-    def children(node: Any) -> list[Any]:
-        if isinstance(node, yaml.SequenceNode):
-            return list(node.value)
-        if isinstance(node, yaml.MappingNode):
-            return [part for pair in node.value for part in pair]
-        return []
-
-    size: dict[int, int] = {}
-    open_nodes: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(root, False)]
-    while stack:
-        node, finished = stack.pop()
-        nid = id(node)
-        if finished:
-            open_nodes.discard(nid)
-            size[nid] = min(MAX_NODES + 1, 1 + sum(size[id(c)] for c in children(node)))
-            continue
-        if nid in size:
-            continue
-        if nid in open_nodes:
-            mark = node.start_mark
-            raise ConfigError(file, "", f"an alias refers to a value that contains it (line {mark.line + 1}); "
-                                        f"expected no recursive aliases")
-        open_nodes.add(nid)
-        stack.append((node, True))
-        stack.extend((c, False) for c in children(node))
-    if size[id(root)] > MAX_NODES:
-        raise ConfigError(file, "", f"expands to more than {MAX_NODES:,} values once its aliases (*name) are "
-                                    f"expanded; expected a small tournament file (a 'billion laughs'?)")
+    return parse_config(data, file)
 
 
 def _os_reason(exc: BaseException) -> str:

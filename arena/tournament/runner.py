@@ -192,6 +192,7 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
     import torch
 
     from arena import __version__
+    from arena.errors import is_out_of_memory
     from arena.progress import Progress
 
     env_text = json.dumps(env_config.to_dict(), sort_keys=True)
@@ -242,8 +243,10 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
         finally:
             bar.close()
         status = "finished" if max_batches is None else "stopped"
-    except torch.OutOfMemoryError:
+    except (MemoryError, RuntimeError) as exc:  # torch's OutOfMemoryError is a RuntimeError
         status = "failed"
+        if not is_out_of_memory(exc):
+            raise
         raise ConfigError(config.file, "max_envs", f"{config.max_envs} battles at once do not fit in the memory "
                                                    f"of {device}; expected a lower max_envs (finished games are "
                                                    f"stored)") from None

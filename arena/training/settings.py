@@ -23,6 +23,8 @@ from typing import Any
 import click
 import yaml
 
+from arena.yaml_file import YamlFileError, YamlSyntaxError, load_yaml_value, read_yaml_file
+
 SPEC_KEY = "arena.setting"
 
 
@@ -263,9 +265,9 @@ def parse_assignments(config: Any, items: tuple[str, ...] | list[str]) -> dict[s
         if key not in known:
             raise unknown_key(key, {k: v for k, v in known.items() if not v.spec.derived}, f"--set {item}")
         try:
-            value = yaml.safe_load(text) if text.strip() else ""
-        except yaml.YAMLError:
-            value = text
+            value = load_yaml_value(text) if text.strip() else ""
+        except ValueError as exc:  # YAML, but not a usable value: a key twice, nested too deep
+            raise ValueError(f"--set {item}: {exc}") from None
         s = known[key]
         if isinstance(value, str) and typing.get_origin(_base(s.kind)[0]) is tuple:
             value = [value]  # --set run.vs=crank: one entry
@@ -314,15 +316,18 @@ def read_sections(config: Any, data: Any, where: str, ignore: tuple[str, ...] = 
 
 
 def read_config_file(config: Any, path: Path, ignore: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A ``--config`` YAML file's settings by key; ``ValueError`` naming the file and the key."""
+    """A ``--config`` YAML file's settings by key; ``ValueError`` naming the file and the key. The file
+    is read as every YAML file is (:func:`arena.yaml_file.read_yaml_file`): size, nesting, alias
+    expansion and duplicate keys bounded."""
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = read_yaml_file(path, "settings YAML file")
     except OSError as exc:
         raise ValueError(f"--config {path}: cannot read it ({exc.strerror or exc})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ValueError(f"--config {path}: not valid YAML{where}") from None
+    except YamlSyntaxError as exc:
+        where = f" at line {exc.line}" if exc.line is not None else ""
+        raise ValueError(f"--config {path}: not valid YAML{where} ({exc.problem})") from None
+    except YamlFileError as exc:
+        raise ValueError(f"--config {path}: {exc.reason}") from None
     if data is None:
         return {}
     return read_sections(config, data, f"--config {path}", ignore)

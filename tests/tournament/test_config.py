@@ -100,6 +100,33 @@ def test_malformed_yaml_and_missing_file(tmp_path: Path) -> None:
         load_config(tmp_path / "nope.yaml")
 
 
+@pytest.mark.parametrize("text, line, key, first", [
+    ("name: a\nseed: 1\nparticipants: [pursuer, idle]\nseed: 2\n", 4, "seed", 2),
+    ("participants:\n  - pursuer\n  - agent: pursuer\n    name: far\n    params:\n      fire_km: 8\n"
+     "      fire_km: 25\n", 7, "fire_km", 6),
+])
+def test_a_key_given_twice_is_refused_naming_the_file_line_and_key(tmp_path: Path, text, line, key, first) -> None:
+    path = tmp_path / "league.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == f"{path}: line {line}: key {key!r} appears twice (first on line {first})"
+
+
+def test_the_tournament_command_refuses_a_key_given_twice(tmp_path: Path, write_league) -> None:
+    from click.testing import CliRunner
+
+    from arena.cli import main
+
+    path = write_league(LEAGUE)
+    path.write_text(path.read_text() + "max_envs: 32\n")  # write_league wrote max_envs: 64 on line 5
+    result = CliRunner().invoke(main, ["tournament", str(path), "-q"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output == f"Error: {path}: line {len(path.read_text().splitlines())}: key 'max_envs' appears " \
+                            f"twice (first on line 5)\n"
+    assert not (tmp_path / "out").exists()
+
+
 def test_unknown_agent_and_bad_checkpoint_stop_before_play(tmp_path: Path, write_league, registry) -> None:
     path = write_league(LEAGUE + ["crankk"])
     with pytest.raises(ConfigError, match=r"participants\[3\]\.agent: unknown agent 'crankk'"):

@@ -168,7 +168,7 @@ def t_huge(text: str, rng: random.Random) -> bytes:
 
 
 def t_merge_and_duplicates(text: str, rng: random.Random) -> bytes:
-    """Merge keys, an anchor reused where it does not belong, and a key given twice (the last wins)."""
+    """Merge keys, an anchor reused where it does not belong, and a key given twice (refused)."""
     extra = rng.choice(["rating: {<<: {mu: 30.0}, sigma: 9.0}\n", "seed: 1\nseed: 2\n",
                         "participants: [crank, placeholder, {name: z, agent: crank, params: {<<: {cooldown_s: 5}}}]\n"])
     return (text.replace("env:", "env: &e", 1) + extra).encode()

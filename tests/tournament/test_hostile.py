@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from arena.agents import BaseAgent
 from arena.plugins import PluginInfo
@@ -330,6 +331,28 @@ def test_an_error_while_playing_marks_the_run_failed(write_league, registry, mon
     config = load_config(write_league(LEAGUE))
     with pytest.raises(RuntimeError):
         run_tournament(config, registry=registry, progress=False)
+    with sqlite3.connect(config.output / "results.sqlite") as conn:
+        assert conn.execute("SELECT status FROM runs").fetchall() == [("failed",)]
+
+
+@pytest.mark.parametrize("error", [
+    torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB"),
+    RuntimeError("DefaultCPUAllocator: not enough memory: you tried to allocate 21474836480 bytes."),
+    MemoryError(),
+], ids=["cuda", "cpu", "host"])
+def test_a_batch_that_does_not_fit_names_max_envs_and_keeps_the_games(write_league, registry, monkeypatch,
+                                                                       error) -> None:
+    import arena.tournament.runner as runner
+
+    def too_big(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise error
+
+    monkeypatch.setattr(runner, "play", too_big)
+    path = write_league(LEAGUE)
+    config = load_config(path)
+    with one_line_error(path, "max_envs") as info:
+        run_tournament(config, registry=registry, progress=False)
+    assert "64 battles at once do not fit in the memory of cpu; expected a lower max_envs" in str(info.value)
     with sqlite3.connect(config.output / "results.sqlite") as conn:
         assert conn.execute("SELECT status FROM runs").fetchall() == [("failed",)]
 

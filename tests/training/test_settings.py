@@ -107,6 +107,39 @@ def test_a_config_file_is_checked_key_by_key(tmp_path):
         read_sections(Config(), ["run"], "config")
 
 
+def test_a_config_file_with_a_key_twice_is_refused_naming_the_file_line_and_key(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("update:\n  rate: 0.001\nrun:\n  envs: 2\n  vs: [crank]\n  envs: 3\n")
+    with pytest.raises(ValueError) as info:
+        read_config_file(Config(), path)
+    assert str(info.value) == f"--config {path}: line 6: key 'envs' appears twice (first on line 4)"
+    path.write_text("run:\n  envs: 2\nupdate:\n  rate: 0.001\nrun:\n  envs: 3\n")
+    with pytest.raises(ValueError, match=r"run.yaml: line 5: key 'run' appears twice \(first on line 1\)$"):
+        read_config_file(Config(), path)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("run:\n  vs: " + "[" * 40 + "]" * 40 + "\n", "nested more than 32 levels deep (line 2, column 37); expected a "
+                                                 "settings YAML file"),
+    ("# " + "x" * (1 << 20) + "\nrun: {envs: 2}\n", "larger than 1024 KiB; expected a settings YAML file"),
+    ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n" for p, n in zip("abcde", "bcdef")),
+     "expands to more than 100,000 values once its aliases (*name) are expanded"),
+])
+def test_a_config_file_too_deep_or_too_large_is_one_line(tmp_path, text, message):
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError) as info:
+        read_config_file(Config(), path)
+    assert str(info.value).startswith(f"--config {path}: ") and message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_set_value_with_a_key_twice_is_refused():
+    with pytest.raises(ValueError, match=r"^--set run.vs=\{a: 1, a: 2\}: key 'a' appears twice$"):
+        parse_assignments(Config(), ["run.vs={a: 1, a: 2}"])
+
+
 def test_fixed_settings_cannot_change_on_resume():
     saved = apply(Config(), {"run.envs": 16})
     assert [s.key for s in fixed_changes(Config(), saved, {"run.envs": 8, "update.rate": 0.1})] == ["run.envs"]

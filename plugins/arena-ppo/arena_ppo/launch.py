@@ -18,19 +18,14 @@ from typing import Any, TypeVar
 
 import click
 
+from arena.errors import ArenaError
+
 T = TypeVar("T")
 
 
-class TrainingError(click.ClickException):
+def fail(message: str, status: int = 2) -> ArenaError:
     """A mistake the user can fix: one line, exit status 2 (or the ``status`` given), no traceback."""
-
-    def __init__(self, message: str, status: int = 2) -> None:
-        super().__init__(message)
-        self.exit_code = status  # type: ignore[misc]  # click types it a ClassVar; a launch passes its own status
-
-
-def fail(message: str, status: int = 2) -> TrainingError:
-    return TrainingError(message, status)
+    return ArenaError(message, status)
 
 
 def agreed(group: Any, step: Callable[[], T]) -> T:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import click
 
+from arena.errors import is_out_of_memory
 from arena.guard import head
 from arena.training.run_dir import check_writable
 from arena.training.settings import click_options
@@ -211,7 +212,7 @@ def train(params: dict[str, Any], algorithm: str, group: Any = None) -> dict[str
         except ValueError as exc:
             raise fail(str(exc)) from None
         except (MemoryError, RuntimeError) as exc:
-            if not out_of_memory(exc):
+            if not is_out_of_memory(exc):
                 raise
             raise fail(f"--num-envs {cfg.run.num_envs:,} x ppo.n_steps {cfg.ppo.n_steps:,}: not enough memory on "
                        f"{device}; use fewer envs or steps per update") from None
@@ -288,12 +289,6 @@ def train(params: dict[str, Any], algorithm: str, group: Any = None) -> dict[str
             click.echo(f"best: {out / BEST_CHECKPOINT}, the weights of step {best.step:,} ({rated}playing "
                        f"{best.policy or 'deterministic'}; worst score {best.worst:.3f}, against {best.weakest()})")
     return metrics
-
-
-def out_of_memory(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError" or (
-        "memory" in text and ("alloc" in text or "out of" in text or "not enough" in text))
 
 
 def announce_checkpoint(path: str, step: int, metrics: dict[str, float]) -> None:

@@ -67,6 +67,26 @@ def test_a_bad_config_file_is_one_line_naming_the_file_and_key(tmp_path, text, m
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("text, message", [
+    ("ppo:\n  n_epochs: 2\n  gamma: 0.99\n  n_epochs: 3\n", "line 4: key 'n_epochs' appears twice (first on line 2)"),
+    ("run:\n  seed: 1\nppo:\n  n_epochs: 2\nrun:\n  seed: 2\n", "line 5: key 'run' appears twice (first on line 1)"),
+    ("run:\n  vs: " + "[" * 5000 + "]" * 5000 + "\n", "nested more than 32 levels deep (line 2, column 37); "
+                                                    "expected a settings YAML file"),
+    ("# " + "x" * (1 << 20) + "\n", "larger than 1024 KiB; expected a settings YAML file"),
+    ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n" for p, n in zip("abcdefgh", "bcdefghi")),
+     "expands to more than 100,000 values once its aliases (*name) are expanded; expected a small settings YAML "
+     "file (a 'billion laughs'?)"),
+])
+def test_a_config_file_with_a_key_twice_or_past_the_limits_is_one_line(tmp_path, text, message):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    result = train("ppo", "--config", str(path), "--out", str(tmp_path / "run"))
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert result.output == f"Error: --config {path}: {message}\n"
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_league_warms_up_against_the_top_rung_then_opens_with_a_fresh_optimizer(tmp_path):
     """192 steps a rollout, a warm-up of 300: two rollouts against the ace (and the floor), then the league,
     whose pool draws no checkpoint saved before the warm-up ended; a resume across the boundary is exact."""
