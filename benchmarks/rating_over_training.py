@@ -80,8 +80,8 @@ def kept_by_evaluations(run: Path, references: list[str], policy: str, games: in
     from arena.agents import build_agent
     from arena.env import EnvConfig
     from arena.training import OpponentSpec, checkpoint_step, list_checkpoints, load_checkpoint, rank_seed
-    from arena.training.distributed import Rank
-    from arena_ppo.runners.evaluation import Evaluator
+    from arena.training.process_group import Rank
+    from arena_ppo.runners.evaluator import Evaluator
 
     checkpoints = list_checkpoints(run)
     env = EnvConfig.from_dict(load_checkpoint(checkpoints[0])["env_config"])

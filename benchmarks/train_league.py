@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from arena.training import BEST_CHECKPOINT, checkpoint_step, default_run_dir, league_agents, read_best
     from arena.training.settings import parse_assignments, read_config_file
-    from arena_ppo.config import default_config
     from arena_ppo.prepare import CONFIG_EXTRAS
+    from arena_ppo.train_config import default_config
 
     try:
         settings = read_config_file(default_config(), args.config, CONFIG_EXTRAS) if args.config else {}

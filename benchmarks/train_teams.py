@@ -53,9 +53,9 @@ def train_and_score(name: str, minutes: float, games: int, seed: int, threads: i
     from arena.match import play_match
     from arena.training import BEST_CHECKPOINT, list_checkpoints
     from arena.training.settings import apply, parse_assignments
-    from arena_ppo.config import default_config
     from arena_ppo.prepare import opponent_factory, resolve_reward
     from arena_ppo.runners import MAPPORunner, OnPolicyRunner
+    from arena_ppo.train_config import default_config
 
     spec = RUNS[name]
     mappo = spec["algorithm"] == "mappo"
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     from arena.agents import POLICIES
     from arena.training import default_run_dir
     from arena.training.settings import parse_assignments
-    from arena_ppo.config import default_config
+    from arena_ppo.train_config import default_config
 
     policies = tuple(p for p in args.policies.split(",") if p)
     if not policies or set(policies) - set(POLICIES):

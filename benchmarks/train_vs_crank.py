@@ -84,9 +84,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from arena.training import default_run_dir
     from arena.training.settings import parse_assignments
-    from arena_ppo.config import default_config
     from arena_ppo.prepare import build_config, opponent_factory, resolve_reward
     from arena_ppo.runners import OnPolicyRunner
+    from arena_ppo.train_config import default_config
 
     given = {"run.vs": tuple(args.vs or ("crank",)), "run.device": args.device, "run.seed": args.seed,
              "run.max_steps": 10**12,  # the budget is time

@@ -5,7 +5,8 @@ Bradley-Terry fit, reported as pandas DataFrames and files.
     (runner ties them together; the CLI's `tournament` and `leaderboard` commands call the runner)
 """
 
-from arena.tournament.config import (
+from arena.tournament.executor import Batch, ExecutionStats, ListSink, plan_batches, play
+from arena.tournament.league_config import (
     ConfigError,
     ParticipantSpec,
     RatingConfig,
@@ -13,7 +14,6 @@ from arena.tournament.config import (
     load_config,
     parse_config,
 )
-from arena.tournament.executor import Batch, ExecutionStats, ListSink, plan_batches, play
 from arena.tournament.ratings import EloFit, Skill, bradley_terry, rating_order, trueskill_ratings
 from arena.tournament.report import LEADERBOARD_COLUMNS, Entrant, TournamentReport, build_report, write_report
 from arena.tournament.results import GameResult

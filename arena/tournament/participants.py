@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from arena.tournament.config import ConfigError, TournamentConfig
+from arena.tournament.league_config import ConfigError, TournamentConfig
 
 if TYPE_CHECKING:
     from arena.agents import Agent, Registry

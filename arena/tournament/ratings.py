@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.tournament.config import RatingConfig
+from arena.tournament.league_config import RatingConfig
 from arena.tournament.results import DRAW, P1_WINS, GameResult
 
 ELO_BASE = 1000.0  # the league average

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from arena.tournament.config import RatingConfig
+from arena.tournament.league_config import RatingConfig
 from arena.tournament.matchups import format_matchups, matchups
 from arena.tournament.over_training import RunProgress, training_runs
 from arena.tournament.ratings import (

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from arena.tournament.config import MAX_GAMES_PER_PAIRING, MAX_SEED, ConfigError, RatingConfig, TournamentConfig
 from arena.tournament.executor import ExecutionStats, GameSeeds, play
+from arena.tournament.league_config import MAX_GAMES_PER_PAIRING, MAX_SEED, ConfigError, RatingConfig, TournamentConfig
 from arena.tournament.participants import Participant, build_agents, resolve_participants
 from arena.tournament.ray_backend import LeagueSpec, RaySettings, play_on_ray, ray_cluster
 from arena.tournament.report import Entrant, TournamentReport, build_report, write_report

@@ -9,15 +9,6 @@ from arena.run_files import BEST_CHECKPOINT, BEST_RECORD, checkpoint_name, check
 from arena.training.agent_memory import capture_agent_memory, restore_agent_memory
 from arena.training.best import BestRecord, keep_best, read_best
 from arena.training.checkpoint import CheckpointError, clean_stale_temp_files, load_checkpoint, save_checkpoint
-from arena.training.distributed import (
-    DistributedError,
-    DivergenceError,
-    Group,
-    PeerFailure,
-    Rank,
-    rank_from_env,
-    rank_seed,
-)
 from arena.training.evaluation import EvalResult, Rating, ReferenceScale, evaluate, rate, reference_scale
 from arena.training.interrupt import StopRequest
 from arena.training.metrics import MetricLogger, default_run_dir, tensorboard_writer, to_plain, write_config
@@ -33,6 +24,15 @@ from arena.training.opponent_specs import (
 )
 from arena.training.opponents import OpponentPool, Slot, describe_split
 from arena.training.pfsp import SelfPlayPool, SnapshotError, Tally
+from arena.training.process_group import (
+    DistributedError,
+    DivergenceError,
+    Group,
+    PeerFailure,
+    Rank,
+    rank_from_env,
+    rank_seed,
+)
 
 __all__ = [
     "BEST_CHECKPOINT", "BEST_RECORD", "BestRecord", "capture_agent_memory", "checkpoint_name", "checkpoint_step",

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 # Re-exported from their old place here: checkpoint names are read by the tournament too (see the docstring).
 from arena.torchfile import TorchFileError, read_torch_file
-from arena.training.distributed import to_cpu
+from arena.training.process_group import to_cpu
 
 if TYPE_CHECKING:
     import torch

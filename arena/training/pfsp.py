@@ -17,7 +17,7 @@ from arena.run_files import checkpoint_step, list_checkpoints
 if TYPE_CHECKING:
     import torch
 
-# Every process's picklable object, in rank order (arena.training.distributed.Group.all_gather_object).
+# Every process's picklable object, in rank order (arena.training.process_group.Group.all_gather_object).
 GatherObjects = Callable[[Any], list[Any]]
 
 

@@ -90,7 +90,7 @@ def test_players_are_rated_against_the_references_alone():
 
 
 def test_the_leaderboard_puts_above_every_reference_first_and_unrated_last():
-    from arena.tournament.config import RatingConfig
+    from arena.tournament.league_config import RatingConfig
     from arena.tournament.report import Entrant, build_report
 
     names = ("r0", "r1", "r2", "mid", "top", "bottom", "idle", "partial")
@@ -254,7 +254,7 @@ def test_a_league_with_references_rates_a_run_against_them(write_league, registr
 
 
 def test_references_without_their_mutual_games_are_a_warning_naming_the_league_file():
-    from arena.tournament.config import RatingConfig
+    from arena.tournament.league_config import RatingConfig
     from arena.tournament.report import Entrant, build_report
 
     games: list[GameResult] = []
@@ -320,7 +320,7 @@ def test_a_sampled_league_of_checkpoints_replays_exactly(tmp_path, write_league,
 
 
 def test_a_reference_with_a_perfect_record_among_the_references_is_a_warning():
-    from arena.tournament.config import RatingConfig
+    from arena.tournament.league_config import RatingConfig
     from arena.tournament.report import Entrant, build_report
 
     games: list[GameResult] = []

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from arena.agents import BaseAgent
 from arena.guard import head
 from arena.training.checkpoint import CheckpointError, load_checkpoint
-from arena_ppo.config import NetworkConfig
+from arena_ppo.train_config import NetworkConfig
 
 if TYPE_CHECKING:  # torch loads when an agent is built, not when `arena agents` lists this class
     import torch
@@ -288,7 +288,7 @@ class PPOAgent(BaseAgent):
         one-line error cuts off), and NaN or infinite weights are refused instead of playing NaN moves,
         as are normalizer statistics no run can produce (a negative variance: NaN for every input).
         """
-        from arena.training.state import check_like
+        from arena.training.state_checks import check_like
 
         for key in ("model", "obs_normalizer", "critic_normalizer", "value_normalizer"):
             module = self.model if key == "model" else getattr(self, key)
@@ -373,7 +373,7 @@ def check_network(value: Any) -> dict[str, Any]:
     """A checkpoint's ``network`` entry, each value checked against its setting's declared range before
     anything is allocated (a hostile ``actor_hidden: [100000000]`` would otherwise take gigabytes)."""
     from arena.training.settings import check_value, settings_of
-    from arena_ppo.config import TrainConfig
+    from arena_ppo.train_config import TrainConfig
 
     if not isinstance(value, dict):
         raise ValueError(f"network: expected a dict, got {type(value).__name__}")

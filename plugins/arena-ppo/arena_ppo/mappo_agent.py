@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from arena.training.checkpoint import CheckpointError
 from arena_ppo.agent import PPOAgent, check_options, check_seat
-from arena_ppo.config import NetworkConfig
+from arena_ppo.train_config import NetworkConfig
 
 if TYPE_CHECKING:
     import torch

@@ -22,8 +22,8 @@ from arena.training.settings import (
     read_config_file,
     read_sections,
 )
-from arena_ppo.config import TrainConfig, default_config
 from arena_ppo.launch import fail
+from arena_ppo.train_config import TrainConfig, default_config
 
 # What config.yaml records beside the settings; a --config file may hold them, and they are ignored.
 CONFIG_EXTRAS = ("env", "device", "processes")
@@ -68,7 +68,7 @@ class Setup:
 def prepare(params: dict[str, Any], algorithm: str, rank: Any = None) -> Setup:
     """Every check of a run that needs no compute and writes nothing; raises a one-line error.
 
-    ``rank`` (an :class:`arena.training.distributed.Rank`) checks the run as one of several
+    ``rank`` (an :class:`arena.training.process_group.Rank`) checks the run as one of several
     processes: sizes that must split over them, one GPU each, a checkpoint saved by as many.
     """
     from arena.training import OpponentSpecError, default_run_dir

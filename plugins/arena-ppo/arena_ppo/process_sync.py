@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from arena.env import resolve_device
-from arena.training.distributed import Group, Rank, fingerprint, to_cpu
 from arena.training.pfsp import GatherObjects
+from arena.training.process_group import Group, Rank, fingerprint, to_cpu
 from arena_ppo.modules.normalizer import fold
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class ProcessSync:
 
     The runner, the rollouts, the evaluation and the update speak to the other processes only through
     this object, so none of them branches on how many there are; :class:`GroupSync` is the same
-    object over a :class:`~arena.training.distributed.Group`.
+    object over a :class:`~arena.training.process_group.Group`.
     """
 
     def __init__(self, rank: Rank | None = None) -> None:

@@ -1,6 +1,6 @@
 """``arena train ppo`` and ``arena train mappo``: the command line of the PPO trainer.
 
-The settings and their options come from :mod:`arena_ppo.config` (declared once there); this module
+The settings and their options come from :mod:`arena_ppo.train_config` (declared once there); this module
 adds the switches of a run (``--config``, ``--set``, ``--resume``, ``--out``, ``--max-time``,
 ``--nproc``, ``--progress``), checks everything that can be wrong before any compute starts, and hands
 the run to the runner. It imports neither torch nor the runner at import time: ``arena train --help``
@@ -18,9 +18,9 @@ from arena.errors import is_out_of_memory
 from arena.guard import head
 from arena.training.run_dir import check_writable
 from arena.training.settings import click_options
-from arena_ppo.config import default_config
 from arena_ppo.launch import agreed, everyone, fail, replay_options
 from arena_ppo.prepare import prepare
+from arena_ppo.train_config import default_config
 
 MAX_NPROC = 1024  # processes started on this machine by --nproc
 
@@ -128,7 +128,7 @@ def run_training(ctx: click.Context, params: dict[str, Any], algorithm: str = "p
     (:mod:`arena.training.launcher`); and a process started by torchrun (or by ``--nproc``), which
     joins the others and trains as one of them.
     """
-    from arena.training.distributed import DistributedError, Group, PeerFailure, rank_from_env
+    from arena.training.process_group import DistributedError, Group, PeerFailure, rank_from_env
 
     try:
         rank = rank_from_env()
@@ -160,8 +160,8 @@ def run_training(ctx: click.Context, params: dict[str, Any], algorithm: str = "p
 
 def launch_training(ctx: click.Context, params: dict[str, Any], algorithm: str, nproc: int) -> dict[str, float]:
     """``arena train ALGORITHM … --nproc N``: check the run as N processes would, then start them."""
-    from arena.training.distributed import Rank
     from arena.training.launcher import launch
+    from arena.training.process_group import Rank
 
     setup = prepare(params, algorithm, Rank(0, nproc, 0, nproc))
     if setup.plan is not None and setup.plan.note:
@@ -187,7 +187,7 @@ def train(params: dict[str, Any], algorithm: str, group: Any = None) -> dict[str
 
     from arena.match import AgentFailure
     from arena.training import BEST_CHECKPOINT, StopRequest, describe_split
-    from arena.training.distributed import DivergenceError, PeerFailure
+    from arena.training.process_group import DivergenceError, PeerFailure
     from arena_ppo.runners import MAPPORunner, OnPolicyRunner
 
     main = group is None or group.rank.main

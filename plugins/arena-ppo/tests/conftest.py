@@ -24,7 +24,7 @@ def short_battles(monkeypatch: pytest.MonkeyPatch) -> float:
     kept weights, going back, the duel), whose cost is the evaluations' battles, not the updates."""
     from dataclasses import replace
 
-    from arena_ppo.config import RunConfig
+    from arena_ppo.train_config import RunConfig
 
     env_config = RunConfig.env_config
     monkeypatch.setattr(RunConfig, "env_config", lambda self: replace(env_config(self), max_time=SHORT_BATTLE_S))

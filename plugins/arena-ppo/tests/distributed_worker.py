@@ -21,10 +21,10 @@ import torch
 
 from arena.guard import end_process
 from arena.training import DivergenceError, Group
-from arena_ppo.config import TrainConfig
 from arena_ppo.prepare import opponent_factory, resolve_reward
 from arena_ppo.process_sync import shared_tensors
 from arena_ppo.runners import MAPPORunner, OnPolicyRunner
+from arena_ppo.train_config import TrainConfig
 
 STEPS, ENVS = 16, 8
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from arena.cli import main
 from arena.training import Group, Rank, SelfPlayPool, Tally, list_checkpoints
-from arena.training.distributed import DistributedError, rank_from_env, rank_seed, split_count
+from arena.training.process_group import DistributedError, rank_from_env, rank_seed, split_count
 
 WORKER = Path(__file__).with_name("distributed_worker.py")
 # The CPU: with --nproc 2, auto would ask for one GPU per process.

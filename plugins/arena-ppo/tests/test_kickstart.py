@@ -14,10 +14,10 @@ from arena.match import AgentFailure
 from arena.training import OpponentSpecError
 from arena_ppo.algorithms import PPO
 from arena_ppo.algorithms.ppo import distillation_loss
-from arena_ppo.config import NetworkConfig, PPOConfig
 from arena_ppo.kickstart import Teacher, check_teacher
 from arena_ppo.modules import ActorCritic
 from arena_ppo.storage import RolloutStorage, Transition
+from arena_ppo.train_config import NetworkConfig, PPOConfig
 
 
 def test_distillation_loss_is_the_rudder_error_plus_the_trigger_cross_entropy():

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from arena.cli import main
 from arena.training import list_checkpoints
 from arena_ppo.algorithms import PPO
-from arena_ppo.config import NetworkConfig, PPOConfig
 from arena_ppo.modules import ActorCritic, SeparatedActorCritic, ValueNorm
+from arena_ppo.train_config import NetworkConfig, PPOConfig
 
 TINY = ["--set", "ppo.n_steps=16", "--set", "ppo.batch_size=64", "--set", "ppo.n_epochs=2", "--eval-games", "0",
         "--no-progress", "--threads", "1"]
@@ -152,9 +152,9 @@ def test_recurrent_chunks_replay_the_hidden_states_of_the_rollout_across_dones(t
     """Re-running the stored rollout chunk by chunk gives back the collection's log-probabilities and
     values exactly: the stored start states and the resets where episodes began are right."""
     from arena.env import EnvConfig
-    from arena_ppo.config import TrainConfig
     from arena_ppo.prepare import opponent_factory
     from arena_ppo.runners import MAPPORunner
+    from arena_ppo.train_config import TrainConfig
 
     cfg = TrainConfig()
     cfg.run.team_size, cfg.run.num_envs, cfg.run.policy, cfg.run.privileged_critic = 2, 6, policy, True
@@ -202,9 +202,9 @@ def test_a_chunk_length_that_does_not_divide_the_rollout_is_refused(tmp_path):
 @pytest.mark.parametrize("algorithm, team_size", [("ppo", 1), ("mappo", 2), ("mappo", 4)])
 def test_a_rollout_makes_as_many_minibatches_at_every_team_size(tmp_path, algorithm, team_size):
     """ppo.batch_size counts env steps: a team's rows per step do not multiply the optimizer's steps."""
-    from arena_ppo.config import default_config
     from arena_ppo.prepare import opponent_factory
     from arena_ppo.runners import MAPPORunner, OnPolicyRunner
+    from arena_ppo.train_config import default_config
 
     cfg = default_config(algorithm)
     cfg.run.team_size, cfg.run.num_envs, cfg.run.eval_games, cfg.run.threads = team_size, 8, 0, 1

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from arena_ppo.config import NetworkConfig
 from arena_ppo.modules import ActorCritic, RunningNormalizer, ValueNormalizer, squash_correction, squashed_log_prob
+from arena_ppo.train_config import NetworkConfig
 
 
 @pytest.mark.parametrize("batch", [1, 7, 256])

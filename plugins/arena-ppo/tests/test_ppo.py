@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from arena_ppo.algorithms import PPO, bernoulli_kl, gaussian_kl
-from arena_ppo.config import NetworkConfig, PPOConfig
 from arena_ppo.modules import ActorCritic, ValueNormalizer
 from arena_ppo.storage import RolloutStorage, Transition
+from arena_ppo.train_config import NetworkConfig, PPOConfig
 
 
 def filled_storage(model: ActorCritic, steps: int = 8, envs: int = 16) -> RolloutStorage:

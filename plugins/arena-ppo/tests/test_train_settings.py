@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from arena.cli import main
 from arena.training import league_agents
-from arena_ppo.config import settings_table
+from arena_ppo.train_config import settings_table
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "training.md"
 TINY = ["--set", "ppo.n_steps=16", "--set", "ppo.batch_size=64", "--set", "ppo.n_epochs=1", "--eval-games", "0",
@@ -33,10 +33,11 @@ def test_the_command_line_stays_small(trainer):
 
 def test_the_docs_table_is_the_one_the_settings_declare():
     text = DOCS.read_text()
-    begin, end = "<!-- settings table: python -m arena_ppo.config -->\n", "<!-- end of the settings table -->"
+    begin, end = "<!-- settings table: python -m arena_ppo.train_config -->\n", "<!-- end of the settings table -->"
     assert begin in text and end in text, "docs/training.md lost its settings table markers"
     table = text.split(begin, 1)[1].split(end, 1)[0]
-    assert table == settings_table(), "docs/training.md's settings table is stale: paste `python -m arena_ppo.config`"
+    assert table == settings_table(), \
+        "docs/training.md's settings table is stale: paste `python -m arena_ppo.train_config`"
 
 
 def test_a_runs_config_yaml_is_a_config_and_the_command_line_wins(tmp_path):

@@ -185,8 +185,8 @@ def test_new_run_refuses_an_out_that_holds_a_run(tmp_path):
 def test_a_saved_config_reads_back_and_damage_is_named():
     from dataclasses import asdict
 
-    from arena_ppo.config import TrainConfig
     from arena_ppo.prepare import saved_config
+    from arena_ppo.train_config import TrainConfig
 
     saved = asdict(TrainConfig())
     assert saved_config(saved, "ppo") == TrainConfig()

@@ -13,9 +13,9 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from arena_ppo.config import PPOConfig
 from arena_ppo.modules import ActorCritic, ValueNorm, ValueNormalizer
 from arena_ppo.storage import RolloutStorage
+from arena_ppo.train_config import PPOConfig
 
 
 class UpdateSync(Protocol):

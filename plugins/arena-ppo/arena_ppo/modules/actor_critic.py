@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from arena_ppo.config import NetworkConfig
+from arena_ppo.train_config import NetworkConfig
 
 LOG_2 = math.log(2.0)
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from arena_ppo.config import NetworkConfig
 from arena_ppo.modules.actor_critic import Actor, ActorCritic, Critic, PolicyOutput
 from arena_ppo.modules.seat_routing import SeatRouted
+from arena_ppo.train_config import NetworkConfig
 
 
 class RecurrentActor(Actor):

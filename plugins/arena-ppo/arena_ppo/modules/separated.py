@@ -12,10 +12,10 @@ from dataclasses import replace
 
 from torch import nn
 
-from arena_ppo.config import NetworkConfig
 from arena_ppo.modules.actor_critic import Actor, ActorCritic, Critic
 from arena_ppo.modules.recurrent import RecurrentActor, RecurrentActorCritic, RecurrentCritic
 from arena_ppo.modules.seat_routing import SeatRouted
+from arena_ppo.train_config import NetworkConfig
 
 
 class SeparatedActorCritic(ActorCritic):

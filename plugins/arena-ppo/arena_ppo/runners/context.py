@@ -19,10 +19,10 @@ import torch
 from arena.env import EnvConfig
 from arena.threads import apply_threads
 from arena.training import OpponentSpec
-from arena.training.distributed import Group, rank_seed
-from arena_ppo.config import TrainConfig
+from arena.training.process_group import Group, rank_seed
 from arena_ppo.process_sync import ProcessSync, sync_for
 from arena_ppo.runners.outputs import RunOutputs
+from arena_ppo.train_config import TrainConfig
 
 RewardFn = Callable[..., torch.Tensor]
 Console = Callable[[str], None]

@@ -6,12 +6,12 @@ opponent factory, the reward, the console), made once before any compute. The ru
 stateful about a run — env, opponents, counters, random generators, output files — so that a
 checkpoint holds all of it and ``--resume`` continues bit for bit (:mod:`~arena_ppo.runners.resume`).
 A rollout step is :func:`~arena_ppo.runners.rollouts.rollout_step`. Evaluation and the best weights kept are the
-:class:`~arena_ppo.runners.evaluation.Evaluator`'s, the opponents (and a league's warm-up)
+:class:`~arena_ppo.runners.evaluator.Evaluator`'s, the opponents (and a league's warm-up)
 :class:`~arena_ppo.runners.training_opponents.TrainingOpponents`', the logs
 :class:`~arena_ppo.runners.outputs.RunOutputs`'. When a league's warm-up ends, the update starts
 again with a fresh optimizer, as a new stage.
 
-Given a process :class:`~arena.training.distributed.Group` (``--nproc N``, torchrun), the runner is
+Given a process :class:`~arena.training.process_group.Group` (``--nproc N``, torchrun), the runner is
 one of N identical learners: it steps ``num_envs / N`` envs with its own seed, its update is kept
 equal to every other process's, and only the main process writes checkpoints, metrics and console
 lines. All of that goes through one :class:`~arena_ppo.process_sync.ProcessSync`, a no-op for a run
@@ -42,17 +42,17 @@ from arena.training import (
     save_checkpoint,
     to_plain,
 )
-from arena.training.distributed import Group
+from arena.training.process_group import Group
 from arena_ppo.agent import PPOAgent
 from arena_ppo.algorithms import PPO
-from arena_ppo.config import TrainConfig
 from arena_ppo.kickstart import Teacher
 from arena_ppo.runners.context import RewardFn, RunContext
-from arena_ppo.runners.evaluation import Evaluator
+from arena_ppo.runners.evaluator import Evaluator
 from arena_ppo.runners.resume import Counters, read_state, rng_state
 from arena_ppo.runners.rollouts import Rollouts
 from arena_ppo.runners.training_opponents import TrainingOpponents
 from arena_ppo.storage import RolloutStorage
+from arena_ppo.train_config import TrainConfig
 
 if TYPE_CHECKING:
     from arena_ppo.modules import RecurrentActorCritic

@@ -17,7 +17,7 @@ import torch
 from arena.guard import head
 from arena.match import AgentFailure
 from arena.training import BestRecord
-from arena.training.state import check_like, check_optimizer_state
+from arena.training.state_checks import check_like, check_optimizer_state
 
 
 @dataclass

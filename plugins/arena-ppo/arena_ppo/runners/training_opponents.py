@@ -24,8 +24,8 @@ from arena.training import (
     parse_opponent_specs,
     with_floor,
 )
-from arena_ppo.config import RunConfig
 from arena_ppo.runners.context import RunContext
+from arena_ppo.train_config import RunConfig
 
 
 def opponent_specs(run: RunConfig, num_envs: int | None = None, warm_up: bool = False) -> list[OpponentSpec]:

@@ -206,7 +206,7 @@ def plays_league(vs: Any) -> bool:
 
 
 def settings_table() -> str:
-    """The settings table of docs/training.md (``python -m arena_ppo.config`` prints it)."""
+    """The settings table of docs/training.md (``python -m arena_ppo.train_config`` prints it)."""
     from arena.training.settings import markdown_table
 
     return markdown_table(default_config("ppo"), {"mappo": default_config("mappo"),

@@ -35,7 +35,7 @@ from arena.training import (
     read_best,
     reference_scale,
 )
-from arena.training.distributed import split_count
+from arena.training.process_group import split_count
 from arena_ppo.process_sync import ProcessSync
 
 EVAL_SEED_OFFSET = 10_000  # evaluation games draw from their own seeds, apart from training's
