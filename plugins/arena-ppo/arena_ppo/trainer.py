@@ -9,6 +9,7 @@ lists trainers without loading them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -179,22 +180,41 @@ def launch_training(ctx: click.Context, params: dict[str, Any], algorithm: str, 
 def train(params: dict[str, Any], algorithm: str, group: Any = None) -> dict[str, float]:
     """Check, build, resume and run the training loop in this process (one of ``group`` when given).
 
-    With several processes every step that can fail is agreed on (:func:`arena_ppo.launch.agreed`):
-    all processes go on, or all stop with one line from the main process. Only the main process
-    creates the output directory and prints.
+    With several processes every set-up step that can fail is agreed on
+    (:func:`arena_ppo.launch.agreed`): all processes go on, or all stop with one line from the main
+    process. Only the main process creates the output directory and prints. What stops a run once it
+    has started ends in one line too: :func:`stopped` holds the table.
     """
-    import signal
-
-    from arena.match import AgentFailure
-    from arena.training import BEST_CHECKPOINT, StopRequest, describe_split
-    from arena.training.process_group import DivergenceError, PeerFailure
-    from arena_ppo.runners import MAPPORunner, OnPolicyRunner
+    from arena.training import StopRequest
 
     main = group is None or group.rank.main
     setup = agreed(group, lambda: prepare(params, algorithm, group.rank if group is not None else None))
     if group is not None:  # the main process named the output (its clock, its branch); all write there
         setup.out, setup.plan = group.broadcast_object((setup.out, setup.plan))
-    cfg, out, plan, device = setup.cfg, setup.out, setup.plan, setup.device
+    runner = set_up(setup, params, algorithm, group)
+    if main:
+        if setup.plan is not None and setup.plan.note:
+            click.echo(f"note: {setup.plan.note}", err=True)
+        click.echo(describe_run(runner, algorithm, setup.out))
+    with StopRequest.for_processes(group) as stop:
+        try:
+            metrics = runner.learn(stop, max_time=params.get("max_time"))
+        except KeyboardInterrupt:
+            raise click.exceptions.Exit(130) from None
+        except Exception as exc:  # noqa: BLE001 - looked up in the table; anything else goes on up
+            raise stopped(exc, group, setup.out) from None
+    if main:
+        click.echo(describe_end(runner, setup.out))
+    return metrics
+
+
+def set_up(setup: Any, params: dict[str, Any], algorithm: str, group: Any) -> Any:
+    """The set-up steps, in order, each agreed on by every process: the output folder (and a branch's
+    checkpoints), the runner, and the state resumed into it. A step that fails undoes what the first
+    one created and stops every process with one line."""
+    from arena_ppo.runners import MAPPORunner, OnPolicyRunner
+
+    cfg, out, plan = setup.cfg, setup.out, setup.plan
     runner_class = MAPPORunner if algorithm == "mappo" else OnPolicyRunner
 
     def create_outputs() -> bool:
@@ -215,80 +235,99 @@ def train(params: dict[str, Any], algorithm: str, group: Any = None) -> dict[str
             if not is_out_of_memory(exc):
                 raise
             raise fail(f"--num-envs {cfg.run.num_envs:,} x ppo.n_steps {cfg.ppo.n_steps:,}: not enough memory on "
-                       f"{device}; use fewer envs or steps per update") from None
+                       f"{setup.device}; use fewer envs or steps per update") from None
 
-    def restore() -> None:
+    def restore(runner: Any) -> None:
         try:
             runner.restore(setup.resume_data)
         except Exception as exc:  # noqa: BLE001 - a damaged part of the trainer state: one line naming it
             text = head(str(exc)) or type(exc).__name__
             raise fail(f"checkpoint {params['resume']}: cannot resume: {text}") from None
 
+    main = group is None or group.rank.main
     created = agreed(group, create_outputs if main else (lambda: False))
     try:
         runner = agreed(group, build)
         if setup.resume_data is not None:
-            agreed(group, restore)
+            agreed(group, lambda: restore(runner))
     except (click.ClickException, click.exceptions.Exit):
         if main and plan is not None:
             plan.undo(created)
         raise
-    if plan is not None and plan.note and main:
-        click.echo(f"note: {plan.note}", err=True)
+    return runner
 
+
+def stopped(exc: Exception, group: Any, out: Path) -> click.ClickException | click.exceptions.Exit:
+    """The one line a run that stopped on ``exc`` ends with; ``exc`` itself when the table has no row for it.
+
+    Each row: the exception, whether every process meets it at the same point (then the main process
+    says it and the others leave quietly), and the message, which says what of the run is kept.
+    """
+    from arena.match import AgentFailure
+    from arena.training.process_group import DivergenceError, PeerFailure
+
+    intact = f"the last checkpoint in {out} is intact"
+
+    def opponent(exc: Any) -> str:
+        saved = getattr(exc, "checkpoint", None)
+        kept = f"; what was learned is saved in {saved}" if saved else (f"; {intact}" if group is not None else "")
+        return f"training stopped: opponent {exc}{kept}"
+
+    table: tuple[tuple[type[Exception], bool, Callable[[Any], str]], ...] = (
+        (FloatingPointError, True, lambda e: f"training diverged: {e}"),  # every process reads the same losses
+        (DivergenceError, True, lambda e: f"{e}; nothing was saved at this step, {intact} (a bug: please report it)"),
+        (PeerFailure, True, lambda e: f"training stopped: {e}; {intact}"),
+        (AgentFailure, False, opponent),
+        (OSError, False, lambda e: f"cannot write to {e.filename or out}: {e.strerror or e}; {intact}"),
+    )
+    for kind, everywhere, message in table:
+        if isinstance(exc, kind):
+            if everywhere:
+                return everyone(group, message(exc))
+            main = group is None or group.rank.main
+            return fail(message(exc) + ("" if main else f" ({group.rank})"))
+    raise exc
+
+
+def describe_run(runner: Any, algorithm: str, out: Path) -> str:
+    """The start-up line: what trains, where, against whom, taught by whom, how big an update is."""
+    from arena.training import describe_split
+
+    cfg, sync = runner.cfg, runner.sync
     size = cfg.run.team_size
     if algorithm == "mappo":
         teams = f"{size}-v-{size}, {cfg.run.policy} policy, central critic, "
     else:
         teams = f"{size}-v-{size} (one policy flies every seat), " if size > 1 else ""
-    world = runner.sync.world_size
-    if group is None:
+    world = sync.world_size
+    if not sync.several:
         where, envs = f"{runner.device}", f"{cfg.run.num_envs} envs"
     else:
         gpus = ", one GPU each" if runner.device.type == "cuda" and world > 1 else ""
         where = f"{world} process{'es' if world > 1 else ''} ({runner.device.type}{gpus})"
         envs = f"{cfg.run.num_envs} envs ({runner.ctx.local_envs} per process)"
-    split = describe_split(runner.pool) + (" per process" if group is not None and world > 1 else "")
+    split = describe_split(runner.pool) + (" per process" if sync.several and world > 1 else "")
     teacher = cfg.run.teacher()
     taught = f"; taught by {teacher} (weight {cfg.ppo.kickstart_coef:g})" if teacher else ""
     warm_up = runner.opponents.warm_up_steps
     if warm_up and not runner.opponents.league_open:
         taught += f"; the league after {warm_up:,} steps against {runner.opponents.warm_up_opponent} alone"
-    if main:
-        click.echo(f"training {algorithm} on {where}, {teams}vs {split}; reward {cfg.run.reward}{taught}; "
-                   f"{envs} x {cfg.ppo.n_steps} steps per update; output {out}")
-    suffix = "" if main else f" ({group.rank})"
-    stop_request = StopRequest() if group is None else StopRequest(
-        signals=(signal.SIGINT, signal.SIGTERM), **({} if main else {"message": ""}))
-    with stop_request as stop:
-        try:
-            metrics = runner.learn(stop, max_time=params.get("max_time"))
-        except KeyboardInterrupt:
-            raise click.exceptions.Exit(130) from None
-        except FloatingPointError as exc:  # every process reads the same losses: they all stop here
-            raise everyone(group, f"training diverged: {exc}") from None
-        except DivergenceError as exc:
-            raise everyone(group, f"{exc}; nothing was saved at this step, the last checkpoint in {out} is intact "
-                                  f"(a bug: please report it)") from None
-        except PeerFailure as exc:
-            raise everyone(group, f"training stopped: {exc}; the last checkpoint in {out} is intact") from None
-        except AgentFailure as exc:
-            saved = getattr(exc, "checkpoint", None)
-            kept = f"; what was learned is saved in {saved}" if saved else (
-                f"; the last checkpoint in {out} is intact" if group is not None else "")
-            raise fail(f"training stopped: opponent {exc}{kept}{suffix}") from None
-        except OSError as exc:
-            raise fail(f"cannot write to {exc.filename or out}: {exc.strerror or exc}; the last checkpoint in {out} "
-                       f"is intact{suffix}") from None
-    if main:
-        counters = runner.counters
-        click.echo(f"done: {counters.env_steps:,} steps, {counters.updates} updates; checkpoints in {out}")
-        best = runner.best
-        if best is not None:
-            rated = f"{best.rating.describe()} against the references, " if best.rating is not None else ""
-            click.echo(f"best: {out / BEST_CHECKPOINT}, the weights of step {best.step:,} ({rated}playing "
-                       f"{best.policy or 'deterministic'}; worst score {best.worst:.3f}, against {best.weakest()})")
-    return metrics
+    return (f"training {algorithm} on {where}, {teams}vs {split}; reward {cfg.run.reward}{taught}; "
+            f"{envs} x {cfg.ppo.n_steps} steps per update; output {out}")
+
+
+def describe_end(runner: Any, out: Path) -> str:
+    """The closing lines: steps and updates done, and the weights kept in best.pt."""
+    from arena.training import BEST_CHECKPOINT
+
+    counters = runner.counters
+    text = f"done: {counters.env_steps:,} steps, {counters.updates} updates; checkpoints in {out}"
+    best = runner.best
+    if best is not None:
+        rated = f"{best.rating.describe()} against the references, " if best.rating is not None else ""
+        text += (f"\nbest: {out / BEST_CHECKPOINT}, the weights of step {best.step:,} ({rated}playing "
+                 f"{best.policy or 'deterministic'}; worst score {best.worst:.3f}, against {best.weakest()})")
+    return text
 
 
 def announce_checkpoint(path: str, step: int, metrics: dict[str, float]) -> None:
