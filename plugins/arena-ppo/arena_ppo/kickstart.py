@@ -57,19 +57,29 @@ class Teacher:
         self.name = self.spec.label
         self.agent = make_agent(self.spec)
         self.num_envs, self.device = num_envs, device  # make_agent puts it in eval mode, as for an opponent
+        self.nan_envs = torch.zeros(num_envs, dtype=torch.bool, device=device)  # labelled NaN since the last check
 
     def label(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """(rudder in [-1, 1], fire in {0., 1.}), each [N], for p1's observation ``obs``."""
+        """(rudder in [-1, 1], fire in {0., 1.}), each [N], for p1's observation ``obs``. NaN labels are
+        noted on the device and refused by :meth:`check_nans` before the rollout is used."""
         action = checked_act(self.agent, obs, self.name, TEACHER_ROLE, self.num_envs, self.device)
         assert not isinstance(action, AgentFailure)
-        if bool((action.nan_count > 0).any()):  # a NaN label would teach nothing but NaN
-            raise AgentFailure(self.name, TEACHER_ROLE, f"returned NaN in {int((action.nan_count > 0).sum())} env(s)")
+        self.nan_envs |= action.nan_count > 0
         return action.rudder, action.fire.float()
 
+    def check_nans(self) -> None:
+        """Refuse a teacher that labelled NaN since the last call (one host read, once a rollout): a NaN
+        label would teach nothing but NaN."""
+        count = int(self.nan_envs.sum())
+        self.nan_envs.zero_()
+        if count:
+            raise AgentFailure(self.name, TEACHER_ROLE, f"returned NaN in {count} env(s)")
+
     def reset(self, dones: torch.Tensor) -> None:
-        """Battles that ended start afresh for the teacher too."""
+        """Battles that ended start afresh for the teacher too (every step: a mask with none set changes
+        nothing, and asking whether any is set would wait for the device)."""
         reset = getattr(self.agent, "reset", None)
-        if callable(reset) and bool(dones.any()):
+        if callable(reset):
             failure = checked_call(reset, self.name, TEACHER_ROLE, "reset", dones)
             if failure is not None:
                 raise failure

@@ -113,9 +113,12 @@ class NaNTeacher:
 
 
 def test_a_teacher_that_returns_nan_is_named():
+    """Noted on the device at each label, refused once a rollout, before the labels are used."""
     teacher = Teacher("crank", lambda spec: NaNTeacher(), 3, torch.device("cpu"))
-    with pytest.raises(AgentFailure, match="crank.*kickstart teacher.*NaN"):
-        teacher.label({"x": torch.zeros(3)})
+    teacher.label({"x": torch.zeros(3)})
+    with pytest.raises(AgentFailure, match="crank.*kickstart teacher.*NaN in 3 env"):
+        teacher.check_nans()
+    teacher.check_nans()  # counted afresh after each check
 
 
 def rows(path):

@@ -155,6 +155,8 @@ class Rollouts:
         last_values = agent.values(agent.critic_input(features, parts.global_state(), commit=False),
                                    self.hidden.get("critic"))[0]
         storage.compute_returns(last_values, self.gamma, self.gae_lambda)
+        if self.teacher is not None:
+            self.teacher.check_nans()
         pool.end_rollout(tally.sums["win"], tally.sums["draw"], tally.sums["loss"], self.sync.gather_objects)
         self.sync.end_rollout(agent)  # every process's normalizers: the same again, from all the rollouts
         return tally.summary(self.sync)
