@@ -1,8 +1,8 @@
 """The PPO update (cleanrl's checklist): pure tensors in, losses out.
 
-The runner owns the envs, I/O and schedules; this class only turns a filled
-:class:`~arena_ppo.storage.RolloutStorage` into gradient steps, so it can be tested on a hand-made
-rollout.
+The runner owns the envs, I/O and schedules; this class owns the rollout it learns from (rsl_rl's
+``init_storage``: each step's transition goes in with :meth:`PPO.store`) and turns it into gradient
+steps, so it can be tested on a hand-made rollout.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from arena_ppo.modules import ActorCritic, ValueNorm, ValueNormalizer
-from arena_ppo.storage import RolloutStorage
+from arena_ppo.storage import RolloutStorage, Transition
 from arena_ppo.train_config import PPOConfig
 
 
@@ -94,6 +94,24 @@ class PPO:
         self.lr = torch.tensor(cfg.learning_rate, dtype=torch.float64, device=device)
         self.optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
         self.set_learning_rate(cfg.learning_rate)
+        self.storage: RolloutStorage | None = None  # the rollout this algorithm learns from (init_storage)
+
+    # -- the rollout (rsl_rl's init_storage, process_env_step, compute_returns) -----------------------
+
+    def init_storage(self, storage: RolloutStorage) -> None:
+        """Learn from ``storage``: transitions go in with :meth:`store`, returns with :meth:`compute_returns`."""
+        self.storage = storage
+
+    def store(self, transition: Transition) -> None:
+        """One step of every env, as the rollout step made it."""
+        assert self.storage is not None, "init_storage() first"
+        self.storage.add(transition)
+
+    def compute_returns(self, last_values: torch.Tensor) -> None:
+        """Advantages and returns of the full rollout (GAE, time-outs bootstrapped), from the value of the
+        state after its last step."""
+        assert self.storage is not None, "init_storage() first"
+        self.storage.compute_returns(last_values, self.cfg.gamma, self.cfg.gae_lambda)
 
     @property
     def learning_rate(self) -> float:
@@ -157,10 +175,13 @@ class PPO:
                 parts["kickstart_loss"] = teacher.detach()
         return total, parts
 
-    def update(self, storage: RolloutStorage, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
-        """Epochs of minibatch steps over a filled storage; returns the mean of each loss part and the
-        learning rate after the update, as tensors (float64: the reader's float)."""
+    def update(self, storage: RolloutStorage | None = None, generator: torch.Generator | None = None
+               ) -> dict[str, torch.Tensor]:
+        """Epochs of minibatch steps over a filled storage (its own by default); returns the mean of each loss
+        part and the learning rate after the update, as tensors (float64: the reader's float)."""
         cfg = self.cfg
+        storage = storage if storage is not None else self.storage
+        assert storage is not None, "init_storage() first, or pass a filled storage"
         if self.value_normalizer is not None and not getattr(self.value_normalizer, "per_minibatch", False):
             self.value_normalizer.update(storage.returns.reshape(-1, 1))
         adv_all = storage.advantages

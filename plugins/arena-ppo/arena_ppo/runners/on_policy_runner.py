@@ -94,9 +94,8 @@ class OnPolicyRunner:
         self.teacher = Teacher(teacher, ctx.make_opponent, ctx.local_envs, self.device, ctx.seats) if teacher else None
         self.algorithm.kickstart_coef = ctx.cfg.ppo.kickstart_coef if self.teacher is not None else 0.0
         self.env = self.build_env()
-        self.storage = self.build_storage()
-        self.rollouts = Rollouts(self.agent, self.env, self.storage, seats=ctx.seats, generators=ctx.generators,
-                                 gamma=ctx.cfg.ppo.gamma, gae_lambda=ctx.cfg.ppo.gae_lambda, sync=self.sync,
+        self.algorithm.init_storage(self.build_storage())
+        self.rollouts = Rollouts(self.agent, self.env, seats=ctx.seats, generators=ctx.generators, sync=self.sync,
                                  reward_fn=ctx.reward_fn, teacher=self.teacher, active_masks=self.active_masks,
                                  hidden_sizes=self.hidden_sizes)
         run = ctx.cfg.run
@@ -115,6 +114,12 @@ class OnPolicyRunner:
     @property
     def generators(self) -> dict[str, torch.Generator]:
         return self.ctx.generators
+
+    @property
+    def storage(self) -> RolloutStorage:
+        """The rollout the update learns from (the algorithm's own, as in rsl_rl)."""
+        assert self.algorithm.storage is not None
+        return self.algorithm.storage
 
     @property
     def hidden_sizes(self) -> tuple[int, int] | None:
@@ -162,9 +167,10 @@ class OnPolicyRunner:
     def open_league(self) -> None:
         """The warm-up is over and the league's pool is in: new battles, and a fresh optimizer for the new stage."""
         self.rollouts.restart_all()
-        coef = self.algorithm.kickstart_coef
+        coef, storage = self.algorithm.kickstart_coef, self.storage
         self.algorithm = self.build_algorithm()
         self.algorithm.kickstart_coef = coef
+        self.algorithm.init_storage(storage)
         self._echo(f"warm-up done after {self.counters.env_steps:,} steps: the league opens")
 
     @property
@@ -184,7 +190,7 @@ class OnPolicyRunner:
 
     def collect(self) -> dict[str, float]:
         """One rollout into the storage; returns statistics of the episodes that ended in it."""
-        summary = self.rollouts.collect(self.pool, played=self.counters.env_steps > 0)
+        summary = self.rollouts.collect(self.pool, self.algorithm, played=self.counters.env_steps > 0)
         self.counters.env_steps += self.steps_per_update
         self.counters.episodes += int(summary["episodes"])
         return summary
@@ -228,7 +234,7 @@ class OnPolicyRunner:
                 t0 = time.perf_counter()
                 episodes = self.collect()
                 t1 = time.perf_counter()
-                update = self.algorithm.update(self.storage, self.generators["shuffle"])
+                update = self.algorithm.update(generator=self.generators["shuffle"])
                 metrics = self.record_update(episodes, update, start, t0, t1)
                 first = self.counters.updates == start_updates + 1
                 if first or self.counters.env_steps - self.counters.last_log >= run.log_interval:

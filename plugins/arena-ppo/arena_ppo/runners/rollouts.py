@@ -22,10 +22,11 @@ from arena.env.teams import flatten_seats
 from arena.loop import GameLoop
 from arena.training import OpponentPool, Slot
 from arena_ppo.agent import PPOAgent
+from arena_ppo.algorithms import PPO
 from arena_ppo.kickstart import Teacher
 from arena_ppo.process_sync import ProcessSync
 from arena_ppo.runners.episodes import EpisodeTally
-from arena_ppo.storage import RolloutStorage, Transition
+from arena_ppo.storage import Transition
 
 RewardFn = Callable[..., torch.Tensor]
 Hidden = dict[str, torch.Tensor]  # a recurrent learner's "actor" and "critic" state per aircraft row ({} otherwise)
@@ -114,16 +115,15 @@ def rollout_step(parts: StepParts, obs: dict[str, Any], hidden: Hidden) -> Step:
 
 
 class Rollouts:
-    """Fills ``storage`` with the learner's rollouts in ``env``, one :meth:`collect` at a time, and keeps
+    """Fills the update's storage with the learner's rollouts in ``env``, one :meth:`collect` at a time, and keeps
     what carries from one rollout to the next: the current observation and a recurrent learner's hidden
     state per aircraft row."""
 
-    def __init__(self, agent: PPOAgent, env: TensorEnv, storage: RolloutStorage, *, seats: int,
-                 generators: dict[str, torch.Generator], gamma: float, gae_lambda: float, sync: ProcessSync,
-                 reward_fn: RewardFn | None = None, teacher: Teacher | None = None, active_masks: bool = False,
-                 hidden_sizes: tuple[int, int] | None = None) -> None:
-        self.agent, self.env, self.storage, self.seats = agent, env, storage, seats
-        self.generators, self.gamma, self.gae_lambda, self.sync = generators, gamma, gae_lambda, sync
+    def __init__(self, agent: PPOAgent, env: TensorEnv, *, seats: int, generators: dict[str, torch.Generator],
+                 sync: ProcessSync, reward_fn: RewardFn | None = None, teacher: Teacher | None = None,
+                 active_masks: bool = False, hidden_sizes: tuple[int, int] | None = None) -> None:
+        self.agent, self.env, self.seats = agent, env, seats
+        self.generators, self.sync = generators, sync
         self.reward_fn, self.teacher, self.active_masks = reward_fn, teacher, active_masks
         rows = env.num_envs * seats
         self.hidden: Hidden = ({"actor": torch.zeros(rows, hidden_sizes[0], device=env.device),
@@ -132,10 +132,11 @@ class Rollouts:
         self.obs: dict[str, Any] = env.reset()
 
     @torch.no_grad()
-    def collect(self, pool: OpponentPool, played: bool = True) -> dict[str, float]:
-        """Fill the storage with one rollout against ``pool``; returns statistics of the episodes that ended
-        in it (over every process). ``played``: the envs have played before (not a fresh run's)."""
-        agent, env, storage = self.agent, self.env, self.storage
+    def collect(self, pool: OpponentPool, algorithm: PPO, played: bool = True) -> dict[str, float]:
+        """Fill ``algorithm``'s storage with one rollout against ``pool``; returns statistics of the episodes
+        that ended in it (over every process). ``played``: the envs have played before (not a fresh run's)."""
+        agent, env, storage = self.agent, self.env, algorithm.storage
+        assert storage is not None
         agent.train(True)
         slots, seating = pool.start_rollout(self.generators["shuffle"], env.device)
         if played:
@@ -147,14 +148,14 @@ class Rollouts:
         self.sync.begin_rollout(agent)
         for _ in range(storage.n_steps):
             step = rollout_step(parts, self.obs, self.hidden)
-            storage.add(step.transition)
+            algorithm.store(step.transition)
             tally.add(step.dones, step.infos)
             self.obs, self.hidden = step.next_obs, step.hidden
 
         features = agent.training_input(flatten_seats(self.obs["p1"]), commit=False)
         last_values = agent.values(agent.critic_input(features, parts.global_state(), commit=False),
                                    self.hidden.get("critic"))[0]
-        storage.compute_returns(last_values, self.gamma, self.gae_lambda)
+        algorithm.compute_returns(last_values)
         if self.teacher is not None:
             self.teacher.check_nans()
         pool.end_rollout(tally.sums["win"], tally.sums["draw"], tally.sums["loss"], self.sync.gather_objects)
