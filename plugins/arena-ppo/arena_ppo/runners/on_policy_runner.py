@@ -276,6 +276,14 @@ class OnPolicyRunner:
         self.outputs.close()
         return self.last_metrics
 
+    def step(self, start: float = 0.0) -> dict[str, float]:
+        """One rollout and one update, as :meth:`learn` runs them (``start``: when this session's clock began);
+        returns (and logs) the update's metrics."""
+        t0 = time.perf_counter()
+        episodes = self.collect()
+        t1 = time.perf_counter()
+        return self.record_update(episodes, self.algorithm.update(generator=self.generators["shuffle"]), start, t0, t1)
+
     def record_update(self, episode_stats: dict[str, float], update: dict[str, torch.Tensor], start: float,
                       t0: float, t1: float) -> dict[str, float]:
         """The metrics of the update that just ran (its rollout from ``t0`` to ``t1``, then the update): read
