@@ -40,8 +40,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("arena.tournament", "arena.match", "arena.replay", "arena.testing", "arena.wrappers"),
     ("arena.agents", "arena.loop", "arena.plugins"),
     ("arena.env",),
-    ("arena", "arena.errors", "arena.guard", "arena.progress", "arena.run_files", "arena.seeds", "arena.threads",
-     "arena.torchfile", "arena.yaml_file"),
+    ("arena", "arena.declared_settings", "arena.errors", "arena.guard", "arena.progress", "arena.run_files",
+     "arena.seeds", "arena.threads", "arena.torchfile", "arena.yaml_file"),
 )
 
 

@@ -1,6 +1,8 @@
 """Configuration of the air-combat simulation.
 
-Every constant carries its unit in the field comment. The missile is calibrated in two dimensions,
+Every constant is declared with :func:`arena.declared_settings.setting`: its default, what it does, its
+unit and the range a config may ask for, checked by the one check every setting of the arena has
+(:func:`arena.declared_settings.check_value`). The missile is calibrated in two dimensions,
 with the target's turn included: a head-on shot at ``missile_max_range`` (40 km) hits a target that
 keeps coming (it reaches about 54 km), while a target that turns away at launch and runs at full
 throttle escapes any shot fired from beyond about 14.5 km. A 1-D estimate (no turn) suggests a drag
@@ -13,15 +15,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
+
+from arena.declared_settings import (
+    FINITE,
+    TYPE,
+    Setting,
+    SettingError,
+    base_kind,
+    check_value,
+    choices_of,
+    declared,
+    interval,
+    setting,
+    shown,
+)
 
 ObsMode = Literal["default", "extended"]
 G = 9.81  # m/s², standard gravity
 
-# Limits on what a config may ask for. They are far outside any sensible battle and exist so that a
-# typo or a hostile file fails here, naming its key, instead of as an hour-long (or endless) episode,
-# an int overflow inside an agent's timer, or NaN physics. The defaults sit well inside all of them.
+# Limits on what a config may ask for: the range of each field (in its declaration below) and these. They
+# are far outside any sensible battle and exist so that a typo or a hostile file fails here, naming its
+# key, instead of as an hour-long (or endless) episode, an int overflow inside an agent's timer, or NaN
+# physics. The defaults sit well inside all of them.
 MAX_EPISODE_STEPS = 100_000  # decision steps per episode (max_time / dt); the default is 300
 MAX_EPISODE_SUBSTEPS = 1_000_000  # integration substeps per episode (max_steps · substeps); default 1200
 REWARD_LIMIT = 1e6  # |reward part|
@@ -36,109 +53,98 @@ class EnvConfigError(ValueError):
         super().__init__(f"EnvConfig.{key} {detail}" if key else f"EnvConfig: {detail}")
 
 
-# field: (low, high, unit); both ends inclusive unless the field is in _OPEN_LOW (then low < value).
-BOUNDS: dict[str, tuple[float, float, str]] = {
-    "arena_size": (1_000.0, 10_000_000.0, "m"),
-    "dt": (0.01, 60.0, "s"),
-    "substeps": (1, 100, ""),
-    "max_time": (0.0, 86_400.0, "s"),
-    "spawn_edge_min": (0.0, 5_000_000.0, "m"),
-    "spawn_edge_max": (0.0, 5_000_000.0, "m"),
-    "spawn_band": (0.0, 10_000_000.0, "m"),
-    "spawn_heading_jitter": (0.0, math.pi, "rad"),
-    "spawn_speed_min": (0.0, 10_000.0, "m/s"),
-    "spawn_speed_max": (0.0, 10_000.0, "m/s"),
-    "speed_min": (0.0, 10_000.0, "m/s"),
-    "speed_max": (0.0, 10_000.0, "m/s"),
-    "max_load_factor": (0.0, 100.0, "g"),
-    "thrust_accel": (0.0, 1_000.0, "m/s²"),
-    "drag_coef": (0.0, 1.0, "1/m"),
-    "turn_drag": (0.0, 1_000.0, "m/s² per g²"),
-    "missiles": (0, 64, ""),
-    "missile_boost_time": (0.0, 3_600.0, "s"),
-    "missile_boost_accel": (0.0, 100_000.0, "m/s²"),
-    "missile_drag_coef": (0.0, 1.0, "1/m"),
-    "missile_min_speed": (0.0, 100_000.0, "m/s"),
-    "missile_lifetime": (0.0, 3_600.0, "s"),
-    "missile_nav_gain": (0.0, 100.0, ""),
-    "missile_max_accel": (0.0, 100_000.0, "m/s²"),
-    "missile_seeker_half_angle": (0.0, math.pi, "rad"),
-    "missile_hit_radius": (0.0, 10_000_000.0, "m"),
-    "missile_max_range": (0.0, 100_000_000.0, "m"),
-    "team_size": (1, 8, ""),
-    "formation_spacing": (0.0, 100_000.0, "m"),
-    "obs_neighbours": (1, 7, ""),
-}
-_OPEN_LOW = frozenset({"max_time", "spawn_speed_min", "spawn_speed_max", "speed_min", "speed_max",
-                       "missile_seeker_half_angle", "missile_hit_radius", "missile_max_range"})
+# A field's range has both ends inclusive unless low_open; a bound of a million or more is written as an
+# int, as the message shows it (10000000 m, not 1e+07 m). What relates two fields (speed_min < speed_max,
+# the spawn edges, the steps per episode) a field's declaration cannot say: _relations_problem checks it
+# once every field is in its own range.
+_REWARD = f"a finite number in [-{REWARD_LIMIT:g}, {REWARD_LIMIT:g}]"
 
 
 @dataclass(frozen=True)
 class RewardConfig:
     """The three reward parts, paid to each player every decision step."""
 
-    win: float = 1.0  # paid once to the winner (the loser gets -win); a draw pays 0
-    survival: float = 0.001  # per decision step while the episode runs (and the player is alive)
-    missile_cost: float = 0.01  # subtracted per missile launched
+    win: float = setting(1.0, "paid once to the winner (the loser gets -win); a draw pays 0",
+                         low=-REWARD_LIMIT, high=REWARD_LIMIT, expect=_REWARD)
+    survival: float = setting(0.001, "per decision step while the episode runs (and the player is alive)",
+                              low=-REWARD_LIMIT, high=REWARD_LIMIT, expect=_REWARD)
+    missile_cost: float = setting(0.01, "subtracted per missile launched",
+                                  low=-REWARD_LIMIT, high=REWARD_LIMIT, expect=_REWARD)
 
     def __post_init__(self) -> None:
-        for name in ("win", "survival", "missile_cost"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and abs(value) <= REWARD_LIMIT):
-                raise EnvConfigError(f"reward.{name}", f"must be a finite number in [-{REWARD_LIMIT:g}, "
-                                                       f"{REWARD_LIMIT:g}], got {value!r}")
+        _check_fields(self, "reward")
 
 
 @dataclass(frozen=True)
 class EnvConfig:
-    """Constants of the world. Units are SI (m, s, rad) unless a comment says otherwise."""
+    """Constants of the world. Units are SI (m, s, rad) unless the unit says otherwise."""
 
     # World and time
-    arena_size: float = 100_000.0  # m, side of the square arena
-    dt: float = 1.0  # s, one decision step
-    substeps: int = 4  # integration substeps per decision step
-    max_time: float = 300.0  # s, simulated time limit; reaching it is a draw (truncation)
+    arena_size: float = setting(100_000.0, "side of the square arena", low=1_000, high=10_000_000, unit="m")
+    dt: float = setting(1.0, "one decision step", low=0.01, high=60.0, unit="s")
+    substeps: int = setting(4, "integration substeps per decision step", low=1, high=100)
+    max_time: float = setting(300.0, "simulated time limit; reaching it is a draw (truncation)",
+                              low=0.0, low_open=True, high=86_400.0, unit="s")
 
     # Spawn (p1 west, p2 east; mirrored for p2)
-    spawn_edge_min: float = 10_000.0  # m, nearest spawn distance from the own edge
-    spawn_edge_max: float = 20_000.0  # m, farthest spawn distance from the own edge
-    spawn_band: float = 40_000.0  # m, height of the band around the middle where aircraft spawn
-    spawn_heading_jitter: float = 0.5235987755982988  # rad (30°), max heading error off the enemy
-    spawn_speed_min: float = 250.0  # m/s
-    spawn_speed_max: float = 300.0  # m/s
+    spawn_edge_min: float = setting(10_000.0, "nearest spawn distance from the own edge",
+                                    low=0.0, high=5_000_000, unit="m")
+    spawn_edge_max: float = setting(20_000.0, "farthest spawn distance from the own edge",
+                                    low=0.0, high=5_000_000, unit="m")
+    spawn_band: float = setting(40_000.0, "height of the band around the middle where aircraft spawn",
+                                low=0.0, high=10_000_000, unit="m")
+    spawn_heading_jitter: float = setting(0.5235987755982988, "(30°) max heading error off the enemy",
+                                          low=0.0, high=math.pi, unit="rad")
+    spawn_speed_min: float = setting(250.0, "slowest speed at spawn", low=0.0, low_open=True, high=10_000.0,
+                                     unit="m/s")
+    spawn_speed_max: float = setting(300.0, "fastest speed at spawn", low=0.0, low_open=True, high=10_000.0,
+                                     unit="m/s")
 
     # Aircraft
-    speed_min: float = 150.0  # m/s, the aircraft cannot fly slower
-    speed_max: float = 400.0  # m/s, the aircraft cannot fly faster
-    max_load_factor: float = 9.0  # g, load factor at |rudder| = 1
-    thrust_accel: float = 10.0  # m/s², acceleration from full throttle
-    drag_coef: float = 10.0 / 340.0**2  # 1/m, parasitic drag: a = -drag_coef·v² (settles at 340 m/s)
-    turn_drag: float = 0.2  # m/s² per g², induced drag of a turn: a = -turn_drag·n²
+    speed_min: float = setting(150.0, "the aircraft cannot fly slower", low=0.0, low_open=True, high=10_000.0,
+                               unit="m/s")
+    speed_max: float = setting(400.0, "the aircraft cannot fly faster", low=0.0, low_open=True, high=10_000.0,
+                               unit="m/s")
+    max_load_factor: float = setting(9.0, "load factor at |rudder| = 1", low=0.0, high=100.0, unit="g")
+    thrust_accel: float = setting(10.0, "acceleration from full throttle", low=0.0, high=1_000.0, unit="m/s²")
+    drag_coef: float = setting(10.0 / 340.0**2, "parasitic drag: a = -drag_coef·v² (settles at 340 m/s)",
+                               low=0.0, high=1.0, unit="1/m")
+    turn_drag: float = setting(0.2, "induced drag of a turn: a = -turn_drag·n²", low=0.0, high=1_000.0,
+                               unit="m/s² per g²")
 
     # Missiles
-    missiles: int = 4  # carried per aircraft
-    missile_boost_time: float = 3.0  # s, motor burn after launch
-    missile_boost_accel: float = 260.0  # m/s², thrust acceleration while the motor burns
-    missile_drag_coef: float = 5.0e-5  # 1/m, coasting drag a = -k·v²
-    missile_min_speed: float = 250.0  # m/s, below this the missile is spent
-    missile_lifetime: float = 80.0  # s, maximum flight time
-    missile_nav_gain: float = 4.0  # proportional-navigation constant N
-    missile_max_accel: float = 30.0 * G  # m/s², lateral acceleration limit
-    missile_seeker_half_angle: float = 1.0471975511965976  # rad (60°), lock is lost for good outside
-    missile_hit_radius: float = 150.0  # m, closest approach that counts as a hit
-    missile_max_range: float = 40_000.0  # m, nominal range published to agents
+    missiles: int = setting(4, "carried per aircraft", low=0, high=64)
+    missile_boost_time: float = setting(3.0, "motor burn after launch", low=0.0, high=3_600.0, unit="s")
+    missile_boost_accel: float = setting(260.0, "thrust acceleration while the motor burns",
+                                         low=0.0, high=100_000.0, unit="m/s²")
+    missile_drag_coef: float = setting(5.0e-5, "coasting drag a = -k·v²", low=0.0, high=1.0, unit="1/m")
+    missile_min_speed: float = setting(250.0, "below this the missile is spent", low=0.0, high=100_000.0,
+                                       unit="m/s")
+    missile_lifetime: float = setting(80.0, "maximum flight time", low=0.0, high=3_600.0, unit="s")
+    missile_nav_gain: float = setting(4.0, "proportional-navigation constant N", low=0.0, high=100.0)
+    missile_max_accel: float = setting(30.0 * G, "lateral acceleration limit", low=0.0, high=100_000.0,
+                                       unit="m/s²")
+    missile_seeker_half_angle: float = setting(1.0471975511965976, "(60°) lock is lost for good outside",
+                                               low=0.0, low_open=True, high=math.pi, unit="rad")
+    missile_hit_radius: float = setting(150.0, "closest approach that counts as a hit",
+                                        low=0.0, low_open=True, high=10_000_000, unit="m")
+    missile_max_range: float = setting(40_000.0, "nominal range published to agents",
+                                       low=0.0, low_open=True, high=100_000_000, unit="m")
 
     # Teams (docs/env.md, "Team battles"): p1 and p2 are sides of team_size aircraft each
-    team_size: int = 1  # aircraft per side; 1 is the classic duel
-    formation_spacing: float = 2_000.0  # m, lateral gap between wingmen at spawn
-    obs_neighbours: int = 3  # with team_size > 1: slots for the nearest allies and enemies in the observation
+    team_size: int = setting(1, "aircraft per side; 1 is the classic duel", low=1, high=8)
+    formation_spacing: float = setting(2_000.0, "lateral gap between wingmen at spawn", low=0.0, high=100_000.0,
+                                       unit="m")
+    obs_neighbours: int = setting(3, "with team_size > 1: slots for the nearest allies and enemies in the "
+                                     "observation", low=1, high=7)
 
     # Observation and rewards
-    obs_mode: ObsMode = "default"  # "extended" adds aspect, enemy missiles and nearest-threat features
+    obs_mode: ObsMode = setting("default", '"extended" adds aspect, enemy missiles and nearest-threat features')
     reward: RewardConfig = field(default_factory=RewardConfig)
 
     def __post_init__(self) -> None:
-        problem = _bounds_problem(self)
+        _check_fields(self)
+        problem = _relations_problem(self)
         if problem is not None:
             raise EnvConfigError(*problem)
 
@@ -166,34 +172,63 @@ class EnvConfig:
         types by name, so a bad value fails here and not deep inside the first step."""
         data = dict(data)
         reward = data.pop("reward", None)
-        values = _checked(cls(), data, "EnvConfig")
+        values = _checked(cls, data, "EnvConfig")
         if reward is not None:
             if isinstance(reward, RewardConfig):
                 values["reward"] = reward
             elif isinstance(reward, Mapping):
-                values["reward"] = replace(RewardConfig(), **_checked(RewardConfig(), dict(reward), "EnvConfig.reward"))
+                values["reward"] = RewardConfig(**_checked(RewardConfig, dict(reward), "EnvConfig.reward", "reward"))
             else:
                 names = ", ".join(f.name for f in fields(RewardConfig))
-                raise EnvConfigError("reward", f"must be a mapping with some of {names}, got {_short(reward)}")
-        return replace(cls(), **values)
+                raise EnvConfigError("reward", f"must be a mapping with some of {names}, got {shown(reward)}")
+        return cls(**values)
 
 
-def _bounds_problem(cfg: EnvConfig) -> tuple[str, str] | None:
-    """The first field out of range as ``(key, "must be …, got …")``, or None. Single-field bounds come
-    first, then the relations between fields (which assume each field is sane on its own)."""
-    if cfg.obs_mode not in ("default", "extended"):
-        return "obs_mode", f"must be 'default' or 'extended', got {cfg.obs_mode!r}"
-    for name, (low, high, unit) in BOUNDS.items():
-        value = getattr(cfg, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return name, f"must be a number, got {value!r}"
-        if isinstance(low, int) and not isinstance(value, int):
-            return name, f"must be int, got {value!r}"
-        open_low = name in _OPEN_LOW
-        ok = math.isfinite(value) and (low < value if open_low else low <= value) and value <= high
-        if not ok:
-            left = "(" if open_low else "["
-            return name, f"must be in {left}{_num(low)}, {_num(high)}]{' ' + unit if unit else ''}, got {value!r}"
+def _checked(cls: type, data: dict[str, Any], where: str, section: str = "") -> dict[str, Any]:
+    """``data`` checked against the declared fields of ``cls``: known keys, each value checked by its
+    setting and held as the field holds it (an int given for a float is a float)."""
+    settings = {s.name: s for s in declared(cls, section)}
+    unknown = sorted(set(data) - set(settings), key=str)
+    if unknown:
+        raise EnvConfigError("", f"unknown {where} key(s): {', '.join(map(str, unknown))}; expected some of: "
+                                 f"{', '.join(sorted(settings))}")
+    return {key: _check(settings[key], value) for key, value in data.items()}
+
+
+def _check_fields(config: Any, section: str = "") -> None:
+    """Every declared field of ``config`` (built from code, not only from data) checked by its setting."""
+    for s in declared(type(config), section):
+        _check(s, getattr(config, s.name))
+
+
+def _check(s: Setting, value: Any) -> Any:
+    """``value`` checked by setting ``s``; :class:`EnvConfigError` naming ``s.key`` in the env's words
+    (``must be in [0.01, 60] s, got 1e-09``) otherwise. Text is never a number here: YAML's ``1e-9``
+    (text, without a decimal point) is refused with a hint."""
+    try:
+        return check_value(s, value, text_numbers=False)
+    except SettingError as exc:
+        raise EnvConfigError(s.key, _must_be(exc)) from None
+
+
+def _must_be(exc: SettingError) -> str:
+    s, value = exc.setting, exc.value
+    if exc.problem == TYPE:
+        return f"must be {base_kind(s.kind)[0].__name__}, got {shown(value)}{_yaml_hint(value)}"
+    if exc.problem == FINITE:
+        return f"must be a finite number, got {shown(value)}"
+    if s.spec.expect:
+        return f"must be {s.spec.expect}, got {shown(value)}"
+    choices = choices_of(s)
+    if choices:
+        return f"must be {' or '.join(map(repr, choices))}, got {shown(value)}"
+    unit = f" {s.spec.unit}" if s.spec.unit else ""
+    return f"must be in {interval(s.spec)}{unit}, got {shown(value)}"
+
+
+def _relations_problem(cfg: EnvConfig) -> tuple[str, str] | None:
+    """The first relation between fields that ``cfg`` breaks, as ``(key, "must be …, got …")``, or None.
+    Each field is known to be in its own range."""
     if cfg.speed_min >= cfg.speed_max:
         return "speed_min", f"must be below speed_max ({cfg.speed_max:g}), got {cfg.speed_min:g}"
     if cfg.spawn_speed_min > cfg.spawn_speed_max:
@@ -224,29 +259,6 @@ def _bounds_problem(cfg: EnvConfig) -> tuple[str, str] | None:
     return None
 
 
-def _checked(defaults: Any, data: dict[str, Any], where: str) -> dict[str, Any]:
-    """``data`` checked against the fields of the dataclass instance ``defaults``: known keys, and
-    values of the default's type (an int is accepted for a float; floats must be finite)."""
-    known = [f.name for f in fields(defaults) if f.name != "reward"]
-    prefix = where.removeprefix("EnvConfig").removeprefix(".")
-    prefix = prefix + "." if prefix else ""
-    unknown = sorted(set(data) - set(known))
-    if unknown:
-        raise EnvConfigError("", f"unknown {where} key(s): {', '.join(map(str, unknown))}; expected some of: "
-                                 f"{', '.join(sorted(known))}")
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        expected = type(getattr(defaults, key))
-        if expected is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
-            raise EnvConfigError(prefix + key, f"must be {expected.__name__}, got {_short(value)}{_yaml_hint(value)}")
-        if expected is float and not math.isfinite(value):
-            raise EnvConfigError(prefix + key, f"must be a finite number, got {value!r}")
-        out[key] = value
-    return out
-
-
 def _yaml_hint(value: Any) -> str:
     """YAML 1.1 reads ``1e-9`` (no decimal point) as text; say so rather than leave the user puzzled."""
     if isinstance(value, str) and "e" in value.lower() and "." not in value:
@@ -257,14 +269,3 @@ def _yaml_hint(value: Any) -> str:
         example = value.lower().replace("e", ".0e", 1)
         return f" (YAML reads {value} as text; write it with a decimal point, e.g. {example})"
     return ""
-
-
-def _num(x: float) -> str:
-    """A bound as a user would type it: 10000000 rather than 1e+07."""
-    return str(int(x)) if float(x).is_integer() else f"{x:.6g}"
-
-
-def _short(value: Any) -> str:
-    """``repr`` cut to one short line: a hostile value may be a megabyte long."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."

@@ -9,26 +9,40 @@ the same thing whatever directory it is run from.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
-import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from arena.agents import DEFAULT_POLICY, POLICIES
+from arena.declared_settings import (
+    FINITE,
+    NUL,
+    TYPE,
+    Setting,
+    SettingError,
+    base_kind,
+    bound,
+    check_value,
+    choices_of,
+    declared,
+    expected,
+    interval,
+    setting,
+    shown,
+)
 from arena.tournament.sprt import SPRTConfig
 
 Format = Literal["round-robin", "gauntlet"]
-FORMATS: tuple[str, ...] = ("round-robin", "gauntlet")
-TOP_KEYS = ("name", "output", "seed", "device", "max_envs", "games_per_pairing", "format", "candidates",
-            "time_per_move", "env", "rating", "sprt", "replays", "references", "participants")
 
-# Limits. A league file is small hand-written text; these are far beyond any real one and exist so that
-# a hostile or mistyped file is refused in a second, naming its key, instead of hanging or crashing
-# after games are stored (see docs/hostile-input.md). The file's own size, nesting and alias expansion
-# are bounded where every YAML file is read, in arena.yaml_file.
+# Limits, in the declarations of the settings below and in the checks that relate two of them. A league
+# file is small hand-written text; these are far beyond any real one and exist so that a hostile or
+# mistyped file is refused in a second, naming its key, instead of hanging or crashing after games are
+# stored (see docs/hostile-input.md). The file's own size, nesting and alias expansion are bounded where
+# every YAML file is read, in arena.yaml_file.
 MAX_NAME = 200  # characters of the league's and each participant's display name
 MAX_SEED = 2**63 - 1
 MAX_ENVS = 1 << 22  # battles stepped at once
@@ -45,6 +59,7 @@ MAX_ABS_MU = 1e6
 MAX_SIGMA_PER_BETA = 20.0
 MAX_TAU_PER_BETA = 0.1
 DRAW_PROBABILITY_RANGE = (1e-6, 0.99)
+MAX_ABS_ANCHOR_ELO = 1e6
 PARTICIPANT_KEYS = ("name", "agent", "params", "checkpoint", "checkpoints", "policy")
 PARTICIPANT_FORMS = ("an agent name, 'AGENT:CHECKPOINT', or a mapping with 'agent' and optionally 'name', "
                      "'params', one of 'checkpoint' / 'checkpoints' (a glob) and 'policy'")
@@ -61,18 +76,24 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class RatingConfig:
-    """TrueSkill settings (the ``trueskill`` package's names and defaults) and the bootstrap size."""
+    """TrueSkill settings (the ``trueskill`` package's names and defaults) and the bootstrap size: the
+    league file's ``rating`` section."""
 
-    mu: float = 25.0  # prior mean skill
-    sigma: float = 25.0 / 3.0  # prior uncertainty
-    beta: float = 25.0 / 6.0  # performance noise: a skill gap of beta wins about 76 % of games
-    tau: float = 25.0 / 300.0  # dynamics: sigma grows by this before each game, so ratings can move
-    draw_probability: float = 0.1  # prior share of draws, sets the draw margin
-    bootstrap_rounds: int = 1000  # resamples for the Bradley-Terry/Elo confidence interval
-    # The Elo scale's fixed point: this participant's Elo is anchor_elo. Empty: the average of the
-    # participants with mixed records (not unbeaten, not winless) is 1000.
-    anchor: str = ""
-    anchor_elo: float = 1000.0
+    mu: float = setting(25.0, "TrueSkill prior mean", low=-MAX_ABS_MU, high=MAX_ABS_MU)
+    sigma: float = setting(25.0 / 3.0, "TrueSkill prior uncertainty", low=0.0, low_open=True,
+                           expect=f"a positive number at most {MAX_SIGMA_PER_BETA:g}·beta")
+    beta: float = setting(25.0 / 6.0, "performance noise: a skill gap of β wins about 76 % of games",
+                          low=BETA_RANGE[0], high=BETA_RANGE[1])
+    tau: float = setting(25.0 / 300.0, "added to σ before each game, so ratings can still move", low=0.0,
+                         expect=f"a number >= 0 and at most {MAX_TAU_PER_BETA:g}·beta")
+    draw_probability: float = setting(0.1, "TrueSkill's prior share of draws (sets the draw margin)",
+                                      low=DRAW_PROBABILITY_RANGE[0], high=DRAW_PROBABILITY_RANGE[1])
+    bootstrap_rounds: int = setting(1000, "resamples for the Elo interval and rank bounds; 0 turns them off",
+                                    low=0, high=MAX_BOOTSTRAP_ROUNDS)
+    anchor: str = setting("", "fixes the Elo scale: this participant's Elo is `anchor_elo`; empty: the "
+                              "participants with mixed records (not unbeaten, not winless) average 1000",
+                          expect="the name of a participant")
+    anchor_elo: float = setting(1000.0, "the anchor's Elo", low=-MAX_ABS_ANCHOR_ELO, high=MAX_ABS_ANCHOR_ELO)
 
     @classmethod
     def from_dict(cls, data: Any, file: str | os.PathLike[str] | None = None, key: str = "rating") -> "RatingConfig":
@@ -99,21 +120,35 @@ class ParticipantSpec:
 class TournamentConfig:
     """A validated tournament file."""
 
-    name: str
-    output: Path
+    # The league file's scalar keys are the fields made with setting(): each is read and checked by its
+    # declaration (_read); the other fields have code of their own. The name and the output have no default
+    # here: the parser makes them from the file's name.
     participants: tuple[ParticipantSpec, ...]
-    seed: int = 0
-    device: str = "auto"
-    max_envs: int = 16384
-    games_per_pairing: int = 256
-    format: Format = "round-robin"
+    name: str = setting(help="the league's name in reports; by default the file's name", blank=False,
+                        max_length=MAX_NAME)
+    output: Path = setting(help="folder for `results.sqlite` and the reports; by default `reports/<name>`",
+                           blank=False, expect="a folder path")
+    seed: int = setting(0, "seeds each batch's battles and the order TrueSkill sees the games in", low=0,
+                        high=MAX_SEED, expect="an integer in [0, 2**63 - 1]")
+    device: str = setting("auto", "where the battles and the agents run")
+    max_envs: int = setting(16384, "battles stepped at once; lower it when memory is short", low=1, high=MAX_ENVS,
+                            expect=f"a positive integer up to {MAX_ENVS}")
+    games_per_pairing: int = setting(256, "games between two participants", low=2,
+                                     high=MAX_GAMES_PER_PAIRING, expect=f"an even integer in [2, "
+                                     f"{MAX_GAMES_PER_PAIRING}] (half the games from each side)")
+    format: Format = setting("round-robin", "who plays whom (below)")
     candidates: tuple[str, ...] = ()  # display names of the gauntlet's candidates (patterns expanded)
     references: tuple[str, ...] = ()  # display names whose mutual games fix the reference rating's scale
-    time_per_move: float | None = None  # s per act() call over a batch; over it, the participant forfeits
+    time_per_move: float | None = setting(None, "time budget of one move: an act() call over a batch; a "
+                                          "slower one forfeits (below)", low=0.0, low_open=True,
+                                          high=MAX_TIME_PER_MOVE, unit="s", expect=f"seconds per move in (0, "
+                                          f"{MAX_TIME_PER_MOVE:g}] (or leave it out for no limit)")
     env: Mapping[str, Any] = field(default_factory=dict)  # EnvConfig overrides
     rating: RatingConfig = field(default_factory=RatingConfig)
     sprt: SPRTConfig | None = None  # gauntlets: stop early once every candidate's test is decided
-    replays: int = 0  # notable games recorded per pairing once the league is rated (arena.tournament.replays)
+    replays: int = setting(0, "notable games per pairing recorded after rating (upsets, longest, shortest); "
+                              "`--replays N` overrides it ([docs/replays.md](replays.md))", low=0,
+                           high=MAX_REPLAYS_PER_PAIRING)
     file: Path | None = None
     warnings: tuple[str, ...] = ()  # things worth saying that do not stop the league (empty globs)
 
@@ -126,17 +161,18 @@ class TournamentConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the run record in the results database."""
         return {
-            "name": self.name, "output": str(self.output), "seed": self.seed, "device": self.device,
-            "max_envs": self.max_envs, "games_per_pairing": self.games_per_pairing, "format": self.format,
-            "candidates": list(self.candidates), "references": list(self.references),
-            "time_per_move": self.time_per_move, "env": dict(self.env),
+            **{s.name: getattr(self, s.name) for s in declared(TournamentConfig)}, "output": str(self.output),
+            "candidates": list(self.candidates), "references": list(self.references), "env": dict(self.env),
             "rating": vars(self.rating).copy(), "sprt": vars(self.sprt).copy() if self.sprt else None,
-            "replays": self.replays,
             "participants": [{"name": p.name, "agent": p.agent, "params": dict(p.params),
                               "checkpoint": str(p.checkpoint) if p.checkpoint else None, "policy": p.policy}
                              for p in self.participants],
             "file": str(self.file) if self.file else None,
         }
+
+
+# The keys of a league file: TournamentConfig's fields but what the parser adds.
+TOP_KEYS = tuple(f.name for f in fields(TournamentConfig) if f.name not in ("file", "warnings"))
 
 
 # -- loading ---------------------------------------------------------------------------------------
@@ -178,34 +214,15 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
         raise err(_keyname(unknown[0]),
                   f"unknown key; expected one of: {', '.join(TOP_KEYS)}{_close(str(unknown[0]), TOP_KEYS)}")
 
-    name = _get(data, "name", str, err, fpath.stem if fpath is not None else "tournament")
-    if not name.strip() or len(name) > MAX_NAME:
-        raise err("name", f"expected a non-empty string of at most {MAX_NAME} characters, got {_short(name)}")
-    output = _get(data, "output", str, err, f"reports/{name}")
-    if not output.strip():
-        raise err("output", "expected a folder path, got an empty string")
-    seed = _get(data, "seed", int, err, 0)
-    if not 0 <= seed <= MAX_SEED:
-        raise err("seed", f"expected an integer in [0, 2**63 - 1], got {_short(seed)}")
-    device = _get(data, "device", str, err, "auto")
-    max_envs = _get(data, "max_envs", int, err, 16384)
-    if not 1 <= max_envs <= MAX_ENVS:
-        raise err("max_envs", f"expected a positive integer up to {MAX_ENVS}, got {_short(max_envs)}")
-    games = _get(data, "games_per_pairing", int, err, 256)
-    if not 2 <= games <= MAX_GAMES_PER_PAIRING or games % 2:
-        raise err("games_per_pairing", f"expected an even integer in [2, {MAX_GAMES_PER_PAIRING}] (half the games "
-                                       f"from each side), got {_short(games)}")
-    fmt = _get(data, "format", str, err, "round-robin")
-    if fmt not in FORMATS:
-        raise err("format", f"expected one of {', '.join(FORMATS)}, got {_short(fmt)}")
-    time_per_move = _get(data, "time_per_move", float, err, None)
-    if time_per_move is not None and not (0 < time_per_move <= MAX_TIME_PER_MOVE):
-        raise err("time_per_move", f"expected seconds per move in (0, {MAX_TIME_PER_MOVE:g}] (or leave it out for no "
-                                   f"limit), got {time_per_move!r}")
-    replays = _get(data, "replays", int, err, 0)
-    if not 0 <= replays <= MAX_REPLAYS_PER_PAIRING:
-        raise err("replays", f"expected notable games to record per pairing, an integer in [0, "
-                             f"{MAX_REPLAYS_PER_PAIRING}], got {_short(replays)}")
+    data = dict(data)
+    if data.get("name") is None:  # the file's name, checked as a name given would be
+        data["name"] = fpath.stem if fpath is not None else "tournament"
+    values = _read(TournamentConfig, data, err)
+    name = values["name"]
+    output = values.setdefault("output", f"reports/{name}")
+    games, fmt = values["games_per_pairing"], values["format"]
+    if games % 2:
+        raise err("games_per_pairing", f"expected {_setting('games_per_pairing').spec.expect}, got {games}")
     env = _get(data, "env", Mapping, err, {}) or {}
     _check_env(env, err)
     rating = _rating(data.get("rating"), err)
@@ -226,8 +243,8 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
         seen[p.name] = p.key
 
     if rating.anchor and rating.anchor not in seen:
-        raise err("rating.anchor", f"expected the name of a participant, got {_short(rating.anchor)}"
-                                   f"{_close(rating.anchor, list(seen))}")
+        raise err("rating.anchor", f"expected {_setting('anchor', RatingConfig).spec.expect}, "
+                                   f"got {shown(rating.anchor)}{_close(rating.anchor, list(seen))}")
 
     names = [p.name for p in participants]
     candidates: tuple[str, ...] = ()
@@ -250,14 +267,9 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
         raise err("games_per_pairing", f"{games} games for each of the {total // games:,} pairings of {n} participants "
                                        f"is {total:,} games; expected at most {MAX_TOTAL_GAMES:,} in one league")
 
-    return TournamentConfig(
-        name=name, output=(base / output).resolve() if not os.path.isabs(output) else Path(output),
-        participants=tuple(participants), seed=seed, device=device, max_envs=max_envs, games_per_pairing=games,
-        format=fmt, candidates=candidates, references=references, time_per_move=time_per_move, env=dict(env),
-        rating=rating, sprt=sprt, replays=replays,
-        file=fpath,
-        warnings=tuple(warnings),
-    )
+    values["output"] = (base / output).resolve() if not os.path.isabs(output) else Path(output)
+    return TournamentConfig(**values, participants=tuple(participants), candidates=candidates, references=references,
+                            env=dict(env), rating=rating, sprt=sprt, file=fpath, warnings=tuple(warnings))
 
 
 # -- pieces ------------------------------------------------------------------------------------------
@@ -271,8 +283,7 @@ class _Errors:
         return ConfigError(self.file, key, message)
 
 
-_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", Mapping: "a mapping",
-               list: "a list"}
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", Mapping: "a mapping"}
 
 
 def _kind(value: Any) -> str:
@@ -284,41 +295,100 @@ def _kind(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
-    return f"{type(value).__name__} {_short(value)}"
-
-
-def _short(value: Any) -> str:
-    """``repr`` cut to one short line: a hostile value may be a megabyte long (or a 5000-digit int)."""
-    try:
-        text = repr(value)
-    except ValueError:  # an int too long to print
-        text = f"<a {value.bit_length()}-bit integer>" if isinstance(value, int) else f"<{type(value).__name__}>"
-    text = text.replace("\n", " ")
-    return text if len(text) <= 80 else text[:77] + "..."
+    return f"{type(value).__name__} {shown(value)}"
 
 
 def _keyname(key: Any) -> str:
     """A key as it can appear in a one-line message."""
-    return key if isinstance(key, str) and key.isprintable() and len(key) <= 80 else _short(key)
+    return key if isinstance(key, str) and key.isprintable() and len(key) <= 80 else shown(key)
+
+
+def _read(cls: type, raw: Mapping[str, Any], err: _Errors, prefix: str = "") -> dict[str, Any]:
+    """The settings ``cls`` declares, by name, from the mapping ``raw``: each value given checked by its
+    declaration (None is no value), each one not given its default (the fields without one are left out);
+    :class:`ConfigError` naming ``prefix + name`` and what was expected otherwise. Checks that relate two
+    settings are the caller's, after this."""
+    values: dict[str, Any] = {}
+    for s in declared(cls):
+        value = raw.get(s.name)
+        if value is None:
+            if s.default is not dataclasses.MISSING:
+                values[s.name] = s.default
+            continue
+        try:
+            values[s.name] = check_value(s, value, text_numbers=False)
+        except SettingError as exc:
+            raise err(prefix + s.name, _expected(exc)) from None
+    return values
+
+
+def _section(cls: type, raw: Any, err: _Errors, key: str) -> Mapping[str, Any]:
+    """``raw`` if it is a mapping of settings that ``cls`` declares; :class:`ConfigError` naming ``key`` (or
+    the unknown key, with the nearest known one) otherwise."""
+    known = [s.name for s in declared(cls)]
+    if not isinstance(raw, Mapping):
+        raise err(key, f"expected a mapping with some of {', '.join(known)}, got {_kind(raw)}")
+    for k in raw:
+        if k not in known:
+            raise err(f"{key}.{_keyname(k)}", f"unknown key; expected one of: {', '.join(known)}"
+                                              f"{_close(str(k), known)}")
+    return raw
+
+
+def _setting(name: str, cls: type = TournamentConfig) -> Setting:
+    return next(s for s in declared(cls) if s.name == name)
+
+
+def stored_setting(name: str, value: Any, file: str | os.PathLike[str] | None, key: str) -> Any:
+    """``value`` of the league setting ``name`` as a results database holds it (a run's record), checked
+    by the setting's declaration; :class:`ConfigError` naming ``file`` and ``key`` otherwise."""
+    try:
+        return check_value(_setting(name), value, text_numbers=False)
+    except SettingError as exc:
+        raise ConfigError(file, key, _expected(exc)) from None
+
+
+def _expected(exc: SettingError) -> str:
+    """A value its setting refused, in the league file's words: ``expected WHAT, got VALUE``."""
+    s, value = exc.setting, exc.value
+    if exc.problem == TYPE:
+        return f"expected {_TYPE_NAMES.get(base_kind(s.kind)[0], 'a value')}, got {_kind(value)}"
+    if exc.problem == FINITE:
+        return f"expected a finite number, got {shown(value)}"
+    if exc.problem == NUL:
+        return f"expected a string without NUL characters, got {shown(value)}"
+    return f"expected {takes(s)}, got {shown(value)}"
+
+
+def takes(s: Setting) -> str:
+    """What a league setting takes, in words: the messages' and the docs table's (``an integer in [0, 16]``)."""
+    kind, spec, choices = base_kind(s.kind)[0], s.spec, choices_of(s)
+    if spec.expect:
+        return spec.expect
+    if choices:
+        return f"one of {', '.join(choices)}"
+    if kind not in (int, float):
+        return expected(s)
+    name = "an integer" if kind is int else "a number"
+    if spec.low is not None and spec.high is not None:
+        return f"{name} in {interval(spec)}"
+    if spec.low == 0 and spec.low_open:
+        return f"a positive {name.split()[1]}"
+    if spec.low is not None:
+        return f"{name} {'>' if spec.low_open else '>='} {bound(spec.low)}"
+    return name
 
 
 def _get(data: Mapping[str, Any], key: str, typ: type, err: _Errors, default: Any, prefix: str = "") -> Any:
-    """``data[key]`` checked against ``typ`` (an int is a fine float; a bool is never a number)."""
+    """``data[key]`` checked against ``typ`` (a string or a mapping: the parts of a participant entry and
+    the env, which are not declared settings)."""
     if key not in data or data[key] is None:
         return default
     value = data[key]
-    ok = isinstance(value, typ) and not (typ in (int, float) and isinstance(value, bool))
-    if typ is float and isinstance(value, int) and not isinstance(value, bool):
-        try:
-            value, ok = float(value), True
-        except OverflowError:  # 10**400 is an int YAML reads, but no float
-            raise err(prefix + key, f"expected a finite number, got {_short(value)}") from None
-    if not ok:
+    if not isinstance(value, typ):
         raise err(prefix + key, f"expected {_TYPE_NAMES.get(typ, typ.__name__)}, got {_kind(value)}")
     if isinstance(value, str) and "\x00" in value:  # paths and names reach the OS and SQLite
-        raise err(prefix + key, f"expected a string without NUL characters, got {_short(value)}")
-    if typ is float and not math.isfinite(value):
-        raise err(prefix + key, f"expected a finite number, got {value!r}")
+        raise err(prefix + key, f"expected a string without NUL characters, got {shown(value)}")
     return value
 
 
@@ -334,7 +404,7 @@ def _check_env(env: Mapping[str, Any], err: _Errors) -> None:
 
     for k in env:
         if not isinstance(k, str):
-            raise err("env", f"expected setting names as strings, got {_short(k)}")
+            raise err("env", f"expected setting names as strings, got {shown(k)}")
     try:
         EnvConfig.from_dict(env)
     except EnvConfigError as exc:
@@ -346,55 +416,20 @@ def _check_env(env: Mapping[str, Any], err: _Errors) -> None:
 def _sprt(raw: Any, err: _Errors) -> SPRTConfig | None:
     if raw is None:
         return None
-    known = tuple(vars(SPRTConfig()))
-    if not isinstance(raw, Mapping):
-        raise err("sprt", f"expected a mapping with some of {', '.join(known)}, got {_kind(raw)}")
-    for k in raw:
-        if k not in known:
-            raise err(f"sprt.{_keyname(k)}", f"unknown key; expected one of: {', '.join(known)}{_close(str(k), known)}")
-    v = {k: _get(raw, k, float, err, getattr(SPRTConfig(), k), "sprt.") for k in known}
-    for k in ("elo0", "elo1"):
-        if not abs(v[k]) <= 2000:
-            raise err(f"sprt.{k}", f"expected an Elo difference in [-2000, 2000], got {v[k]!r}")
+    v = _read(SPRTConfig, _section(SPRTConfig, raw, err, "sprt"), err, "sprt.")
     if not v["elo0"] < v["elo1"]:
         raise err("sprt", f"expected elo0 < elo1, got elo0 {v['elo0']:g} and elo1 {v['elo1']:g}")
-    for k in ("alpha", "beta"):
-        if not 0 < v[k] < 0.5:
-            raise err(f"sprt.{k}", f"expected an error rate in (0, 0.5), got {v[k]!r}")
     return SPRTConfig(**v)
 
 
 def _rating(raw: Any, err: _Errors, key: str = "rating") -> RatingConfig:
     if raw is None:
         return RatingConfig()
-    if not isinstance(raw, Mapping):
-        raise err(key, f"expected a mapping with some of {', '.join(vars(RatingConfig()))}, got {_kind(raw)}")
-    known = tuple(vars(RatingConfig()))
-    for k in raw:
-        if k not in known:
-            raise err(f"{key}.{_keyname(k)}", f"unknown key; expected one of: {', '.join(known)}"
-                                              f"{_close(str(k), known)}")
-    types = {"bootstrap_rounds": int, "anchor": str}
-    v = {k: _get(raw, k, types.get(k, float), err, getattr(RatingConfig(), k), key + ".") for k in known}
-    if not abs(v["anchor_elo"]) <= 1e6:
-        raise err(f"{key}.anchor_elo", f"expected a number in [-1e6, 1e6], got {v['anchor_elo']!r}")
-    low, high = BETA_RANGE
-    if not low <= v["beta"] <= high:
-        raise err(f"{key}.beta", f"expected a number in [{low:g}, {high:g}], got {v['beta']!r}")
-    if not abs(v["mu"]) <= MAX_ABS_MU:
-        raise err(f"{key}.mu", f"expected a number in [-{MAX_ABS_MU:g}, {MAX_ABS_MU:g}], got {v['mu']!r}")
-    if not 0 < v["sigma"] <= MAX_SIGMA_PER_BETA * v["beta"]:
-        raise err(f"{key}.sigma", f"expected a positive number at most {MAX_SIGMA_PER_BETA:g}·beta "
-                                  f"({MAX_SIGMA_PER_BETA * v['beta']:g}), got {v['sigma']!r}")
-    if not 0 <= v["tau"] <= MAX_TAU_PER_BETA * v["beta"]:
-        raise err(f"{key}.tau", f"expected a number >= 0 and at most {MAX_TAU_PER_BETA:g}·beta "
-                                f"({MAX_TAU_PER_BETA * v['beta']:g}), got {v['tau']!r}")
-    low, high = DRAW_PROBABILITY_RANGE  # TrueSkill cannot rate a draw it deems impossible (or certain)
-    if not low <= v["draw_probability"] <= high:
-        raise err(f"{key}.draw_probability", f"expected a number in [{low:g}, {high:g}], got {v['draw_probability']!r}")
-    if not 0 <= v["bootstrap_rounds"] <= MAX_BOOTSTRAP_ROUNDS:
-        raise err(f"{key}.bootstrap_rounds", f"expected an integer in [0, {MAX_BOOTSTRAP_ROUNDS}] (0 turns the "
-                                             f"interval off), got {_short(v['bootstrap_rounds'])}")
+    v = _read(RatingConfig, _section(RatingConfig, raw, err, key), err, key + ".")
+    for name, most in (("sigma", MAX_SIGMA_PER_BETA), ("tau", MAX_TAU_PER_BETA)):  # TrueSkill is scale-free
+        if v[name] > most * v["beta"]:
+            raise err(f"{key}.{name}", f"expected {_setting(name, RatingConfig).spec.expect} ({most * v['beta']:g}), "
+                                       f"got {v[name]!r}")
     return RatingConfig(**v)
 
 
@@ -406,7 +441,7 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
         if not entry.strip():
             raise err(key, f"expected {PARTICIPANT_FORMS}, got an empty string")
         if "\x00" in entry:
-            raise err(key, f"expected a string without NUL characters, got {_short(entry)}")
+            raise err(key, f"expected a string without NUL characters, got {shown(entry)}")
         try:
             agent, path = parse_spec(entry)
         except AgentSpecError as exc:  # 'ppo:' without a path
@@ -428,11 +463,11 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
     name = _get(entry, "name", str, err, None, key + ".")
     if name is not None and len(name) > MAX_NAME:
         raise err(f"{key}.name", f"expected a non-empty display name of at most {MAX_NAME} characters, "
-                                 f"got {_short(name)}")
+                                 f"got {shown(name)}")
     params = _get(entry, "params", Mapping, err, {}, key + ".")
     for pk in params:
         if not isinstance(pk, str):
-            raise err(f"{key}.params", f"expected parameter names as strings, got {_short(pk)}")
+            raise err(f"{key}.params", f"expected parameter names as strings, got {shown(pk)}")
     if "checkpoint" in entry and "checkpoints" in entry:
         raise err(key, "expected one of 'checkpoint' (a file) or 'checkpoints' (a glob), not both")
     policy = _get(entry, "policy", str, err, None, key + ".")
@@ -440,7 +475,7 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
         raise err(f"{key}.policy", "only a checkpoint plays by a policy; add 'checkpoint' or 'checkpoints', or "
                                    "remove 'policy'")
     if policy is not None and policy not in POLICIES:
-        raise err(f"{key}.policy", f"expected one of {', '.join(POLICIES)}, got {_short(policy)}")
+        raise err(f"{key}.policy", f"expected one of {', '.join(POLICIES)}, got {shown(policy)}")
     if policy is None and ("checkpoint" in entry or "checkpoints" in entry):
         policy = DEFAULT_POLICY
 
@@ -468,7 +503,7 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
         name = agent if checkpoint is None else f"{agent}:{checkpoint.with_suffix('').name}"
     elif not name.strip() or len(name) > MAX_NAME:
         raise err(f"{key}.name", f"expected a non-empty display name of at most {MAX_NAME} characters, "
-                                 f"got {_short(name)}")
+                                 f"got {shown(name)}")
     return [ParticipantSpec(name, agent, dict(params), checkpoint, key, policy=policy)]
 
 
@@ -564,3 +599,25 @@ def _chosen(raw: Any, names: list[str], key: str, err: _Errors, warnings: list[s
         raise err(key, "no participant matched; expected at least one"
                        + (f" ({'; '.join(warnings)})" if warnings else ""))
     return tuple(n for n in names if n in chosen)
+
+
+# -- the docs --------------------------------------------------------------------------------------------
+
+
+def _default(value: Any) -> str:
+    if value is dataclasses.MISSING:  # the parser makes it from the file
+        return "derived"
+    if value is None or value == "":
+        return "none"
+    return f"`{value:.4g}`" if isinstance(value, float) else f"`{value}`"
+
+
+def settings_table() -> str:
+    """The table of the league file's settings in docs/tournaments.md: key, what it takes, default and
+    what it does, from their declarations (the keys of TournamentConfig, RatingConfig and SPRTConfig)."""
+    rows = ["| key | takes | default | what it does |", "|---|---|---|---|"]
+    for cls, section in ((TournamentConfig, ""), (RatingConfig, "rating"), (SPRTConfig, "sprt")):
+        for s in declared(cls, section):
+            rows.append(f"| `{s.key}` | {takes(s)} | {_default(s.default)} | {s.spec.help.replace('|', '/')} |")
+    return "\n".join(rows) + "\n"
+

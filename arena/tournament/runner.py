@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from arena.tournament.executor import ExecutionStats, GameSeeds, play
-from arena.tournament.league_config import MAX_GAMES_PER_PAIRING, MAX_SEED, ConfigError, RatingConfig, TournamentConfig
+from arena.tournament.league_config import ConfigError, RatingConfig, TournamentConfig, stored_setting
 from arena.tournament.participants import Participant, build_agents, resolve_participants
 from arena.tournament.ray_backend import LeagueSpec, RaySettings, play_on_ray, ray_cluster
 from arena.tournament.report import Entrant, TournamentReport, build_report, write_report
@@ -321,10 +321,8 @@ def _league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
     ids = run.participant_ids
     records = store.participants(ids)
     names = [r.name for r in records]
-    games_per_pairing = int(cfg["games_per_pairing"])
-    if not 2 <= games_per_pairing <= MAX_GAMES_PER_PAIRING:
-        raise ConfigError(store.path, f"runs[{run.id}].games_per_pairing",
-                          f"expected an even integer in [2, {MAX_GAMES_PER_PAIRING}], got {games_per_pairing}")
+    games_per_pairing = stored_setting("games_per_pairing", int(cfg["games_per_pairing"]), store.path,
+                                       f"runs[{run.id}].games_per_pairing")
     cand = [names.index(c) for c in cfg.get("candidates", []) if c in names]
     refs = [names.index(r) for r in cfg.get("references", []) if r in names]
     planned = schedule_units(len(ids), cfg.get("format", "round-robin"), cand, games_per_pairing, refs)
@@ -335,9 +333,7 @@ def _league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
              if (g.p1, g.p2) in wanted_pos]
     entrants = [Entrant(r.name, r.agent, r.checkpoint, r.key) for r in records]
     rating = RatingConfig.from_dict(cfg.get("rating") or {}, store.path, f"runs[{run.id}].rating")
-    seed = cfg.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
-        raise ConfigError(store.path, f"runs[{run.id}].seed", f"expected an integer in [0, 2**63 - 1], got {seed!r}")
+    seed = stored_setting("seed", cfg.get("seed", 0), store.path, f"runs[{run.id}].seed")
     return build_report(cfg.get("name", "tournament"), Path(cfg.get("output", store.path.parent)), entrants, games,
                         rating, seed, total_games(planned), candidates=cand, references=refs,
                         source=str(cfg.get("file") or store.path))

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from arena.declared_settings import setting
 from arena.tournament.results import DRAW, GameResult
 
 Verdict = Literal["H0", "H1", ""]
@@ -41,16 +42,20 @@ Verdict = Literal["H0", "H1", ""]
 PAIR_SCORES = (0.0, 0.25, 0.5, 0.75, 1.0)  # a pair's points per game: LL, LD, WL or DD, WD, WW
 GAME_SCORES = (0.0, 0.5, 1.0)  # loss, draw, win
 UNSEEN = 1e-3  # weight of an outcome not seen yet
+MAX_ABS_ELO = 2000.0  # |elo0| and |elo1| a league file may ask for
 
 
 @dataclass(frozen=True)
 class SPRTConfig:
     """``sprt: {elo0, elo1, alpha, beta}`` of a league file."""
 
-    elo0: float = 0.0
-    elo1: float = 10.0
-    alpha: float = 0.05  # false positive rate: accepting H1 when H0 holds
-    beta: float = 0.05  # false negative rate
+    elo0: float = setting(0.0, "H0: the candidate's Elo advantage over the field", low=-MAX_ABS_ELO,
+                          high=MAX_ABS_ELO)
+    elo1: float = setting(10.0, "H1: the advantage it is tested for (above elo0)", low=-MAX_ABS_ELO, high=MAX_ABS_ELO)
+    alpha: float = setting(0.05, "false positive rate: accepting H1 when H0 holds", low=0.0, low_open=True,
+                           high=0.5, high_open=True)
+    beta: float = setting(0.05, "false negative rate: accepting H0 when H1 holds", low=0.0, low_open=True,
+                          high=0.5, high_open=True)
 
     @property
     def bounds(self) -> tuple[float, float]:

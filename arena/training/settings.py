@@ -1,172 +1,57 @@
 """Training settings declared once, as dataclass fields, and everything derived from them.
 
 A trainer's config is a few dataclasses of sections (``run``, ``ppo``, ``network``). Each field is made
-with :func:`setting`, which puts its help, its range or choices, whether the command line shows it and
-whether a resumed run may change it in the field's metadata. From that one declaration come the click
-options (:func:`click_options`), the check of every value read from a ``--config`` file, a ``--set
-KEY=VALUE`` or a checkpoint (:func:`check_value`), the resume rule (:func:`fixed_changes`) and the
-settings table of the docs (:func:`markdown_table`), so the five can no longer disagree.
+with :func:`arena.declared_settings.setting`, which puts its help, its range or choices, whether the
+command line shows it and whether a resumed run may change it in the field's metadata. From that one
+declaration come the click options (:func:`click_options`), the check of every value read from a
+``--config`` file, a ``--set KEY=VALUE`` or a checkpoint (:func:`arena.declared_settings.check_value`,
+the one the env and the league file are checked with too), the resume rule (:func:`fixed_changes`)
+and the settings table of the docs (:func:`markdown_table`), so the five can no longer disagree. This
+module holds what is about sections, the command line, files and resuming.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import math
-import types
 import typing
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import click
 import yaml
 
+from arena.declared_settings import (
+    Setting,
+    Spec,
+    base_kind,
+    check_value,
+    declared,
+    expected,
+    setting,
+    undeclared,
+)
 from arena.yaml_file import YamlFileError, YamlSyntaxError, load_yaml_value, read_yaml_file
 
-SPEC_KEY = "arena.setting"
-
-
-@dataclass(frozen=True)
-class Spec:
-    """What one setting is, beside its default: the field metadata :func:`setting` stores."""
-
-    help: str
-    cli: tuple[str, ...] = ()  # the commands (trainer names) whose command line shows it; () = config only
-    fixed: bool = False  # a resumed run keeps it: the checkpoint's tensors or streams depend on it
-    derived: bool = False  # computed by the trainer (input sizes): written to config.yaml, never set
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    high_open: bool = False
-    choices: tuple[str, ...] | None = None
-    min_items: int = 0  # list settings: at least this many entries
-    max_items: int = 64  # and at most this many
-    flag: str = ""  # the option's name when it is not --field-name
-    metavar: str | None = None
-
-
-def setting(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = dataclasses.MISSING,
-            cli: tuple[str, ...] | bool = (), **spec: Any) -> Any:
-    """A dataclass field with its :class:`Spec`. ``cli=True`` shows it on every trainer's command line."""
-    shown = ("*",) if cli is True else (() if cli is False else tuple(cli))
-    metadata = {SPEC_KEY: Spec(help=help, cli=shown, **spec)}
-    if factory is not dataclasses.MISSING:
-        return field(default_factory=factory, metadata=metadata)
-    return field(default=default, metadata=metadata)
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One field of one section, resolved: its key (``section.name``), type and :class:`Spec`."""
-
-    section: str
-    name: str
-    kind: Any  # the resolved annotation: int, float, bool, str, tuple[str, ...], int | None, ...
-    spec: Spec
-    default: Any
-
-    @property
-    def key(self) -> str:
-        return f"{self.section}.{self.name}"
-
-    @property
-    def option(self) -> str:
-        return self.spec.flag or "--" + self.name.replace("_", "-")
-
-    def shown_by(self, command: str) -> bool:
-        return "*" in self.spec.cli or command in self.spec.cli
+# Setting, Spec, setting, check_value and expected come from arena.declared_settings (the env and the league
+# declare their settings with them too) and are named here as well, for the trainers.
+__all__ = ["Setting", "Spec", "apply", "by_key", "check_value", "click_options",
+           "expected", "fixed_changes", "given_options", "markdown_table", "parse_assignments", "read_config_file",
+           "read_sections", "setting", "settings_of", "unknown_key"]
 
 
 def settings_of(config: Any) -> Iterator[Setting]:
-    """Every setting of a config made of section dataclasses (``config.run``, ``config.ppo``, ...)."""
+    """Every setting of a config made of section dataclasses (``config.run``, ``config.ppo``, ...), with
+    the config's values as defaults."""
     for section in fields(config):
         value = getattr(config, section.name)
-        hints = typing.get_type_hints(type(value))
-        for f in fields(value):
-            spec = f.metadata.get(SPEC_KEY)
-            if spec is None:
-                raise TypeError(f"{type(value).__name__}.{f.name} is not declared with setting()")
-            yield Setting(section.name, f.name, hints[f.name], spec, getattr(value, f.name))
-
-
-def _base(kind: Any) -> tuple[Any, bool]:
-    """(the type without ``| None``, whether None is allowed)."""
-    args = typing.get_args(kind)
-    if typing.get_origin(kind) in (typing.Union, types.UnionType) and type(None) in args:
-        rest = [a for a in args if a is not type(None)]
-        return rest[0], True
-    return kind, False
-
-
-def _number(value: float) -> str:
-    return f"{int(value):,}" if float(value).is_integer() and abs(value) >= 10_000 else f"{value:g}"
-
-
-def _range_text(spec: Spec) -> str:
-    parts = []
-    if spec.low is not None:
-        parts.append(f"{'>' if spec.low_open else '>='} {_number(spec.low)}")
-    if spec.high is not None:
-        parts.append(f"{'<' if spec.high_open else '<='} {_number(spec.high)}")
-    return ", ".join(parts)
-
-
-def expected(s: Setting) -> str:
-    """What a value of ``s`` must be, in words (error messages and the docs table)."""
-    kind, optional = _base(s.kind)
-    if s.spec.choices:
-        text = ", ".join(s.spec.choices[:-1]) + f" or {s.spec.choices[-1]}"
-    elif kind is bool:
-        text = "true or false"
-    elif typing.get_origin(kind) is tuple:
-        item = typing.get_args(kind)[0]
-        count = f"{s.spec.min_items} to {s.spec.max_items}" if s.spec.min_items else f"at most {s.spec.max_items}"
-        text = f"a list of {count} {'names' if item is str else 'ints'}"
-        if item is int and s.spec.low is not None:
-            text += f" {_range_text(s.spec)}"
-    else:
-        name = {int: "an int", float: "a number", str: "a string"}.get(kind, str(kind))
-        bounds = _range_text(s.spec)
-        text = f"{name} {bounds}" if bounds and kind is not str else name
-    return text + (", or null" if optional else "")
-
-
-def check_value(s: Setting, value: Any) -> Any:
-    """``value`` for setting ``s`` as the config holds it; ``ValueError`` naming ``s.key`` otherwise."""
-    kind, optional = _base(s.kind)
-    if value is None and optional:
-        return None
-    wrong = ValueError(f"{s.key}: expected {expected(s)}, got {value!r}"[:300])
-    if typing.get_origin(kind) is tuple:
-        item = typing.get_args(kind)[0]
-        if not isinstance(value, (list, tuple)) or not s.spec.min_items <= len(value) <= s.spec.max_items:
-            raise wrong
-        return tuple(check_value(Setting(s.section, s.name, item, s.spec, None), v) for v in value)
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise wrong
-        return value
-    if kind is str:
-        if not isinstance(value, str) or (s.spec.choices and value not in s.spec.choices):
-            raise wrong
-        return value
-    if kind is float and isinstance(value, str):  # YAML 1.1 reads 1e-4 (no dot) as a string
-        try:
-            value = float(value)
-        except ValueError:
-            raise wrong from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
-        raise wrong
-    if not math.isfinite(value):
-        raise wrong
-    low, high = s.spec.low, s.spec.high
-    if low is not None and (value < low or (s.spec.low_open and value == low)):
-        raise wrong
-    if high is not None and (value > high or (s.spec.high_open and value == high)):
-        raise wrong
-    return float(value) if kind is float else value
+        missing = undeclared(type(value))
+        if missing:
+            raise TypeError(f"{type(value).__name__}.{missing[0]} is not declared with setting()")
+        for s in declared(type(value), section.name):
+            yield dataclasses.replace(s, default=getattr(value, s.name))
 
 
 # -- the command line ------------------------------------------------------------------------------
@@ -177,7 +62,7 @@ class _SettingType(click.ParamType):
 
     def __init__(self, s: Setting) -> None:
         self.setting = s
-        kind, _ = _base(s.kind)
+        kind, _ = base_kind(s.kind)
         if typing.get_origin(kind) is tuple:
             kind = typing.get_args(kind)[0]
         self.item = kind
@@ -211,7 +96,7 @@ def click_options(config: Any, command: str) -> list[Any]:
     for s in settings_of(config):
         if not s.shown_by(command) or s.spec.derived:
             continue
-        kind, _ = _base(s.kind)
+        kind, _ = base_kind(s.kind)
         shown = " ".join(s.default) if isinstance(s.default, tuple) else s.default
         help_text = f"{s.spec.help} [default: {shown}]" if shown not in (None, "") else s.spec.help
         name = s.name
@@ -269,9 +154,9 @@ def parse_assignments(config: Any, items: tuple[str, ...] | list[str]) -> dict[s
         except ValueError as exc:  # YAML, but not a usable value: a key twice, nested too deep
             raise ValueError(f"--set {item}: {exc}") from None
         s = known[key]
-        if isinstance(value, str) and typing.get_origin(_base(s.kind)[0]) is tuple:
+        if isinstance(value, str) and typing.get_origin(base_kind(s.kind)[0]) is tuple:
             value = [value]  # --set run.vs=crank: one entry
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and _base(s.kind)[0] is str:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and base_kind(s.kind)[0] is str:
             value = text.strip()
         try:
             out[key] = check_value(s, value)

@@ -8,8 +8,12 @@ from dataclasses import fields
 
 import pytest
 
+from arena.declared_settings import base_kind, declared, undeclared
 from arena.env import EnvConfig, RewardConfig
-from arena.env.config import BOUNDS, MAX_EPISODE_STEPS, EnvConfigError
+from arena.env.config import MAX_EPISODE_STEPS, EnvConfigError
+
+# The range of each bounded field, as its setting() declares it.
+BOUNDS = {s.name: (s.spec.low, s.spec.high, s.spec.unit) for s in declared(EnvConfig) if s.spec.low is not None}
 
 
 def test_defaults_lie_inside_every_bound() -> None:
@@ -85,3 +89,39 @@ def test_cli_env_override_blames_the_key() -> None:
     res = CliRunner().invoke(main, ["play", "crank", "placeholder", "--env", "dt=0.000001", "-q"])
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert res.stderr.strip() == "Error: --env: EnvConfig.dt must be in [0.01, 60] s, got 1e-06"
+
+
+# -- one idiom: every field is a setting(), checked by the one checker ------------------------------------
+
+SETTINGS = declared(EnvConfig) + declared(RewardConfig, "reward")
+
+
+def test_every_field_is_declared_with_setting() -> None:
+    # A new field made without setting() would have no range: it is refused here instead.
+    assert undeclared(EnvConfig) == ["reward"] and undeclared(RewardConfig) == []
+    assert all(s.spec.help for s in SETTINGS)
+    numbers = [s for s in SETTINGS if s.name != "obs_mode"]
+    assert all(s.spec.low is not None and s.spec.high is not None for s in numbers), "each number has a range"
+
+
+def outside(s) -> list:
+    """Values just outside the declared range of ``s`` (or its choices)."""
+    if s.spec.low is None:
+        return ["no-such-mode"]
+    kind = base_kind(s.kind)[0]
+    step = (lambda x: 1) if kind is int else (lambda x: abs(x) * 0.5 or 1.0)
+    low = s.spec.low if s.spec.low_open else s.spec.low - step(s.spec.low)
+    high = s.spec.high if s.spec.high_open else s.spec.high + step(s.spec.high)
+    return [low, high]
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=[s.key for s in SETTINGS])
+def test_a_value_outside_a_fields_declaration_is_refused_naming_the_field(setting) -> None:
+    for value in [*outside(setting), [1]]:
+        data = {"reward": {setting.name: value}} if setting.section == "reward" else {setting.name: value}
+        with pytest.raises(EnvConfigError) as info:
+            EnvConfig.from_dict(data)
+        assert info.value.key == setting.key, (value, str(info.value))
+        assert str(info.value).startswith(f"EnvConfig.{setting.key} must be "), str(info.value)
+        if setting.spec.unit and not isinstance(value, list):
+            assert f"] {setting.spec.unit}, got " in str(info.value)  # the range, with its unit
