@@ -328,11 +328,16 @@ def _section(cls: type, raw: Any, err: _Errors, key: str) -> Mapping[str, Any]:
     known = [s.name for s in declared(cls)]
     if not isinstance(raw, Mapping):
         raise err(key, f"expected a mapping with some of {', '.join(known)}, got {_kind(raw)}")
+    _refuse_unknown(raw, known, key, err)
+    return raw
+
+
+def _refuse_unknown(raw: Mapping[Any, Any], known: tuple[str, ...] | list[str], key: str, err: _Errors) -> None:
+    """:class:`ConfigError` naming the first key of ``raw`` not in ``known`` (``key.NAME``), with the nearest."""
     for k in raw:
         if k not in known:
             raise err(f"{key}.{_keyname(k)}", f"unknown key; expected one of: {', '.join(known)}"
                                               f"{_close(str(k), known)}")
-    return raw
 
 
 def _setting(name: str, cls: type = TournamentConfig) -> Setting:
@@ -451,10 +456,7 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
         entry = {"agent": agent} if path is None else {"agent": agent, "checkpoint": path}
     if not isinstance(entry, Mapping):
         raise err(key, f"expected {PARTICIPANT_FORMS}, got {_kind(entry)}")
-    for k in entry:
-        if k not in PARTICIPANT_KEYS:
-            raise err(f"{key}.{_keyname(k)}", f"unknown key; expected one of: {', '.join(PARTICIPANT_KEYS)}"
-                                            f"{_close(str(k), PARTICIPANT_KEYS)}")
+    _refuse_unknown(entry, PARTICIPANT_KEYS, key, err)
     if "agent" not in entry:
         raise err(f"{key}.agent", "missing; expected the agent's name (see `arena agents`)")
     agent = _get(entry, "agent", str, err, "", key + ".")
