@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from arena.env.compiled import missing_compiler
 from arena_ppo.algorithms import PPO, bernoulli_kl, gaussian_kl
 from arena_ppo.modules import ActorCritic, ValueNormalizer
 from arena_ppo.storage import RolloutStorage, Transition
@@ -82,3 +83,53 @@ def test_kl_helpers():
     ref = torch.distributions.kl_divergence(torch.distributions.Normal(0.0, 1.0), torch.distributions.Normal(1.0, 0.5))
     assert torch.allclose(gaussian_kl(torch.tensor(0.0), torch.tensor(0.0), torch.tensor(1.0),
                                       torch.tensor(0.5).log()), ref)
+
+
+def twin_algorithms(compiled_step=None):
+    """An eager update and a compiled one (or one whose step is ``compiled_step``), on equal weights."""
+    torch.manual_seed(0)
+    cfg = PPOConfig(batch_size=32, n_epochs=2, learning_rate=3e-3, lr_schedule="adaptive", desired_kl=1e-5)
+    eager_model = ActorCritic(NetworkConfig())
+    compiled_model = ActorCritic(NetworkConfig())
+    compiled_model.load_state_dict(eager_model.state_dict())
+    storage = filled_storage(eager_model)
+    compiled = PPO(compiled_model, cfg, compiled=compiled_step is None)
+    if compiled_step is not None:
+        compiled.compiled, compiled._descend, compiled._proven = True, compiled_step, False
+    return PPO(eager_model, cfg), compiled, storage
+
+
+NO_COMPILER = missing_compiler(torch.device("cpu"))
+
+
+@pytest.mark.skipif(NO_COMPILER is not None, reason=f"{NO_COMPILER}: the update runs eagerly here")
+def test_the_compiled_update_follows_the_eager_one():
+    """Two updates: the same losses, rates and weights within float tolerance (the adaptive rate moves)."""
+    eager, compiled, storage = twin_algorithms()
+    for _ in range(2):
+        want = eager.update(storage, torch.Generator().manual_seed(1))
+        got = compiled.update(storage, torch.Generator().manual_seed(1))
+        assert compiled.compiled, "the update compiled"
+        for key in want:
+            assert torch.allclose(got[key], want[key], rtol=1e-4, atol=1e-5), key
+    assert eager.learning_rate < 3e-3, "the adaptive rate moved"
+    for a, b in zip(eager.model.parameters(), compiled.model.parameters()):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_a_compiler_that_fails_leaves_the_update_eager_and_untouched(caplog):
+    """The failed first step is undone (weights, Adam's moments, the rate), said once, and the update runs
+    eagerly: exactly what an eager update does."""
+    from torch._dynamo.exc import BackendCompilerFailed
+
+    def broken(batch):
+        compiled.descend(batch)  # it had moved the weights before failing
+        raise BackendCompilerFailed(lambda *a: None, RuntimeError("no toolchain"), None)
+
+    eager, compiled, storage = twin_algorithms(broken)
+    with caplog.at_level("WARNING"):
+        got = compiled.update(storage, torch.Generator().manual_seed(1))
+    want = eager.update(storage, torch.Generator().manual_seed(1))
+    assert not compiled.compiled and "compiling the PPO update failed" in caplog.text
+    assert all(torch.equal(got[key], want[key]) for key in want)
+    assert all(torch.equal(a, b) for a, b in zip(eager.model.parameters(), compiled.model.parameters()))

@@ -7,12 +7,14 @@ steps, so it can be tested on a hand-made rollout.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import copy
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import torch
 from torch import nn
 
+from arena.env.compiled import say_once
 from arena_ppo.modules import ActorCritic, ValueNorm, ValueNormalizer
 from arena_ppo.storage import RolloutStorage, Transition
 from arena_ppo.train_config import PPOConfig
@@ -84,7 +86,7 @@ class PPO:
     """
 
     def __init__(self, model: ActorCritic, cfg: PPOConfig, value_normalizer: ValueNormalizer | ValueNorm | None = None,
-                 sync: UpdateSync | None = None) -> None:
+                 sync: UpdateSync | None = None, compiled: bool = False) -> None:
         self.model = model
         self.cfg = cfg
         self.value_normalizer = value_normalizer
@@ -95,6 +97,11 @@ class PPO:
         self.optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
         self.set_learning_rate(cfg.learning_rate)
         self.storage: RolloutStorage | None = None  # the rollout this algorithm learns from (init_storage)
+        # The gradient step compiled whole (loss, backward, clip, Adam), or eager.
+        self.compiled = compiled
+        self._descend: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]] = (
+            torch.compile(self.descend, dynamic=False) if compiled else self.descend)
+        self._proven = not compiled  # a compiled step that ran once has compiled
 
     # -- the rollout (rsl_rl's init_storage, process_env_step, compute_returns) -----------------------
 
@@ -209,8 +216,19 @@ class PPO:
         return out
 
     def minibatch_step(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """One gradient step on one minibatch (the loss, its gradient averaged over the processes, the clip,
-        Adam, the adaptive rate); returns the loss parts, detached."""
+        """One gradient step on one minibatch (:meth:`descend`, compiled when asked), then the adaptive rate
+        (rsl_rl: per minibatch, capped at the configured rate); returns the loss parts, detached.
+
+        The rate is moved outside the compiled step: the compiled optimizer reads the rate tensor at each
+        call, but an in-place change made inside the compiled graph does not reach it.
+        """
+        parts = self._descend(batch) if self._proven else self._first_descent(batch)
+        if self.cfg.lr_schedule == "adaptive":
+            adapt_learning_rate(self.lr, parts["kl"], self.cfg)
+        return parts
+
+    def descend(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The loss, its gradient (averaged over the processes), the clip and Adam's step."""
         loss, parts = self.loss(batch, batch["advantages"])
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -218,8 +236,25 @@ class PPO:
             parts["kl"] = self.sync.average_gradients(self.model.parameters(), parts["kl"])
         nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
         self.optimizer.step()
-        if self.cfg.lr_schedule == "adaptive":  # rsl_rl: per minibatch, capped at the configured rate
-            adapt_learning_rate(self.lr, parts["kl"], self.cfg)
+        return parts
+
+    def _first_descent(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The compiled step's first call. If the compiler fails on this machine (no C++ toolchain, a broken
+        Triton), the weights, Adam's moments and the rate go back to where the step found them, and this
+        and every later step run eagerly (said once)."""
+        saved = ({k: v.detach().clone() for k, v in self.model.state_dict().items()},
+                 copy.deepcopy(self.optimizer.state_dict()), float(self.lr))
+        try:
+            parts = self._descend(batch)
+        except torch._dynamo.exc.TorchDynamoException as exc:
+            first = str(exc).splitlines()[0][:200] if str(exc) else ""
+            say_once(f"arena: compiling the PPO update failed ({type(exc).__name__}: {first}); it runs eagerly")
+            self.model.load_state_dict(saved[0])
+            self.optimizer.load_state_dict(saved[1])
+            self.set_learning_rate(saved[2])
+            self.compiled, self._descend = False, self.descend
+            parts = self._descend(batch)
+        self._proven = True
         return parts
 
     def state_dict(self) -> dict[str, Any]:
