@@ -38,3 +38,51 @@ def test_a_gpu_checkpoint_plays_on_the_cpu_and_a_cpu_one_on_the_gpu(tmp_path):
         agent = build_agent(f"ppo:{ckpt}", device=other)
         result = play_match(agent, build_agent("crank", device=other), 64, device=other, seed=1)
         assert result.wins + result.draws + result.losses == 64
+
+
+def test_rollout_steps_and_an_update_never_wait_for_the_host(tmp_path):
+    """Under torch's sync debug mode, the rollout's steps (learner, crank, env, shaping, storage) and the
+    update's minibatch steps (compiled) run without one host synchronization, and the compiled update
+    follows the eager one within float tolerance."""
+    import copy
+
+    from arena.loop import GameLoop
+    from arena_ppo.algorithms import PPO
+    from arena_ppo.prepare import opponent_factory, resolve_reward
+    from arena_ppo.runners import OnPolicyRunner
+    from arena_ppo.runners.rollouts import StepParts, rollout_step
+    from arena_ppo.train_config import TrainConfig
+
+    cfg = TrainConfig()
+    cfg.run.num_envs, cfg.run.eval_games, cfg.run.device, cfg.run.vs, cfg.run.floor = 1024, 0, "cuda", ("crank",), 0.0
+    cfg.ppo.n_steps, cfg.ppo.batch_size, cfg.ppo.n_epochs = 8, 4096, 2
+    device = torch.device("cuda")
+    runner = OnPolicyRunner(cfg, tmp_path, opponent_factory(device, cfg.run.env_config()),
+                            reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
+    runner.collect()  # first calls: allocations, the compiled env step
+    eager = PPO(copy.deepcopy(runner.agent.model), runner.algorithm.cfg)
+    compiled = PPO(copy.deepcopy(runner.agent.model), runner.algorithm.cfg, compiled=True)
+    compiled.update(runner.storage, torch.Generator().manual_seed(0))  # compiles
+    compiled.model.load_state_dict(eager.model.state_dict())
+    compiled.optimizer.load_state_dict(eager.optimizer.state_dict())
+    compiled.set_learning_rate(eager.learning_rate)
+
+    slots, seating = runner.pool.start_rollout(runner.generators["shuffle"], device)
+    parts = StepParts(runner.agent, GameLoop(runner.env, seating), 1, runner.generators["action"],
+                      resolve_reward(cfg.run.reward))
+    obs, hidden = runner.rollouts.obs, runner.rollouts.hidden
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        with torch.no_grad():
+            for _ in range(4):
+                step = rollout_step(parts, obs, hidden)
+                obs, hidden = step.next_obs, step.hidden
+        got = compiled.update(runner.storage, torch.Generator().manual_seed(1))
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    want = eager.update(runner.storage, torch.Generator().manual_seed(1))
+    assert compiled.compiled
+    for key in want:
+        assert torch.allclose(got[key].cpu(), want[key].cpu(), rtol=1e-3, atol=1e-5), key
+

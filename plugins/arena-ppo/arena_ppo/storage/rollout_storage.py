@@ -159,7 +159,8 @@ class RolloutStorage:
             flat["active"] = self.active.reshape(total).float()
         size = max(1, min(batch_size, total))
         for _ in range(n_epochs):
-            order = torch.randperm(total, generator=generator, device="cpu").to(self.device)
+            # drawn on the CPU (the same order on every device); sent without waiting for the GPU
+            order = torch.randperm(total, generator=generator, device="cpu").to(self.device, non_blocking=True)
             for start in range(0, total, size):
                 idx = order[start:start + size]
                 yield {name: value[idx] for name, value in flat.items()}
@@ -195,7 +196,8 @@ class RolloutStorage:
         total = count * envs
         size = max(1, min(batch_size // chunk, total))
         for _ in range(n_epochs):
-            order = torch.randperm(total, generator=generator, device="cpu").to(self.device)
+            # drawn on the CPU (the same order on every device); sent without waiting for the GPU
+            order = torch.randperm(total, generator=generator, device="cpu").to(self.device, non_blocking=True)
             for start in range(0, total, size):
                 idx = order[start:start + size]
                 batch = {name: value[:, idx].reshape(-1, *value.shape[2:]) for name, value in data.items()

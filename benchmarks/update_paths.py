@@ -1,0 +1,115 @@
+"""Time per rollout step and per PPO update, eager and compiled, at the default settings.
+
+    python benchmarks/update_paths.py                         # 1,024 and 16,384 envs, one thread
+    python benchmarks/update_paths.py --envs 1024 --repeats 9 --threads 2
+    python benchmarks/update_paths.py --device cuda --envs 16384,65536
+
+A real rollout against crank fills the storage once per size; then the same rollout is learned from
+by an eager and a compiled update, taking turns (``--repeats`` each, medians reported), each on its
+own copy of the weights, so a machine that gets busier slows both alike. The compiled update's first
+call (the compilation, or a read of the compiler's cache) is reported on its own. The rollout
+column times whole rollouts of the runner's own loop, divided by their steps; ``--count-launches``
+(CUDA) counts the kernel launches of one rollout with torch's profiler, per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
+import torch
+
+from arena.threads import HELP as THREADS_HELP
+from arena_ppo.algorithms import PPO
+from arena_ppo.prepare import opponent_factory, resolve_reward
+from arena_ppo.runners import OnPolicyRunner
+from arena_ppo.train_config import TrainConfig
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def measure(envs: int, args: argparse.Namespace, out: Path) -> dict[str, float]:
+    cfg = TrainConfig()
+    cfg.run.num_envs, cfg.run.eval_games, cfg.run.threads, cfg.run.device = envs, 0, args.threads, args.device
+    cfg.run.vs, cfg.run.floor = ("crank",), 0.0
+    runner = OnPolicyRunner(cfg, out, opponent_factory(torch.device(args.device), cfg.run.env_config()),
+                            reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
+    device = runner.device
+    rollouts = []
+    for _ in range(3):
+        sync(device)
+        t0 = time.perf_counter()
+        runner.collect()
+        sync(device)
+        rollouts.append((time.perf_counter() - t0) / runner.storage.n_steps)
+    launches = count_launches(runner) if args.count_launches else float("nan")
+    updates: dict[str, list[float]] = {"eager": [], "compiled": []}
+    algorithms, first = {}, float("nan")
+    for name in updates:
+        model = copy.deepcopy(runner.agent.model)
+        algorithms[name] = PPO(model, runner.algorithm.cfg, copy.deepcopy(runner.agent.value_normalizer),
+                               compiled=name == "compiled")
+    generator = torch.Generator().manual_seed(0)
+    sync(device)
+    t0 = time.perf_counter()
+    float(algorithms["compiled"].update(runner.storage, generator)["policy_loss"])
+    first = time.perf_counter() - t0
+    for _ in range(args.repeats):
+        for name, algorithm in algorithms.items():
+            sync(device)
+            t0 = time.perf_counter()
+            float(algorithm.update(runner.storage, generator)["policy_loss"])
+            updates[name].append(time.perf_counter() - t0)
+    return {"rollout_step_ms": 1e3 * statistics.median(rollouts), "eager_s": statistics.median(updates["eager"]),
+            "compiled_s": statistics.median(updates["compiled"]), "first_s": first,
+            "compiled_ran": float(algorithms["compiled"].compiled), "launches": launches,
+            "minibatches": float(runner.algorithm.cfg.n_epochs * -(-runner.storage.n_steps * envs //
+                                                                  runner.algorithm.cfg.batch_size))}
+
+
+def count_launches(runner: OnPolicyRunner) -> float:
+    """CUDA kernel launches of one rollout (the profiler's runtime calls), per rollout step."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        runner.collect()
+        sync(runner.device)
+    names = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch")
+    calls = sum(e.count for e in prof.key_averages() if e.key in names)
+    return calls / runner.storage.n_steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", default="1024,16384", help="comma-separated env counts (default 1024,16384)")
+    parser.add_argument("--repeats", type=int, default=5, help="updates timed per path (default 5)")
+    parser.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--count-launches", action="store_true", help="CUDA: kernel launches per rollout step")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="arena-update-paths-") as tmp:
+        for envs in (int(n) for n in args.envs.split(",")):
+            rows.append((envs, measure(envs, args, Path(tmp) / str(envs))))
+            print(f"  {envs:,} envs done", flush=True)
+    print(f"\n{args.device}, {torch.get_num_threads()} thread(s), torch {torch.__version__}; "
+          f"medians of {args.repeats} updates a path\n")
+    print(f"{'envs':>7} {'rollout step':>13} {'minibatches':>11} {'update eager':>12} {'compiled':>9} "
+          f"{'speed-up':>8} {'first compiled':>14}" + (f" {'launches/step':>13}" if args.count_launches else ""))
+    for envs, r in rows:
+        compiled = f"{r['compiled_s']:.3f} s" if r["compiled_ran"] else "eager"
+        print(f"{envs:>7,} {r['rollout_step_ms']:>10.1f} ms {r['minibatches']:>11.0f} {r['eager_s']:>10.3f} s "
+              f"{compiled:>9} {r['eager_s'] / r['compiled_s']:>7.2f}x {r['first_s']:>12.1f} s"
+              + (f" {r['launches']:>13.0f}" if args.count_launches else ""))
+
+
+if __name__ == "__main__":
+    main()
