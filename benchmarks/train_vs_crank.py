@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or default_run_dir("bench-ppo")
     make_opponent = opponent_factory(device, cfg.run.env_config())
     runner = OnPolicyRunner(cfg, out, make_opponent, reward_fn=resolve_reward(cfg.run.reward), console=None,
-                            progress=sys.stderr.isatty())
+                            progress=sys.stderr.isatty(), max_time=args.minutes * 60.0)
     from arena.match import play_match
     from arena.training import OpponentSpec
 
@@ -110,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"training for {args.minutes:g} min on {device} ({torch.get_num_threads()} torch threads) vs "
           f"{describe_split(runner.pool)}, {cfg.run.num_envs} envs x {cfg.ppo.n_steps} steps per update, reward "
-          f"{cfg.run.reward}, lr schedule {cfg.ppo.lr_schedule}; output {out}", flush=True)
+          f"{cfg.run.reward}, lr schedule {cfg.ppo.lr_schedule}, update "
+          f"{'compiled' if runner.ctx.compile_update[0] else 'eager (' + runner.ctx.compile_update[1] + ')'}; "
+          f"output {out}", flush=True)
     start = time.perf_counter()
     runner.learn(max_time=args.minutes * 60.0)
     elapsed = time.perf_counter() - start

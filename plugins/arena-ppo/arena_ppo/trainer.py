@@ -228,7 +228,7 @@ def set_up(setup: Any, params: dict[str, Any], algorithm: str, group: Any) -> An
         try:
             return runner_class(cfg, out, setup.make_opponent, reward_fn=setup.reward_fn,
                                 on_checkpoint=announce_checkpoint, console=click.echo,
-                                progress=params.get("progress", True), group=group)
+                                progress=params.get("progress", True), group=group, max_time=params.get("max_time"))
         except ValueError as exc:
             raise fail(str(exc)) from None
         except (MemoryError, RuntimeError) as exc:
@@ -312,8 +312,10 @@ def describe_run(runner: Any, algorithm: str, out: Path) -> str:
     warm_up = runner.opponents.warm_up_steps
     if warm_up and not runner.opponents.league_open:
         taught += f"; the league after {warm_up:,} steps against {runner.opponents.warm_up_opponent} alone"
+    compiled, why = runner.ctx.compile_update
+    update = "update compiled" if compiled else f"update eager ({why})"
     return (f"training {algorithm} on {where}, {teams}vs {split}; reward {cfg.run.reward}{taught}; "
-            f"{envs} x {cfg.ppo.n_steps} steps per update; output {out}")
+            f"{envs} x {cfg.ppo.n_steps} steps per update, {update}; output {out}")
 
 
 def describe_end(runner: Any, out: Path) -> str:

@@ -8,6 +8,7 @@ steps, so it can be tested on a hand-made rollout.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
@@ -57,6 +58,45 @@ def distillation_loss(mean: torch.Tensor, logit: torch.Tensor, teacher_rudder: t
     return rudder + trigger
 
 
+# The compiled gradient step is 1.37x the eager one at 1,024 envs on one CPU thread (1.25x at 16,384), but
+# compiling it takes 27 s on a 2-core CPU with an empty compiler cache (5 s with a warm one), once a
+# process: auto compiles it only for runs long enough to earn that back many times over
+# (docs/experiments/2026-11-26-compiled-update.md).
+MIN_COMPILED_UPDATES = 600  # about 5 minutes at the defaults on a 2-core CPU
+MIN_COMPILED_SECONDS = 300.0  # a --max-time below this runs eagerly
+
+
+def compile_update(device: torch.device, updates: int, max_time: float | None = None) -> tuple[bool, str]:
+    """Whether a run of ``updates`` updates (within ``max_time`` seconds) on ``device`` compiles its gradient
+    step, and why not when it does not. ``ARENA_COMPILE`` (auto, 1, 0) decides as it does for the env step."""
+    from arena.env.compiled import compile_setting, missing_compiler
+
+    choice = compile_setting()
+    if choice is False:
+        return False, "ARENA_COMPILE=0"
+    if choice is None and device.type == "cpu":
+        if updates < MIN_COMPILED_UPDATES:
+            return False, f"auto: eager on the CPU for runs under {MIN_COMPILED_UPDATES} updates"
+        if max_time is not None and max_time < MIN_COMPILED_SECONDS:
+            return False, f"auto: eager on the CPU for runs under {MIN_COMPILED_SECONDS:g} s"
+    problem = missing_compiler(device)
+    return (False, problem) if problem is not None else (True, "")
+
+
+class _ProfilerNote(logging.Filter):
+    """Drops torch's note that Adam's profiler annotation is left out of a compiled graph: true, harmless,
+    and nothing a user can act on, printed in the middle of a training run's console."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Profiler record function" not in str(record.msg)
+
+
+def quiet_profiler_note() -> None:
+    log = logging.getLogger("torch._dynamo.variables.ctx_manager")
+    if not any(isinstance(f, _ProfilerNote) for f in log.filters):
+        log.addFilter(_ProfilerNote())
+
+
 def adapt_learning_rate(lr: torch.Tensor, kl: torch.Tensor, cfg: PPOConfig) -> None:
     """rsl_rl's adaptive rate, in place on the device: keep the KL near its target, braking by 1.5 when it
     is over twice the target and easing back (up to ``cfg.learning_rate``) when under half of it.
@@ -99,6 +139,8 @@ class PPO:
         self.storage: RolloutStorage | None = None  # the rollout this algorithm learns from (init_storage)
         # The gradient step compiled whole (loss, backward, clip, Adam), or eager.
         self.compiled = compiled
+        if compiled:
+            quiet_profiler_note()
         self._descend: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]] = (
             torch.compile(self.descend, dynamic=False) if compiled else self.descend)
         self._proven = not compiled  # a compiled step that ran once has compiled

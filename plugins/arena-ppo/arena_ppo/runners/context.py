@@ -9,6 +9,7 @@ nothing writes to.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from arena.env import EnvConfig
 from arena.threads import apply_threads
 from arena.training import OpponentSpec
 from arena.training.process_group import Group, rank_seed
+from arena_ppo.algorithms.ppo import compile_update
 from arena_ppo.process_sync import ProcessSync, sync_for
 from arena_ppo.runners.outputs import RunOutputs
 from arena_ppo.train_config import TrainConfig
@@ -53,14 +55,17 @@ class RunContext:
     outputs: RunOutputs
     progress: bool
     on_checkpoint: CheckpointObserver | None
+    compile_update: tuple[bool, str]  # whether the update's gradient step is compiled, and why not
 
     @classmethod
     def create(cls, cfg: TrainConfig, out_dir: Path, make_opponent: Callable[[OpponentSpec], Any],
                reward_fn: RewardFn | None = None, on_checkpoint: CheckpointObserver | None = None,
-               console: Console | None = print, progress: bool = True, group: Group | None = None) -> "RunContext":
-        """Resolve the device and the threads, and seed the weights' initialization (the same on every
-        process: :meth:`seed_streams` then gives each process its own). ``ValueError`` for envs that do
-        not split over the processes."""
+               console: Console | None = print, progress: bool = True, group: Group | None = None,
+               max_time: float | None = None) -> "RunContext":
+        """Resolve the device and the threads, decide whether the update compiles (``max_time``: the run's
+        time budget, if any), and seed the weights' initialization (the same on every process:
+        :meth:`seed_streams` then gives each process its own). ``ValueError`` for envs that do not split
+        over the processes."""
         sync = sync_for(group)
         world, run = sync.world_size, cfg.run
         if run.num_envs % world:
@@ -73,9 +78,10 @@ class RunContext:
         generators = {"action": torch.Generator(device=device), "shuffle": torch.Generator()}
         generators["action"].manual_seed(seed + 1)
         generators["shuffle"].manual_seed(seed + 2)
+        updates = math.ceil(run.max_steps / max(cfg.ppo.n_steps * run.num_envs, 1))
         return cls(copy.deepcopy(cfg), Path(out_dir), device, sync, seed, local_envs, run.env_config(), generators,
                    make_opponent, reward_fn, RunOutputs(Path(out_dir), console, sync.main), progress and sync.main,
-                   on_checkpoint if sync.main else None)
+                   on_checkpoint if sync.main else None, compile_update(device, updates, max_time))
 
     @property
     def seats(self) -> int:
