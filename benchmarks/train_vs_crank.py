@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or default_run_dir("bench-ppo")
     make_opponent = opponent_factory(device, cfg.run.env_config())
     runner = OnPolicyRunner(cfg, out, make_opponent, reward_fn=resolve_reward(cfg.run.reward), console=None,
-                            progress=sys.stderr.isatty(), max_time=args.minutes * 60.0)
+                            progress=sys.stderr.isatty())
     from arena.match import play_match
     from arena.training import OpponentSpec
 

@@ -228,7 +228,7 @@ def set_up(setup: Any, params: dict[str, Any], algorithm: str, group: Any) -> An
         try:
             return runner_class(cfg, out, setup.make_opponent, reward_fn=setup.reward_fn,
                                 on_checkpoint=announce_checkpoint, console=click.echo,
-                                progress=params.get("progress", True), group=group, max_time=params.get("max_time"))
+                                progress=params.get("progress", True), group=group)
         except ValueError as exc:
             raise fail(str(exc)) from None
         except (MemoryError, RuntimeError) as exc:

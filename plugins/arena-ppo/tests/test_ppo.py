@@ -133,3 +133,16 @@ def test_a_compiler_that_fails_leaves_the_update_eager_and_untouched(caplog):
     assert not compiled.compiled and "compiling the PPO update failed" in caplog.text
     assert all(torch.equal(got[key], want[key]) for key in want)
     assert all(torch.equal(a, b) for a, b in zip(eager.model.parameters(), compiled.model.parameters()))
+
+
+@pytest.mark.parametrize("setting, device, compiled", [("", "cpu", False), ("0", "cuda", False), ("1", "cpu", True),
+                                                       ("", "cuda", True)])
+def test_the_update_compiles_where_it_pays_or_as_told(monkeypatch, setting, device, compiled):
+    """Auto: on a GPU, not on the CPU (docs/experiments/2026-11-26-compiled-update.md); ARENA_COMPILE decides."""
+    import arena.env.compiled
+    from arena_ppo.algorithms.ppo import compile_update
+
+    monkeypatch.setenv("ARENA_COMPILE", setting)
+    monkeypatch.setattr(arena.env.compiled, "missing_compiler", lambda device: None)
+    got, why = compile_update(torch.device(device))
+    assert got is compiled and (why == "") is compiled

@@ -58,27 +58,21 @@ def distillation_loss(mean: torch.Tensor, logit: torch.Tensor, teacher_rudder: t
     return rudder + trigger
 
 
-# The compiled gradient step is 1.37x the eager one at 1,024 envs on one CPU thread (1.25x at 16,384), but
-# compiling it takes 27 s on a 2-core CPU with an empty compiler cache (5 s with a warm one), once a
-# process: auto compiles it only for runs long enough to earn that back many times over
-# (docs/experiments/2026-11-26-compiled-update.md).
-MIN_COMPILED_UPDATES = 600  # about 5 minutes at the defaults on a 2-core CPU
-MIN_COMPILED_SECONDS = 300.0  # a --max-time below this runs eagerly
+def compile_update(device: torch.device) -> tuple[bool, str]:
+    """Whether the update's gradient step compiles on ``device``, and why not when it does not.
 
-
-def compile_update(device: torch.device, updates: int, max_time: float | None = None) -> tuple[bool, str]:
-    """Whether a run of ``updates`` updates (within ``max_time`` seconds) on ``device`` compiles its gradient
-    step, and why not when it does not. ``ARENA_COMPILE`` (auto, 1, 0) decides as it does for the env step."""
+    ``ARENA_COMPILE`` (auto, 1, 0) decides as it does for the env step. Auto compiles on a GPU, where an
+    eager step is bound by launching its kernels, and not on the CPU: there the compiled step measured
+    1.37x the eager one alone, but nothing in a training run with another run beside it
+    (docs/experiments/2026-11-26-compiled-update.md), and it costs 27 s to compile on an empty cache.
+    """
     from arena.env.compiled import compile_setting, missing_compiler
 
     choice = compile_setting()
     if choice is False:
         return False, "ARENA_COMPILE=0"
-    if choice is None and device.type == "cpu":
-        if updates < MIN_COMPILED_UPDATES:
-            return False, f"auto: eager on the CPU for runs under {MIN_COMPILED_UPDATES} updates"
-        if max_time is not None and max_time < MIN_COMPILED_SECONDS:
-            return False, f"auto: eager on the CPU for runs under {MIN_COMPILED_SECONDS:g} s"
+    if choice is None and device.type != "cuda":
+        return False, f"auto: eager on the {device.type.upper()}; ARENA_COMPILE=1 compiles"
     problem = missing_compiler(device)
     return (False, problem) if problem is not None else (True, "")
 

@@ -9,7 +9,6 @@ nothing writes to.
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,12 +59,11 @@ class RunContext:
     @classmethod
     def create(cls, cfg: TrainConfig, out_dir: Path, make_opponent: Callable[[OpponentSpec], Any],
                reward_fn: RewardFn | None = None, on_checkpoint: CheckpointObserver | None = None,
-               console: Console | None = print, progress: bool = True, group: Group | None = None,
-               max_time: float | None = None) -> "RunContext":
-        """Resolve the device and the threads, decide whether the update compiles (``max_time``: the run's
-        time budget, if any), and seed the weights' initialization (the same on every process:
-        :meth:`seed_streams` then gives each process its own). ``ValueError`` for envs that do not split
-        over the processes."""
+               console: Console | None = print, progress: bool = True, group: Group | None = None
+               ) -> "RunContext":
+        """Resolve the device and the threads, decide whether the update compiles, and seed the weights'
+        initialization (the same on every process: :meth:`seed_streams` then gives each process its own).
+        ``ValueError`` for envs that do not split over the processes."""
         sync = sync_for(group)
         world, run = sync.world_size, cfg.run
         if run.num_envs % world:
@@ -78,10 +76,9 @@ class RunContext:
         generators = {"action": torch.Generator(device=device), "shuffle": torch.Generator()}
         generators["action"].manual_seed(seed + 1)
         generators["shuffle"].manual_seed(seed + 2)
-        updates = math.ceil(run.max_steps / max(cfg.ppo.n_steps * run.num_envs, 1))
         return cls(copy.deepcopy(cfg), Path(out_dir), device, sync, seed, local_envs, run.env_config(), generators,
                    make_opponent, reward_fn, RunOutputs(Path(out_dir), console, sync.main), progress and sync.main,
-                   on_checkpoint if sync.main else None, compile_update(device, updates, max_time))
+                   on_checkpoint if sync.main else None, compile_update(device))
 
     @property
     def seats(self) -> int:

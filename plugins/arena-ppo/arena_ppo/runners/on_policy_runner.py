@@ -68,8 +68,7 @@ class OnPolicyRunner:
 
     ``make_opponent(spec)`` builds a fixed opponent for a ``vs`` entry; ``reward_fn`` is the
     shaping added to the env reward; ``on_checkpoint(path, step, metrics)`` observes every
-    checkpoint (the ``arena_checkpoint_saved`` hook); ``max_time`` (the budget :meth:`learn` will be given,
-    if any) tells whether compiling the update pays. With ``group`` the runner is one process of a
+    checkpoint (the ``arena_checkpoint_saved`` hook). With ``group`` the runner is one process of a
     run on several; every process must build its runner with the same config, and only the main
     one prints, shows progress and calls ``on_checkpoint``.
     """
@@ -81,9 +80,8 @@ class OnPolicyRunner:
                  reward_fn: RewardFn | None = None,
                  on_checkpoint: Callable[[str, int, dict[str, float]], None] | None = None,
                  console: Callable[[str], None] | None = print, progress: bool = True,
-                 group: Group | None = None, max_time: float | None = None) -> None:
-        ctx = RunContext.create(cfg, out_dir, make_opponent, reward_fn, on_checkpoint, console, progress, group,
-                                max_time)
+                 group: Group | None = None) -> None:
+        ctx = RunContext.create(cfg, out_dir, make_opponent, reward_fn, on_checkpoint, console, progress, group)
         self.ctx, self.cfg, self.sync, self.device = ctx, ctx.cfg, ctx.sync, ctx.device
         self.outputs, self.counters = ctx.outputs, Counters()
         self.last_metrics: dict[str, float] = {}
