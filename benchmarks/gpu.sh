@@ -45,21 +45,22 @@ echo "== machine"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 "$PYTHON" -c "import torch, sys; print('torch', torch.__version__, '| python', sys.version.split()[0])"
 
-step "GPU tests: the env, PPO and its update, tournaments, the ladder" 75 \
+step "GPU tests: the env, PPO and its update, tournaments, the ladder" 100 \
   "$PYTHON" -m pytest -q -p no:cacheprovider tests/env/test_env_cuda.py plugins/arena-ppo/tests/test_ppo_cuda.py \
   tests/tournament/test_tournament_cuda.py plugins/arena-crank/tests/test_ladder_cuda.py
 
-step "env step, eager and compiled" 90 \
+step "env step, eager and compiled" 70 \
   "$PYTHON" benchmarks/env_throughput.py --device cuda --sizes 16384,65536,262144,1048576 --paths eager,compiled \
   --repeats 3
 
-step "rollout step and update, eager and compiled; kernel launches a rollout step" 100 \
+step "rollout step and update, eager and compiled; kernel launches a rollout step" 80 \
   "$PYTHON" benchmarks/update_paths.py --device cuda --envs 16384,65536,262144 --repeats 3 --count-launches
 
-train_sps() {  # train_sps ENVS: arena train ppo's own env-steps/s at ENVS envs (median over its updates)
+train_sps() {  # train_sps ENVS: arena train ppo's own env-steps/s at ENVS envs (median over its updates), with
+  # 4 minibatches an epoch as at the CPU's defaults (1,024 envs x 32 steps in minibatches of 8,192)
   local envs=$1 out="$OUT_DIR/sps-$1"
-  "$PYTHON" -m arena train ppo --vs crank --device cuda --num-envs "$envs" --max-steps $((envs * 32 * 8)) \
-    --eval-games 0 --no-progress --out "$out" >/dev/null || return 1
+  "$PYTHON" -m arena train ppo --vs crank --device cuda --num-envs "$envs" --max-steps $((envs * 32 * 6)) \
+    --set ppo.batch_size=$((envs * 8)) --eval-games 0 --no-progress --out "$out" >/dev/null || return 1
   "$PYTHON" - "$out/metrics.csv" "$envs" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))[1:]  # the first update warms up
@@ -67,7 +68,7 @@ print(f"{int(sys.argv[2]):>9,} envs: {statistics.median(float(r['sps']) for r in
       f"(median of {len(rows)} updates; rollout alone {statistics.median(float(r['collect_sps']) for r in rows):,.0f})")
 EOF
 }
-step "training env-steps/s, the defaults for the GPU" 90 bash -c "$(declare -f train_sps); \
+step "training env-steps/s, 4 minibatches an epoch" 70 bash -c "$(declare -f train_sps); \
   PYTHON=$PYTHON OUT_DIR=$OUT_DIR; for n in 16384 65536 262144; do train_sps \$n; done"
 
 # The learning run's batch: GPU_LEARN_ARGS overrides it (the trainer's CUDA defaults when empty).
