@@ -1,0 +1,72 @@
+"""The run context and the rollout's contract with the opponent pool."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+
+from arena_ppo.prepare import opponent_factory, resolve_reward
+from arena_ppo.process_sync import ProcessSync
+from arena_ppo.runners import MAPPORunner, OnPolicyRunner
+from arena_ppo.train_config import TrainConfig, default_config
+
+
+def small(cfg: TrainConfig) -> TrainConfig:
+    cfg.run.num_envs, cfg.run.eval_games, cfg.run.device, cfg.run.threads = 8, 0, "cpu", 1
+    cfg.ppo.n_steps, cfg.ppo.batch_size = 8, 32
+    return cfg
+
+
+def test_building_a_run_never_writes_into_the_config_it_was_given(tmp_path):
+    """The agent resolves its input sizes in its own copy: config.yaml gets them, the caller's config not."""
+    for runner_class, algorithm in ((OnPolicyRunner, "ppo"), (MAPPORunner, "mappo")):
+        cfg = small(default_config(algorithm))
+        given = copy.deepcopy(cfg)
+        runner = runner_class(cfg, tmp_path / algorithm, opponent_factory("cpu", cfg.run.env_config()),
+                              console=None, progress=False)
+        assert cfg == given and runner.cfg == given and runner.cfg is not cfg
+        assert runner.config.network == runner.agent.network is not cfg.network
+    assert runner.config.network.obs_dim != given.network.obs_dim, "a team's actor reads its seat besides"
+
+
+class CountingPool:
+    """Wraps a run's opponent pool and counts the calls the rollout makes to it."""
+
+    def __init__(self, pool):
+        self.pool, self.calls = pool, []
+
+    def __getattr__(self, name):
+        value = getattr(self.pool, name)
+        if callable(value):
+            def counted(*args, **kwargs):
+                self.calls.append(name)
+                return value(*args, **kwargs)
+            return counted
+        return value
+
+
+def test_a_rollout_speaks_to_the_pool_twice(tmp_path):
+    """It starts (the draw, the seating that flies p2) and ends (NaN check, the games credited); the env
+    steps in between go through the seating alone."""
+    cfg = small(TrainConfig())
+    cfg.run.vs = ("crank", "self")
+    runner = OnPolicyRunner(cfg, tmp_path, opponent_factory("cpu", cfg.run.env_config()),
+                            reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
+    for _ in range(2):
+        pool = CountingPool(runner.pool)
+        runner.rollouts.collect(pool, runner.algorithm)  # type: ignore[arg-type]
+        assert pool.calls == ["start_rollout", "end_rollout"]
+
+
+def test_one_process_agrees_with_itself_at_no_cost():
+    """The one-process sync hands everything back unchanged: no branch on the process count is needed."""
+    sync = ProcessSync()
+    values, rows = torch.tensor([1.0, 2.0]), torch.randn(50)
+    assert sync.average(values) is values and sync.sum_(values) is values
+    mean, std = sync.mean_std(rows)
+    assert torch.equal(mean, rows.mean()) and torch.equal(std, rows.std())
+    assert sync.average_gradients([], torch.tensor(0.25)).item() == 0.25
+    assert sync.any(True) and not sync.any(False) and sync.gather_objects is None and sync.saves_midway
+    state = {"env": 1}
+    assert sync.checkpoint_state(None, None, state, 0) is state  # type: ignore[arg-type]
