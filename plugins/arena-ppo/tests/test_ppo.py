@@ -7,7 +7,7 @@ import torch
 
 from arena.env.compiled import missing_compiler
 from arena_ppo.algorithms import PPO, bernoulli_kl, gaussian_kl
-from arena_ppo.modules import ActorCritic, ValueNormalizer
+from arena_ppo.modules import ActorCritic, ValueNorm, ValueNormalizer
 from arena_ppo.storage import RolloutStorage, Transition
 from arena_ppo.train_config import NetworkConfig, PPOConfig
 
@@ -85,18 +85,19 @@ def test_kl_helpers():
                                       torch.tensor(0.5).log()), ref)
 
 
-def twin_algorithms(compiled_step=None):
+def twin_algorithms(compiled_step=None, batch_size=32, value_norm=False):
     """An eager update and a compiled one (or one whose step is ``compiled_step``), on equal weights."""
     torch.manual_seed(0)
-    cfg = PPOConfig(batch_size=32, n_epochs=2, learning_rate=3e-3, lr_schedule="adaptive", desired_kl=1e-5)
+    cfg = PPOConfig(batch_size=batch_size, n_epochs=2, learning_rate=3e-3, lr_schedule="adaptive", desired_kl=1e-5,
+                    value_norm=value_norm)
     eager_model = ActorCritic(NetworkConfig())
     compiled_model = ActorCritic(NetworkConfig())
     compiled_model.load_state_dict(eager_model.state_dict())
     storage = filled_storage(eager_model)
-    compiled = PPO(compiled_model, cfg, compiled=compiled_step is None)
+    compiled = PPO(compiled_model, cfg, ValueNorm() if value_norm else None, compiled=compiled_step is None)
     if compiled_step is not None:
-        compiled.compiled, compiled._descend, compiled._proven = True, compiled_step, False
-    return PPO(eager_model, cfg), compiled, storage
+        compiled.compiled, compiled._descend = True, compiled_step
+    return PPO(eager_model, cfg, ValueNorm() if value_norm else None), compiled, storage
 
 
 NO_COMPILER = missing_compiler(torch.device("cpu"))
@@ -118,21 +119,26 @@ def test_the_compiled_update_follows_the_eager_one():
 
 
 def test_a_compiler_that_fails_leaves_the_update_eager_and_untouched(caplog):
-    """The failed first step is undone (weights, Adam's moments, the rate), said once, and the update runs
-    eagerly: exactly what an eager update does."""
+    """A graph that fails to compile (here the short last minibatch's, which compiles a graph of its own)
+    is undone (weights, Adam's moments, the rate, MAPPO's per-minibatch value normalizer), said once, and
+    the update runs eagerly from there: exactly what an eager update does."""
     from torch._dynamo.exc import BackendCompilerFailed
 
     def broken(batch):
-        compiled.descend(batch)  # it had moved the weights before failing
-        raise BackendCompilerFailed(lambda *a: None, RuntimeError("no toolchain"), None)
+        parts = compiled.descend(batch)  # moves the weights and the normalizer before failing
+        if batch["advantages"].shape[0] == 32:
+            raise BackendCompilerFailed(lambda *a: None, RuntimeError("no toolchain"), None)
+        return parts
 
-    eager, compiled, storage = twin_algorithms(broken)
+    eager, compiled, storage = twin_algorithms(broken, batch_size=48, value_norm=True)  # 128 rows: 48, 48, 32
     with caplog.at_level("WARNING"):
         got = compiled.update(storage, torch.Generator().manual_seed(1))
     want = eager.update(storage, torch.Generator().manual_seed(1))
     assert not compiled.compiled and "compiling the PPO update failed" in caplog.text
     assert all(torch.equal(got[key], want[key]) for key in want)
     assert all(torch.equal(a, b) for a, b in zip(eager.model.parameters(), compiled.model.parameters()))
+    assert all(torch.equal(a, b) for a, b in zip(eager.value_normalizer.state_dict().values(),
+                                                 compiled.value_normalizer.state_dict().values()))
 
 
 @pytest.mark.parametrize("setting, device, compiled", [("", "cpu", False), ("0", "cuda", False), ("1", "cpu", True),

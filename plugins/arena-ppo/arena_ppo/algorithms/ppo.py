@@ -137,7 +137,7 @@ class PPO:
             quiet_profiler_note()
         self._descend: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]] = (
             torch.compile(self.descend, dynamic=False) if compiled else self.descend)
-        self._proven = not compiled  # a compiled step that ran once has compiled
+        self._proven: set[int] = set()  # minibatch sizes the compiled step has compiled for (dynamic=False)
 
     # -- the rollout (rsl_rl's init_storage, process_env_step, compute_returns) -----------------------
 
@@ -165,6 +165,8 @@ class PPO:
         self.lr.fill_(float(lr))
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr  # every group reads the one tensor, so adapting it needs no host round trip
+        # Eager Adam with a tensor rate takes torch's per-parameter path, which reads the rate per parameter:
+        # free on the CPU, a wait per parameter on a GPU (compiled, the default there, it reads nothing).
 
     def loss(self, batch: dict[str, torch.Tensor],
              advantages: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -258,7 +260,8 @@ class PPO:
         The rate is moved outside the compiled step: the compiled optimizer reads the rate tensor at each
         call, but an in-place change made inside the compiled graph does not reach it.
         """
-        parts = self._descend(batch) if self._proven else self._first_descent(batch)
+        rows = batch["advantages"].shape[0]
+        parts = self._descend(batch) if not self.compiled or rows in self._proven else self._first_descent(batch)
         if self.cfg.lr_schedule == "adaptive":
             adapt_learning_rate(self.lr, parts["kl"], self.cfg)
         return parts
@@ -275,11 +278,14 @@ class PPO:
         return parts
 
     def _first_descent(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """The compiled step's first call. If the compiler fails on this machine (no C++ toolchain, a broken
-        Triton), the weights, Adam's moments and the rate go back to where the step found them, and this
+        """The compiled step's first call for a minibatch size (a short last minibatch compiles a graph of
+        its own). If the compiler fails on this machine (no C++ toolchain, a broken Triton), the weights,
+        Adam's moments, the rate and the value normalizer go back to where the step found them, and this
         and every later step run eagerly (said once)."""
+        normalizer = self.value_normalizer
         saved = ({k: v.detach().clone() for k, v in self.model.state_dict().items()},
-                 copy.deepcopy(self.optimizer.state_dict()), float(self.lr))
+                 copy.deepcopy(self.optimizer.state_dict()), float(self.lr),
+                 {k: v.clone() for k, v in normalizer.state_dict().items()} if normalizer is not None else None)
         try:
             parts = self._descend(batch)
         except torch._dynamo.exc.TorchDynamoException as exc:
@@ -288,9 +294,11 @@ class PPO:
             self.model.load_state_dict(saved[0])
             self.optimizer.load_state_dict(saved[1])
             self.set_learning_rate(saved[2])
+            if normalizer is not None and saved[3] is not None:
+                normalizer.load_state_dict(saved[3])
             self.compiled, self._descend = False, self.descend
-            parts = self._descend(batch)
-        self._proven = True
+            return self._descend(batch)
+        self._proven.add(batch["advantages"].shape[0])
         return parts
 
     def state_dict(self) -> dict[str, Any]:

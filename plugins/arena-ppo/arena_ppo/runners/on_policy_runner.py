@@ -116,6 +116,12 @@ class OnPolicyRunner:
         return self.ctx.generators
 
     @property
+    def compiles_update(self) -> bool:
+        """Whether a new update compiles its step: as the run decided, unless the compiler already failed."""
+        current = getattr(self, "algorithm", None)
+        return self.ctx.compile_update[0] and (current is None or current.compiled)
+
+    @property
     def storage(self) -> RolloutStorage:
         """The rollout the update learns from (the algorithm's own, as in rsl_rl)."""
         assert self.algorithm.storage is not None
@@ -160,7 +166,7 @@ class OnPolicyRunner:
         ppo = self.cfg.ppo
         rows = max(1, ppo.batch_size // self.sync.world_size) * self.ctx.seats
         algorithm = PPO(self.agent.model, replace(ppo, batch_size=rows) if rows != ppo.batch_size else ppo,
-                        self.agent.value_normalizer, sync=self.sync, compiled=self.ctx.compile_update[0])
+                        self.agent.value_normalizer, sync=self.sync, compiled=self.compiles_update)
         self.sync.attach(self.agent)
         return algorithm
 
