@@ -32,12 +32,12 @@ class StopRequest:
         self._installed = False
 
     @classmethod
-    def for_processes(cls, group: Any = None) -> "StopRequest":
-        """A plain run's request (Ctrl-C); a process of a run on several also stops on SIGTERM, which
-        torchrun sends to all of them, and only the main one says so."""
-        if group is None:
+    def for_processes(cls, rank: Any = None) -> "StopRequest":
+        """A plain run's request (Ctrl-C); a process of a run on several (its ``rank``) also stops on
+        SIGTERM, which torchrun sends to all of them, and only the main one says so."""
+        if rank is None:
             return cls()
-        return cls(signals=(signal.SIGINT, signal.SIGTERM), **({} if group.rank.main else {"message": ""}))
+        return cls(signals=(signal.SIGINT, signal.SIGTERM), **({} if rank.main else {"message": ""}))
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         from arena.guard import note_interrupt

@@ -6,13 +6,13 @@ flag is one line before anything starts), then starts N processes running the sa
 on each process is exactly what ``torchrun --nproc-per-node N -m arena train …`` would have started.
 
 A process that fails while the run is set up must not leave the others waiting, and N copies of
-the same message help nobody: :func:`agreed` makes every step that can fail a collective one, after
-which the main process prints the first failure and the others exit quietly.
+the same message help nobody: :meth:`arena_ppo.process_sync.ProcessSync.agreed` makes every step
+that can fail a collective one, after which the main process prints the first failure and the
+others exit quietly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,34 +26,6 @@ T = TypeVar("T")
 def fail(message: str, status: int = 2) -> ArenaError:
     """A mistake the user can fix: one line, exit status 2 (or the ``status`` given), no traceback."""
     return ArenaError(message, status)
-
-
-def agreed(group: Any, step: Callable[[], T]) -> T:
-    """Run ``step`` on every process; if it fails (one line) on any of them, all stop: the main
-    process with the failure of the lowest rank, the others with exit status 2 and no message.
-    Without a group the failure is raised as it is."""
-    error = None
-    result: Any = None
-    try:
-        result = step()
-    except click.ClickException as exc:
-        if group is None:
-            raise
-        error = exc.format_message()
-    if group is None:
-        return result
-    failed = group.first_error(error)
-    if failed is None:
-        return result
-    rank, message = failed
-    raise everyone(group, message if rank == 0 else f"{message} (process {rank} of {group.rank.world_size})")
-
-
-def everyone(group: Any, message: str) -> click.exceptions.ClickException | click.exceptions.Exit:
-    """The exception for a failure every process meets: the main process says it, the others leave quietly."""
-    if group is None or group.rank.main:
-        return fail(message)
-    return click.exceptions.Exit(2)
 
 
 def replay_options(ctx: click.Context, skip: set[str], overrides: dict[str, Any]) -> list[str]:

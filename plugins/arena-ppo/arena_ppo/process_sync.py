@@ -22,19 +22,23 @@ each rollout, so every process draws from the same priorities.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import click
 import torch
 
 from arena.env import resolve_device
 from arena.training.pfsp import GatherObjects
-from arena.training.process_group import Group, Rank, fingerprint, to_cpu
+from arena.training.process_group import DistributedError, Group, PeerFailure, Rank, fingerprint, to_cpu
+from arena_ppo.launch import fail
 from arena_ppo.modules.normalizer import fold
 
 if TYPE_CHECKING:
     from arena_ppo.agent import PPOAgent
     from arena_ppo.algorithms import PPO
+
+T = TypeVar("T")
 
 # The parts of a trainer checkpoint that each process has its own.
 RANK_KEYS = ("rng", "env", "opponents", "hidden", "teacher")
@@ -134,6 +138,30 @@ class ProcessSync:
         """The part of a checkpoint this process resumes from (``ValueError`` naming what does not fit)."""
         return rank_part(data, self.rank.rank, self.rank.world_size)
 
+    # -- setting up and stopping (the command line's side) ------------------------------------------
+
+    def agreed(self, step: Callable[[], T]) -> T:
+        """Run ``step`` on every process; if it fails (one line) on any of them, all stop: the main process
+        with the failure of the lowest rank, the others with exit status 2 and no message. One process
+        raises its failure as it is."""
+        return step()
+
+    def everyone(self, message: str) -> click.exceptions.ClickException | click.exceptions.Exit:
+        """The exception for a failure every process meets: the main process says it, the others leave quietly."""
+        return fail(message)
+
+    def share(self, value: T) -> T:
+        """The main process's ``value`` on every process (the output folder it named, by its clock)."""
+        return value
+
+    @property
+    def suffix(self) -> str:
+        """What a line from a process other than the main one ends with: which process said it."""
+        return "" if self.main else f" ({self.rank})"
+
+    def close(self, wait: bool = True) -> None:
+        """Leave the other processes (``wait=False``: without waiting for them, which could hang)."""
+
 
 class GroupSync(ProcessSync):
     """The agreements of :class:`ProcessSync`, made over a group of processes (``--nproc N``, torchrun)."""
@@ -232,10 +260,35 @@ class GroupSync(ProcessSync):
     def saved(self) -> None:
         self.group.barrier()
 
+    @classmethod
+    def join(cls, rank: Rank) -> "GroupSync":
+        """Join the other processes started by torchrun (or ``--nproc``); one line when that fails."""
+        try:
+            return cls(Group.join(rank))
+        except (DistributedError, PeerFailure) as exc:
+            raise fail(str(exc)) from None
 
-def sync_for(group: Group | None) -> ProcessSync:
-    """The sync object of a run: over ``group``, or the one-process no-op."""
-    return ProcessSync() if group is None else GroupSync(group)
+    def agreed(self, step: Callable[[], T]) -> T:
+        error = None
+        result: Any = None
+        try:
+            result = step()
+        except click.ClickException as exc:
+            error = exc.format_message()
+        failed = self.group.first_error(error)
+        if failed is None:
+            return result
+        rank, message = failed
+        raise self.everyone(message if rank == 0 else f"{message} (process {rank} of {self.world_size})")
+
+    def everyone(self, message: str) -> click.exceptions.ClickException | click.exceptions.Exit:
+        return fail(message) if self.main else click.exceptions.Exit(2)
+
+    def share(self, value: T) -> T:
+        return self.group.broadcast_object(value)
+
+    def close(self, wait: bool = True) -> None:
+        self.group.close(wait=wait)
 
 
 def shared_tensors(agent: "PPOAgent") -> dict[str, torch.Tensor]:

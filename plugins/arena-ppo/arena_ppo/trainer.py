@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
@@ -19,9 +19,12 @@ from arena.errors import is_out_of_memory
 from arena.guard import head
 from arena.training.run_dir import check_writable
 from arena.training.settings import click_options
-from arena_ppo.launch import agreed, everyone, fail, replay_options
+from arena_ppo.launch import fail, replay_options
 from arena_ppo.prepare import prepare
 from arena_ppo.train_config import default_config
+
+if TYPE_CHECKING:  # torch loads when a run starts, not when `arena train --help` lists the trainers
+    from arena_ppo.process_sync import ProcessSync
 
 MAX_NPROC = 1024  # processes started on this machine by --nproc
 
@@ -129,7 +132,8 @@ def run_training(ctx: click.Context, params: dict[str, Any], algorithm: str = "p
     (:mod:`arena.training.launcher`); and a process started by torchrun (or by ``--nproc``), which
     joins the others and trains as one of them.
     """
-    from arena.training.process_group import DistributedError, Group, PeerFailure, rank_from_env
+    from arena.training.process_group import DistributedError, PeerFailure, rank_from_env
+    from arena_ppo.process_sync import GroupSync
 
     try:
         rank = rank_from_env()
@@ -143,19 +147,16 @@ def run_training(ctx: click.Context, params: dict[str, Any], algorithm: str = "p
         return launch_training(ctx, params, algorithm, nproc)
     if rank is None:
         return train(params, algorithm)
+    sync = GroupSync.join(rank)
     try:
-        group = Group.join(rank)
-    except (DistributedError, PeerFailure) as exc:
-        raise fail(str(exc)) from None
-    try:
-        result = train(params, algorithm, group)
+        result = train(params, algorithm, sync)
     except PeerFailure as exc:  # a process ended while the others were setting up
-        group.close(wait=False)
-        raise everyone(group, f"training did not start: {exc}") from None
-    except BaseException:  # a process that exits inside the group can abort at shutdown
-        group.close(wait=False)  # the others may be anywhere: waiting for them could hang
+        sync.close(wait=False)
+        raise sync.everyone(f"training did not start: {exc}") from None
+    except BaseException:  # a process that exits among the others can abort at shutdown
+        sync.close(wait=False)  # the others may be anywhere: waiting for them could hang
         raise
-    group.close()
+    sync.close()
     return result
 
 
@@ -177,38 +178,39 @@ def launch_training(ctx: click.Context, params: dict[str, Any], algorithm: str, 
     return {}
 
 
-def train(params: dict[str, Any], algorithm: str, group: Any = None) -> dict[str, float]:
-    """Check, build, resume and run the training loop in this process (one of ``group`` when given).
+def train(params: dict[str, Any], algorithm: str, sync: ProcessSync | None = None) -> dict[str, float]:
+    """Check, build, resume and run the training loop in this process (one of several with ``sync``).
 
     With several processes every set-up step that can fail is agreed on
-    (:func:`arena_ppo.launch.agreed`): all processes go on, or all stop with one line from the main
-    process. Only the main process creates the output directory and prints. What stops a run once it
-    has started ends in one line too: :func:`stopped` holds the table.
+    (:meth:`~arena_ppo.process_sync.ProcessSync.agreed`): all processes go on, or all stop with one line
+    from the main process. Only the main process creates the output directory and prints. What stops a
+    run once it has started ends in one line too: :func:`stopped` holds the table.
     """
     from arena.training import StopRequest
+    from arena_ppo.process_sync import ProcessSync
 
-    main = group is None or group.rank.main
-    setup = agreed(group, lambda: prepare(params, algorithm, group.rank if group is not None else None))
-    if group is not None:  # the main process named the output (its clock, its branch); all write there
-        setup.out, setup.plan = group.broadcast_object((setup.out, setup.plan))
-    runner = set_up(setup, params, algorithm, group)
-    if main:
+    sync = sync or ProcessSync()
+    setup = sync.agreed(lambda: prepare(params, algorithm, sync.rank if sync.several else None))
+    # the main process named the output (its clock, its branch); all write there
+    setup.out, setup.plan = sync.share((setup.out, setup.plan))
+    runner = set_up(setup, params, algorithm, sync)
+    if sync.main:
         if setup.plan is not None and setup.plan.note:
             click.echo(f"note: {setup.plan.note}", err=True)
         click.echo(describe_run(runner, algorithm, setup.out))
-    with StopRequest.for_processes(group) as stop:
+    with StopRequest.for_processes(sync.rank if sync.several else None) as stop:
         try:
             metrics = runner.learn(stop, max_time=params.get("max_time"))
         except KeyboardInterrupt:
             raise click.exceptions.Exit(130) from None
         except Exception as exc:  # noqa: BLE001 - looked up in the table; anything else goes on up
-            raise stopped(exc, group, setup.out) from None
-    if main:
+            raise stopped(exc, sync, setup.out) from None
+    if sync.main:
         click.echo(describe_end(runner, setup.out))
     return metrics
 
 
-def set_up(setup: Any, params: dict[str, Any], algorithm: str, group: Any) -> Any:
+def set_up(setup: Any, params: dict[str, Any], algorithm: str, sync: ProcessSync) -> Any:
     """The set-up steps, in order, each agreed on by every process: the output folder (and a branch's
     checkpoints), the runner, and the state resumed into it. A step that fails undoes what the first
     one created and stops every process with one line."""
@@ -228,7 +230,7 @@ def set_up(setup: Any, params: dict[str, Any], algorithm: str, group: Any) -> An
         try:
             return runner_class(cfg, out, setup.make_opponent, reward_fn=setup.reward_fn,
                                 on_checkpoint=announce_checkpoint, console=click.echo,
-                                progress=params.get("progress", True), group=group)
+                                progress=params.get("progress", True), sync=sync)
         except ValueError as exc:
             raise fail(str(exc)) from None
         except (MemoryError, RuntimeError) as exc:
@@ -244,20 +246,19 @@ def set_up(setup: Any, params: dict[str, Any], algorithm: str, group: Any) -> An
             text = head(str(exc)) or type(exc).__name__
             raise fail(f"checkpoint {params['resume']}: cannot resume: {text}") from None
 
-    main = group is None or group.rank.main
-    created = agreed(group, create_outputs if main else (lambda: False))
+    created = sync.agreed(create_outputs if sync.main else (lambda: False))
     try:
-        runner = agreed(group, build)
+        runner = sync.agreed(build)
         if setup.resume_data is not None:
-            agreed(group, lambda: restore(runner))
+            sync.agreed(lambda: restore(runner))
     except (click.ClickException, click.exceptions.Exit):
-        if main and plan is not None:
+        if sync.main and plan is not None:
             plan.undo(created)
         raise
     return runner
 
 
-def stopped(exc: Exception, group: Any, out: Path) -> click.ClickException | click.exceptions.Exit:
+def stopped(exc: Exception, sync: ProcessSync, out: Path) -> click.ClickException | click.exceptions.Exit:
     """The one line a run that stopped on ``exc`` ends with; ``exc`` itself when the table has no row for it.
 
     Each row: the exception, whether every process meets it at the same point (then the main process
@@ -270,7 +271,7 @@ def stopped(exc: Exception, group: Any, out: Path) -> click.ClickException | cli
 
     def opponent(exc: Any) -> str:
         saved = getattr(exc, "checkpoint", None)
-        kept = f"; what was learned is saved in {saved}" if saved else (f"; {intact}" if group is not None else "")
+        kept = f"; what was learned is saved in {saved}" if saved else (f"; {intact}" if sync.several else "")
         return f"training stopped: opponent {exc}{kept}"
 
     table: tuple[tuple[type[Exception], bool, Callable[[Any], str]], ...] = (
@@ -283,9 +284,8 @@ def stopped(exc: Exception, group: Any, out: Path) -> click.ClickException | cli
     for kind, everywhere, message in table:
         if isinstance(exc, kind):
             if everywhere:
-                return everyone(group, message(exc))
-            main = group is None or group.rank.main
-            return fail(message(exc) + ("" if main else f" ({group.rank})"))
+                return sync.everyone(message(exc))
+            return fail(message(exc) + sync.suffix)
     raise exc
 
 

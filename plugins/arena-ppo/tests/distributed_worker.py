@@ -22,7 +22,7 @@ import torch
 from arena.guard import end_process
 from arena.training import DivergenceError, Group
 from arena_ppo.prepare import opponent_factory, resolve_reward
-from arena_ppo.process_sync import shared_tensors
+from arena_ppo.process_sync import GroupSync, shared_tensors
 from arena_ppo.runners import MAPPORunner, OnPolicyRunner
 from arena_ppo.train_config import TrainConfig
 
@@ -57,7 +57,7 @@ def main(tmp: Path) -> None:
         lines: list[str] = []
         runner = runner_class(cfg, out, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
                               reward_fn=resolve_reward(cfg.run.reward), console=lines.append, progress=False,
-                              group=group)
+                              sync=GroupSync(group))
         runner.learn()
         self_play = runner.pool.self_play
         torch.save({

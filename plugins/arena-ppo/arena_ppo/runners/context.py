@@ -19,9 +19,9 @@ import torch
 from arena.env import EnvConfig
 from arena.threads import apply_threads
 from arena.training import OpponentSpec
-from arena.training.process_group import Group, rank_seed
+from arena.training.process_group import rank_seed
 from arena_ppo.algorithms.ppo import compile_update
-from arena_ppo.process_sync import ProcessSync, sync_for
+from arena_ppo.process_sync import ProcessSync
 from arena_ppo.runners.outputs import RunOutputs
 from arena_ppo.train_config import TrainConfig
 
@@ -59,12 +59,12 @@ class RunContext:
     @classmethod
     def create(cls, cfg: TrainConfig, out_dir: Path, make_opponent: Callable[[OpponentSpec], Any],
                reward_fn: RewardFn | None = None, on_checkpoint: CheckpointObserver | None = None,
-               console: Console | None = print, progress: bool = True, group: Group | None = None
+               console: Console | None = print, progress: bool = True, sync: ProcessSync | None = None
                ) -> "RunContext":
         """Resolve the device and the threads, decide whether the update compiles, and seed the weights'
         initialization (the same on every process: :meth:`seed_streams` then gives each process its own).
         ``ValueError`` for envs that do not split over the processes."""
-        sync = sync_for(group)
+        sync = sync or ProcessSync()
         world, run = sync.world_size, cfg.run
         if run.num_envs % world:
             raise ValueError(f"--num-envs {run.num_envs} does not split evenly over {world} processes")

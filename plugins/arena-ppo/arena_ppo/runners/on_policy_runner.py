@@ -11,8 +11,8 @@ A rollout step is :func:`~arena_ppo.runners.rollouts.rollout_step`. Evaluation a
 :class:`~arena_ppo.runners.outputs.RunOutputs`'. When a league's warm-up ends, the update starts
 again with a fresh optimizer, as a new stage.
 
-Given a process :class:`~arena.training.process_group.Group` (``--nproc N``, torchrun), the runner is
-one of N identical learners: it steps ``num_envs / N`` envs with its own seed, its update is kept
+Given a :class:`~arena_ppo.process_sync.GroupSync` (``--nproc N``, torchrun), the runner is one of N
+identical learners: it steps ``num_envs / N`` envs with its own seed, its update is kept
 equal to every other process's, and only the main process writes checkpoints, metrics and console
 lines. All of that goes through one :class:`~arena_ppo.process_sync.ProcessSync`, a no-op for a run
 of one process, so nothing here branches on how many processes there are.
@@ -42,10 +42,10 @@ from arena.training import (
     save_checkpoint,
     to_plain,
 )
-from arena.training.process_group import Group
 from arena_ppo.agent import PPOAgent
 from arena_ppo.algorithms import PPO
 from arena_ppo.kickstart import Teacher
+from arena_ppo.process_sync import ProcessSync
 from arena_ppo.runners.context import RewardFn, RunContext
 from arena_ppo.runners.evaluator import Evaluator
 from arena_ppo.runners.resume import Counters, read_state, rng_state
@@ -68,8 +68,8 @@ class OnPolicyRunner:
 
     ``make_opponent(spec)`` builds a fixed opponent for a ``vs`` entry; ``reward_fn`` is the
     shaping added to the env reward; ``on_checkpoint(path, step, metrics)`` observes every
-    checkpoint (the ``arena_checkpoint_saved`` hook). With ``group`` the runner is one process of a
-    run on several; every process must build its runner with the same config, and only the main
+    checkpoint (the ``arena_checkpoint_saved`` hook). With a ``sync`` over several processes the runner
+    is one of them; every process must build its runner with the same config, and only the main
     one prints, shows progress and calls ``on_checkpoint``.
     """
 
@@ -80,8 +80,8 @@ class OnPolicyRunner:
                  reward_fn: RewardFn | None = None,
                  on_checkpoint: Callable[[str, int, dict[str, float]], None] | None = None,
                  console: Callable[[str], None] | None = print, progress: bool = True,
-                 group: Group | None = None) -> None:
-        ctx = RunContext.create(cfg, out_dir, make_opponent, reward_fn, on_checkpoint, console, progress, group)
+                 sync: ProcessSync | None = None) -> None:
+        ctx = RunContext.create(cfg, out_dir, make_opponent, reward_fn, on_checkpoint, console, progress, sync)
         self.ctx, self.cfg, self.sync, self.device = ctx, ctx.cfg, ctx.sync, ctx.device
         self.outputs, self.counters = ctx.outputs, Counters()
         self.last_metrics: dict[str, float] = {}
