@@ -237,11 +237,7 @@ class OnPolicyRunner:
                 if self.opponents.opens_league(self.counters.env_steps):
                     self.open_league()
                 self.schedule_learning_rate()
-                t0 = time.perf_counter()
-                episodes = self.collect()
-                t1 = time.perf_counter()
-                update = self.algorithm.update(generator=self.generators["shuffle"])
-                metrics = self.record_update(episodes, update, start, t0, t1)
+                metrics = self.step(start)
                 first = self.counters.updates == start_updates + 1
                 if first or self.counters.env_steps - self.counters.last_log >= run.log_interval:
                     self.counters.last_log = self.counters.env_steps
@@ -283,17 +279,12 @@ class OnPolicyRunner:
         return self.last_metrics
 
     def step(self, start: float = 0.0) -> dict[str, float]:
-        """One rollout and one update, as :meth:`learn` runs them (``start``: when this session's clock began);
-        returns (and logs) the update's metrics."""
+        """One rollout and one update (``start``: when this session's clock began); returns the update's
+        metrics, read to the host once, logged, and checked for a loss that diverged."""
         t0 = time.perf_counter()
-        episodes = self.collect()
+        episode_stats = self.collect()
         t1 = time.perf_counter()
-        return self.record_update(episodes, self.algorithm.update(generator=self.generators["shuffle"]), start, t0, t1)
-
-    def record_update(self, episode_stats: dict[str, float], update: dict[str, torch.Tensor], start: float,
-                      t0: float, t1: float) -> dict[str, float]:
-        """The metrics of the update that just ran (its rollout from ``t0`` to ``t1``, then the update): read
-        once to the host, logged, and checked for a loss that diverged."""
+        update = self.algorithm.update(generator=self.generators["shuffle"])
         losses = {key: float(value) for key, value in update.items()}  # the update's one read to the host
         t2 = time.perf_counter()
         self.counters.updates += 1
