@@ -8,14 +8,16 @@ A real rollout against crank fills the storage once per size; then the same roll
 by an eager and a compiled update, taking turns (``--repeats`` each, medians reported), each on its
 own copy of the weights, so a machine that gets busier slows both alike. The compiled update's first
 call (the compilation, or a read of the compiler's cache) is reported on its own. The rollout
-column times whole rollouts of the runner's own loop, divided by their steps; ``--count-launches``
-(CUDA) counts the kernel launches of one rollout with torch's profiler, per step.
+columns time whole rollouts of the runner's own loop, divided by their steps, with the env step eager and
+compiled (``ARENA_COMPILE=1``; taking turns, after a first rollout each); ``--count-launches``
+(CUDA) counts the kernel launches of one eager rollout with torch's profiler, per step.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import os
 import statistics
 import tempfile
 import time
@@ -40,16 +42,19 @@ def measure(envs: int, args: argparse.Namespace, out: Path) -> dict[str, float]:
     cfg = TrainConfig()
     cfg.run.num_envs, cfg.run.eval_games, cfg.run.threads, cfg.run.device = envs, 0, args.threads, args.device
     cfg.run.vs, cfg.run.floor = ("crank",), 0.0
-    runner = OnPolicyRunner(cfg, out, opponent_factory(torch.device(args.device), cfg.run.env_config()),
-                            reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
-    device = runner.device
-    rollouts = []
-    for _ in range(3):
-        sync(device)
-        t0 = time.perf_counter()
-        runner.collect()
-        sync(device)
-        rollouts.append((time.perf_counter() - t0) / runner.storage.n_steps)
+    rollouts: dict[str, list[float]] = {"eager": [], "compiled": []}
+    runners = {name: build_runner(cfg, out / name, args.device, compiled_env=name == "compiled")
+               for name in rollouts}
+    runner, device = runners["eager"], runners["eager"].device
+    for each in runners.values():  # the first rollout compiles the env step, or reads the cache
+        each.collect()
+    for _ in range(args.repeats):
+        for name, each in runners.items():
+            sync(device)
+            t0 = time.perf_counter()
+            each.collect()
+            sync(device)
+            rollouts[name].append((time.perf_counter() - t0) / each.storage.n_steps)
     launches = count_launches(runner) if args.count_launches else float("nan")
     updates: dict[str, list[float]] = {"eager": [], "compiled": []}
     algorithms, first = {}, float("nan")
@@ -68,11 +73,27 @@ def measure(envs: int, args: argparse.Namespace, out: Path) -> dict[str, float]:
             t0 = time.perf_counter()
             float(algorithm.update(runner.storage, generator)["policy_loss"])
             updates[name].append(time.perf_counter() - t0)
-    return {"rollout_step_ms": 1e3 * statistics.median(rollouts), "eager_s": statistics.median(updates["eager"]),
+    return {"rollout_step_ms": 1e3 * statistics.median(rollouts["eager"]),
+            "compiled_step_ms": 1e3 * statistics.median(rollouts["compiled"]),
+            "env_compiled": float(runners["compiled"].env.compiled), "eager_s": statistics.median(updates["eager"]),
             "compiled_s": statistics.median(updates["compiled"]), "first_s": first,
             "compiled_ran": float(algorithms["compiled"].compiled), "launches": launches,
             "minibatches": float(runner.algorithm.cfg.n_epochs * -(-runner.storage.n_steps * envs //
                                                                   runner.algorithm.cfg.batch_size))}
+
+
+def build_runner(cfg: TrainConfig, out: Path, device: str, compiled_env: bool) -> OnPolicyRunner:
+    """A runner against crank whose env steps eagerly or compiled (``ARENA_COMPILE`` while it is built)."""
+    saved = os.environ.get("ARENA_COMPILE")
+    os.environ["ARENA_COMPILE"] = "1" if compiled_env else "0"
+    try:
+        return OnPolicyRunner(cfg, out, opponent_factory(torch.device(device), cfg.run.env_config()),
+                              reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
+    finally:
+        if saved is None:
+            del os.environ["ARENA_COMPILE"]
+        else:
+            os.environ["ARENA_COMPILE"] = saved
 
 
 def count_launches(runner: OnPolicyRunner) -> float:
@@ -102,11 +123,14 @@ def main() -> None:
             print(f"  {envs:,} envs done", flush=True)
     print(f"\n{args.device}, {torch.get_num_threads()} thread(s), torch {torch.__version__}; "
           f"medians of {args.repeats} updates a path\n")
-    print(f"{'envs':>7} {'rollout step':>13} {'minibatches':>11} {'update eager':>12} {'compiled':>9} "
-          f"{'speed-up':>8} {'first compiled':>14}" + (f" {'launches/step':>13}" if args.count_launches else ""))
+    print(f"{'envs':>7} {'rollout step':>13} {'env compiled':>12} {'minibatches':>11} {'update eager':>12} "
+          f"{'compiled':>9} {'speed-up':>8} {'first compiled':>14}"
+          + (f" {'launches/step':>13}" if args.count_launches else ""))
     for envs, r in rows:
         compiled = f"{r['compiled_s']:.3f} s" if r["compiled_ran"] else "eager"
-        print(f"{envs:>7,} {r['rollout_step_ms']:>10.1f} ms {r['minibatches']:>11.0f} {r['eager_s']:>10.3f} s "
+        stepped = f"{r['compiled_step_ms']:.1f} ms" if r["env_compiled"] else "eager"
+        print(f"{envs:>7,} {r['rollout_step_ms']:>10.1f} ms {stepped:>12} {r['minibatches']:>11.0f} "
+              f"{r['eager_s']:>10.3f} s "
               f"{compiled:>9} {r['eager_s'] / r['compiled_s']:>7.2f}x {r['first_s']:>12.1f} s"
               + (f" {r['launches']:>13.0f}" if args.count_launches else ""))
 

@@ -1,0 +1,150 @@
+"""Wall time to the demo's quality: training arms side by side, each checkpoint scored afterwards.
+
+    python benchmarks/time_to_quality.py --minutes 8                         # eager against ARENA_COMPILE=1
+    python benchmarks/time_to_quality.py --arm eager= --arm "two-epochs=--set ppo.n_epochs=2" --seeds 0,1
+
+An arm is ``NAME=ARGS``: extra ``arena train ppo`` arguments, and ``ENV=VALUE`` words in front of them
+set environment variables (``compiled=ARENA_COMPILE=1``). Every arm of a seed trains at the same time,
+one process a core with one torch thread each, so a busy machine slows them alike; the arms of the next
+seed start when those end. Each run trains against CrankAgent for ``--minutes`` with a checkpoint every
+``--save-updates`` updates and no evaluation inside the timed training. Afterwards the checkpoints are
+scored in order, sampled as the trainer evaluates (``--games`` against CrankAgent, then against the
+placeholder), until the first that wins every CrankAgent game and at least ``--placeholder`` of the
+placeholder's: its training time (metrics.csv's clock) is the arm's time to quality.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
+
+ROLLOUT = 1024 * 32  # env steps an update at the defaults
+
+
+@dataclass
+class Arm:
+    name: str
+    env: dict[str, str]
+    args: list[str]
+
+    @classmethod
+    def parse(cls, text: str) -> "Arm":
+        name, _, rest = text.partition("=")
+        words = shlex.split(rest)
+        env = {}
+        while words and "=" in words[0] and not words[0].startswith("-"):
+            key, _, value = words.pop(0).partition("=")
+            env[key] = value
+        return cls(name or "arm", env, words)
+
+
+def train(arm: Arm, seed: int, minutes: float, save_updates: int, out: Path) -> subprocess.Popen[bytes]:
+    """Start one training run in its own process (one torch thread), logging to ``out/train.log``."""
+    out.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-c", "from arena.cli import main; main()", "train", "ppo", "--vs", "crank",
+               "--seed", str(seed), "--threads", "1", "--eval-games", "0", "--max-time", str(minutes * 60),
+               "--max-steps", str(10**12),
+               "--save-interval", str(save_updates * ROLLOUT), "--out", str(out), *arm.args]
+    log = open(out / "train.log", "wb")  # noqa: SIM115  - closed with the process
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **arm.env})
+
+
+def clock_at(out: Path) -> dict[int, tuple[float, int]]:
+    """Training seconds and update count at each step of metrics.csv."""
+    with open(out / "metrics.csv", newline="") as f:
+        return {int(r["step"]): (float(r["time"]), int(r["update"])) for r in csv.DictReader(f)}
+
+
+def first_good(out: Path, games: int, placeholder_floor: float, seed: int) -> dict[str, Any] | None:
+    """The first checkpoint (in training order) at the demo's quality, sampled; None if none is."""
+    import torch
+
+    from arena.agents import build_agent
+    from arena.match import play_match
+    from arena.training import checkpoint_step, list_checkpoints
+    from arena_ppo.agent import PPOAgent
+
+    rivals = {name: build_agent(name) for name in ("crank", "placeholder")}
+    for path in list_checkpoints(out):
+        agent = PPOAgent.load(path)
+        scores = {}
+        for name, rival in rivals.items():
+            with torch.random.fork_rng(devices=[]):
+                r = play_match(agent, rival, games, env_config=agent.env_config, seed=seed + 777, name_a="ppo",
+                               name_b=name, policies=("sampled", "deterministic"))
+            scores[name] = r.wins / r.games
+            if name == "crank" and r.wins < r.games:
+                break
+        else:
+            if scores["placeholder"] >= placeholder_floor:
+                return {"step": checkpoint_step(path), "crank": scores["crank"],
+                        "placeholder": scores["placeholder"]}
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arm", action="append", default=None, metavar="NAME=[ENV=VALUE ...] [ARGS]",
+                        help="a training arm (default: eager=ARENA_COMPILE=0 and compiled=ARENA_COMPILE=1)")
+    parser.add_argument("--minutes", type=float, default=8.0, help="training budget of each run")
+    parser.add_argument("--seeds", default="0", help="comma-separated seeds; each seed's arms train side by side")
+    parser.add_argument("--save-updates", type=int, default=8, help="updates between checkpoints")
+    parser.add_argument("--games", type=int, default=200, help="sampled games per opponent and checkpoint")
+    parser.add_argument("--placeholder", type=float, default=0.85, help="share of the placeholder's games to win")
+    parser.add_argument("--out", type=Path, default=Path("runs") / f"quality-{time.strftime('%Y%m%d-%H%M%S')}")
+    args = parser.parse_args(argv)
+
+    from arena.threads import apply_threads
+
+    apply_threads(1, batch=args.games)
+    arms = [Arm.parse(a) for a in (args.arm or ["eager=ARENA_COMPILE=0", "compiled=ARENA_COMPILE=1"])]
+    seeds = [int(s) for s in args.seeds.split(",") if s]
+    print(f"{len(arms)} arms x {len(seeds)} seeds, {args.minutes:g} min each, side by side; output {args.out}",
+          flush=True)
+    results: list[dict[str, Any]] = []
+    for seed in seeds:
+        runs = {arm.name: args.out / f"{arm.name}-seed{seed}" for arm in arms}
+        procs = [train(arm, seed, args.minutes, args.save_updates, runs[arm.name]) for arm in arms]
+        for arm, proc in zip(arms, procs, strict=True):
+            if proc.wait() != 0:
+                print(f"{arm.name} seed {seed} failed: see {runs[arm.name] / 'train.log'}", flush=True)
+        for arm in arms:
+            out = runs[arm.name]
+            if not (out / "metrics.csv").exists():
+                continue
+            clock = clock_at(out)
+            last = max(clock)
+            row: dict[str, Any] = {"arm": arm.name, "seed": seed, "steps": last, "updates": clock[last][1],
+                                   "sps": last / clock[last][0]}
+            good = first_good(out, args.games, args.placeholder, seed)
+            if good:
+                row.update(quality_s=clock[good["step"]][0], quality_step=good["step"],
+                           placeholder=good["placeholder"])
+            results.append(row)
+            reached = (f"{row['quality_s']:7.1f} s at {row['quality_step']:>11,} steps "
+                       f"(placeholder {row['placeholder']:.1%})" if good else "not reached")
+            print(f"{arm.name:>12} seed {seed}: {row['steps']:>11,} steps, {row['updates']:>4} updates, "
+                  f"{row['sps']:>8,.0f} env-steps/s; quality {reached}", flush=True)
+    print("\n| arm | env-steps/s, median | time to quality, median | reached |\n|---|---:|---:|---:|")
+    for arm in arms:
+        rows = [r for r in results if r["arm"] == arm.name]
+        times = [r["quality_s"] for r in rows if "quality_s" in r]
+        median = f"{statistics.median(times):.1f} s" if times else "-"
+        print(f"| {arm.name} | {statistics.median(r['sps'] for r in rows):,.0f} | {median} | "
+              f"{len(times)} of {len(rows)} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
