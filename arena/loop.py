@@ -197,6 +197,26 @@ class Rows:
         return self.counts[0] + self.counts[1]
 
 
+@dataclass
+class Troupe:
+    """Controllers whose agents act as one family (:mod:`arena.families`): one call on all their rows.
+
+    The family's rows are its members' rows in member order, each member's p1 rows before its p2 rows.
+    ``sides[s]`` holds the envs of side s in that order, and ``order`` puts the two gathered sides back
+    into member order (None when only one side has rows)."""
+
+    members: list[int]  # controller positions
+    family: Any
+    sides: tuple[Any, Any]  # env index tensors of each side, or None
+    counts: tuple[int, int]
+    order: Any  # permutation of cat(side rows) into member order, or None
+    back: Any  # its inverse
+    row_controller: Any  # [rows] controller position of each of the family's agent rows
+    flat: bool
+    standard: bool
+    inactive_rows: Any = None  # [rows] bool where a disabled member's rows idle; None while all play
+
+
 def block_or_index(envs: "torch.Tensor", device: "torch.device") -> Any:
     """A slice when ``envs`` (sorted env indices) is one contiguous block, else an index tensor."""
     import torch
@@ -231,7 +251,7 @@ class Seating:
     """
 
     def __init__(self, controllers: Sequence[Controller], owner: "torch.Tensor", team_size: int,
-                 device: "torch.device", move_limit: float | None = None) -> None:
+                 device: "torch.device", move_limit: float | None = None, families: bool = False) -> None:
         import torch
 
         from arena.env.observations import EXTENDED_ONLY_KEYS
@@ -244,14 +264,12 @@ class Seating:
         self.device = device
         self.move_limit = move_limit  # seconds per act() call after the first (see _timed); None: unlimited
         self.owner = owner.to("cpu", torch.long)
-        self.rows: list[Rows] = []
-        for k, c in enumerate(self.controllers):
-            envs = [torch.nonzero(self.owner[s] == k).flatten() for s in range(2)]
-            self.rows.append(Rows((block_or_index(envs[0], device), block_or_index(envs[1], device)),
-                                  (envs[0].numel(), envs[1].numel()), team_size > 1 and not plays_team(c.agent),
-                                  not needs_extended(c.agent)))
+        self.rows = self._rows()
         self.extended_only = EXTENDED_ONLY_KEYS  # left out for agents that did not ask for them
         self.covered = bool((self.owner >= 0).all())
+        # A move limit is one agent's budget: timed agents act alone.
+        self.troupes = self._troupes() if families and move_limit is None else []
+        self.troupe_of = {k: t for t in self.troupes for k in t.members}
         self.nans = torch.zeros(len(self.controllers), dtype=torch.int64, device=device)
         self.moves = 0  # act() rounds so far: the first may pay one-time costs and is only bounded (hang_bound)
         self.watchdog: Watchdog | None = None  # started with the first timed move
@@ -272,8 +290,13 @@ class Seating:
         keys: dict[str, list[str]] = {}
         out = {side: self._blank() for side in SIDES if side in obs}
         failures: list[AgentFailure] = []
-        nans: list[tuple[int, torch.Tensor]] = []
+        nans: list[tuple[Any, torch.Tensor]] = []  # (controller, NaN count), or a family's (row controllers, counts)
         for k, (c, rows) in enumerate(zip(self.controllers, self.rows)):
+            troupe = self.troupe_of.get(k)
+            if troupe is not None:  # a family acts where its first member stands, for all of them
+                if k == troupe.members[0]:
+                    self._act_together(troupe, obs, stacks, keys, out, failures, nans)
+                continue
             if not c.active or rows.count == 0:
                 continue
             if abandoned(c.agent):
@@ -299,9 +322,13 @@ class Seating:
                 continue
             self._scatter(out, rows, result)
             nans.append((k, result.nan_count.sum()))
-        if nans:
-            index = torch.tensor([k for k, _ in nans], device=self.device)
-            self.nans.index_add_(0, index, torch.stack([n for _, n in nans]).to(torch.int64))
+        solo = [(k, n) for k, n in nans if isinstance(k, int)]
+        if solo:
+            index = torch.tensor([k for k, _ in solo], device=self.device)
+            self.nans.index_add_(0, index, torch.stack([n for _, n in solo]).to(torch.int64))
+        for rows, n in nans:  # a family's NaNs, row by row to the member whose row it was
+            if not isinstance(rows, int):
+                self.nans.index_add_(0, rows, n.to(torch.int64))
         self.moves += 1
         return out, failures
 
@@ -311,8 +338,14 @@ class Seating:
 
         both = None if dones is None else (dones, dones)
         failures = []
+        for troupe in self.troupes:
+            if any(self.controllers[k].active for k in troupe.members):
+                mask = None if dones is None else self._troupe_rows(troupe, [dones, dones])
+                failures += self._blame(troupe, checked_call(troupe.family.reset, *self._troupe_who(troupe),
+                                                             "reset", mask))
         for k, (c, rows) in enumerate(zip(self.controllers, self.rows)):
-            if not c.active or rows.count == 0 or abandoned(c.agent) or not callable(getattr(c.agent, "reset", None)):
+            if (not c.active or rows.count == 0 or k in self.troupe_of or abandoned(c.agent)
+                    or not callable(getattr(c.agent, "reset", None))):
                 continue
             mask = None
             if both is not None:
@@ -326,6 +359,50 @@ class Seating:
                 failures.append(failure)
         return failures
 
+    def can_keep_envs(self) -> bool:
+        """Whether every agent still playing here can drop rows of its memory (``keep_rows``), so that the
+        batch can drop its finished battles (:meth:`keep_envs`)."""
+        agents = [t.family for t in self.troupes if any(self.controllers[k].active for k in t.members)]
+        agents += [c.agent for k, (c, rows) in enumerate(zip(self.controllers, self.rows))
+                   if c.active and rows.count and k not in self.troupe_of]
+        return all(callable(getattr(a, "keep_rows", None)) for a in agents)
+
+    def keep_envs(self, envs: "torch.Tensor") -> list[AgentFailure]:
+        """Keep the envs ``envs`` ([K] increasing indices) only, renumbered in that order, as
+        :meth:`arena.env.TensorEnv.keep_envs` does: every agent still playing keeps the memory of its rows
+        there (``keep_rows``). Returns the failures of agents that raised doing so."""
+        import torch
+
+        kept = torch.zeros(self.num_envs, dtype=torch.bool)
+        kept[envs.cpu()] = True
+
+        def rows_kept(members: list[int], flat: bool) -> torch.Tensor:
+            mask = torch.cat([kept[self.owner[s] == k] for k in members for s in range(2)])
+            if flat:
+                mask = mask.repeat_interleave(self.team_size)
+            return torch.nonzero(mask).flatten().to(self.device)
+
+        failures: list[AgentFailure] = []
+        for troupe in self.troupes:
+            if any(self.controllers[k].active for k in troupe.members):
+                failures += self._blame(troupe, checked_call(troupe.family.keep_rows, *self._troupe_who(troupe),
+                                                             "keep_rows", rows_kept(troupe.members, troupe.flat)))
+        for k, (c, rows) in enumerate(zip(self.controllers, self.rows)):
+            if c.active and rows.count and k not in self.troupe_of and not abandoned(c.agent):
+                failure = checked_call(c.agent.keep_rows, c.name, c.role, "keep_rows", rows_kept([k], rows.flat))
+                if failure is not None:
+                    failure.index = k
+                    failures.append(failure)
+        self.owner = self.owner[:, envs.cpu()]
+        self.num_envs = int(envs.numel())
+        self.rows = self._rows()
+        self.covered = bool((self.owner >= 0).all())
+        self.troupes = [self._troupe(t.members, t.family) for t in self.troupes]
+        self.troupe_of = {k: t for t in self.troupes for k in t.members}
+        for troupe in self.troupes:
+            troupe.inactive_rows = self._inactive(troupe)
+        return failures
+
     def nan_failures(self) -> list[AgentFailure]:
         """Controllers that returned NaN since the last call (one host sync), and restart the count."""
         counts = self.nans.tolist()
@@ -334,8 +411,12 @@ class Seating:
                 for k, (c, n) in enumerate(zip(self.controllers, counts)) if n and c.active]
 
     def disable(self, k: int) -> None:
-        """Stop calling controller ``k``; its rows idle from now on."""
+        """Stop calling controller ``k``; its rows idle from now on (in a family, the family still acts for
+        the others and its rows get a zero action)."""
         self.controllers[k].active = False
+        troupe = self.troupe_of.get(k)
+        if troupe is not None:
+            troupe.inactive_rows = self._inactive(troupe)
 
     def close(self) -> None:
         """Stop the idle watchdog thread now rather than when the seating is collected (an abandoned
@@ -387,6 +468,153 @@ class Seating:
                             f"(time_per_move {limit:g} s)")
 
     # -- pieces -------------------------------------------------------------------------------------
+
+    def _rows(self) -> list[Rows]:
+        import torch
+
+        out = []
+        for k, c in enumerate(self.controllers):
+            envs = [torch.nonzero(self.owner[s] == k).flatten() for s in range(2)]
+            out.append(Rows((block_or_index(envs[0], self.device), block_or_index(envs[1], self.device)),
+                            (envs[0].numel(), envs[1].numel()), self.team_size > 1 and not plays_team(c.agent),
+                            not needs_extended(c.agent)))
+        return out
+
+    def _troupes(self) -> list[Troupe]:
+        """Controllers with rows whose agents can act as one (:func:`arena.families.family_key`), grouped."""
+        from arena.families import family_key
+
+        groups: dict[Any, list[int]] = {}
+        for k, (c, rows) in enumerate(zip(self.controllers, self.rows)):
+            key = family_key(c.agent) if rows.count else None
+            if key is not None:
+                groups.setdefault((key, rows.flat, rows.standard), []).append(k)
+        return [self._troupe(members) for members in groups.values() if len(members) > 1]
+
+    def _troupe(self, members: list[int], family: Any = None) -> Troupe:
+        """The family of ``members`` and where its rows sit (``family``: the one already acting for them)."""
+        import torch
+
+        from arena.families import act_together
+
+        seats = self.team_size if self.rows[members[0]].flat else 1
+        sides: list[Any] = []
+        place: list[list[int]] = [[], []]  # where each side's rows go in member order
+        at = 0
+        envs: list[list[torch.Tensor]] = [[], []]
+        for k in members:
+            for s in range(2):
+                found = torch.nonzero(self.owner[s] == k).flatten()
+                envs[s].append(found)
+                place[s] += range(at, at + found.numel())
+                at += found.numel()
+        for s in range(2):
+            joined = torch.cat(envs[s])
+            sides.append(joined.to(self.device) if joined.numel() else None)
+        counts = (len(place[0]), len(place[1]))
+        order = back = None
+        if counts[0] and counts[1]:
+            back = torch.tensor(place[0] + place[1], dtype=torch.long)  # gathered position -> member order
+            order = torch.empty_like(back)
+            order[back] = torch.arange(back.numel())
+            order, back = order.to(self.device), back.to(self.device)
+        rows = [self.rows[k].count * seats for k in members]
+        row_controller = torch.repeat_interleave(torch.tensor(members), torch.tensor(rows)).to(self.device)
+        if family is None:
+            streams = [lambda call, c=self.controllers[k]: self._own_rng(c, call) for k in members]
+            family = act_together([self.controllers[k].agent for k in members], rows, streams)
+        return Troupe(members, family, (sides[0], sides[1]), counts, order, back, row_controller,
+                      self.rows[members[0]].flat, self.rows[members[0]].standard)
+
+    def _troupe_rows(self, troupe: Troupe, per_side: Sequence["torch.Tensor"]) -> "torch.Tensor":
+        """The family's rows of per-env, per-side tensors ([N, ...] each), in member order, seat by seat if flat."""
+        import torch
+
+        parts = [per_side[s].index_select(0, sel) for s, sel in enumerate(troupe.sides) if sel is not None]
+        local = parts[0] if len(parts) == 1 else torch.cat(parts)
+        if troupe.order is not None:
+            local = local.index_select(0, troupe.order)
+        if troupe.flat:
+            local = local.repeat_interleave(self.team_size) if local.dim() == 1 else local.reshape(-1)
+        return local
+
+    def _troupe_who(self, troupe: Troupe) -> tuple[str, str]:
+        first = self.controllers[troupe.members[0]]
+        return f"{first.name} and {len(troupe.members) - 1} more acting as one", first.role
+
+    def _blame(self, troupe: Troupe, failure: AgentFailure | None) -> list[AgentFailure]:
+        """A family's fault is every active member's."""
+        if failure is None:
+            return []
+        return [AgentFailure(self.controllers[k].name, self.controllers[k].role,
+                             f"(acting as one with {len(troupe.members) - 1} agents of its kind) {failure.reason}",
+                             index=k)
+                for k in troupe.members if self.controllers[k].active]
+
+    def _inactive(self, troupe: Troupe) -> Any:
+        import torch
+
+        if all(self.controllers[k].active for k in troupe.members):
+            return None
+        idle = torch.tensor([k for k in troupe.members if not self.controllers[k].active], device=self.device)
+        return torch.isin(troupe.row_controller, idle)
+
+    def _act_together(self, troupe: Troupe, obs: dict[str, dict[str, "torch.Tensor"]],
+                      stacks: dict[str, "torch.Tensor"], keys: dict[str, list[str]],
+                      out: dict[str, dict[str, "torch.Tensor"]], failures: list[AgentFailure],
+                      nans: list[tuple[Any, "torch.Tensor"]]) -> None:
+        """One call for a family: gather its rows once, check the action once, scatter it once."""
+        import torch
+
+        if not any(self.controllers[k].active for k in troupe.members):
+            return
+        stuck = [k for k in troupe.members if self.controllers[k].active and abandoned(self.controllers[k].agent)]
+        if stuck:
+            failures += [AgentFailure(self.controllers[k].name, self.controllers[k].role, "is not called again: an "
+                                      "earlier move of it never returned", index=k) for k in stuck]
+            return
+        parts, names = [], []
+        for s, sel in enumerate(troupe.sides):
+            if sel is None:
+                continue
+            side = SIDES[s]
+            if side not in obs:
+                raise ValueError(f"the seating needs {side}'s observation, which was not given")
+            if side not in stacks:
+                keys[side] = list(obs[side])
+                stacks[side] = torch.stack([obs[side][key] for key in keys[side]])
+            names = keys[side]
+            parts.append(stacks[side].index_select(1, sel))
+        local = parts[0] if len(parts) == 1 else torch.cat(parts, 1)
+        if troupe.order is not None:
+            local = local.index_select(1, troupe.order)
+        if troupe.flat:
+            local = local.reshape(local.shape[0], -1)
+        observation = dict(zip(names, local.unbind(0)))
+        if troupe.standard and self.extended_only[0] in observation:
+            for key in self.extended_only:
+                observation.pop(key, None)
+        count = troupe.row_controller.numel()
+        name, role = self._troupe_who(troupe)
+        result = checked_act(troupe.family, observation, name, role, count, self.device, raise_now=False,
+                             team_size=1 if troupe.flat else self.team_size)
+        if isinstance(result, AgentFailure):
+            failures += self._blame(troupe, result)
+            return
+        nan_rows = result.nan_count if result.nan_count.dim() == 1 else result.nan_count.sum(-1)
+        nans.append((troupe.row_controller, nan_rows))
+        for key in ACTION_KEYS:
+            value = getattr(result, key)
+            if troupe.inactive_rows is not None:
+                value = value.masked_fill(troupe.inactive_rows.view(-1, *([1] * (value.dim() - 1))), 0)
+            if troupe.flat:
+                value = value.view(-1, self.team_size)
+            if troupe.back is not None:
+                value = value.index_select(0, troupe.back)
+            first = troupe.counts[0]
+            for s, sel in enumerate(troupe.sides):
+                if sel is not None:
+                    out[SIDES[s]][key].index_copy_(0, sel, value[:first] if s == 0 else value[first:])
 
     def _blank(self) -> dict[str, "torch.Tensor"]:
         import torch

@@ -1,12 +1,13 @@
 """A contract check for agent authors: one call that flies an agent in a real env on both sides.
 
-Plugin test suites call ``check_agent(MyAgent)``; it fails with a message that says which part of the
+Plugin test suites call ``check_agent(MyAgent)`` (and ``check_family`` with variants of an agent that acts
+as a family); it fails with a message that says which part of the
 Agent contract was broken, which is quicker to act on than a shape error deep inside a match.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     import torch
@@ -20,11 +21,14 @@ def check_agent(agent: "type[Any] | Agent", *, num_envs: int = 8, steps: int = 2
 
     Checks: ``name`` is set; ``act`` returns exactly rudder/throttle/fire, each [num_envs] on the
     env's device, floats in range (fire bool or float), no NaN; ``reset`` takes None and a [N] bool
-    mask; ``train``/``eval``/``to`` return the agent. Raises ``AssertionError`` naming the problem.
+    mask; ``train``/``eval``/``to`` return the agent; an agent that can act with others of its kind
+    (``family_key``) does so as it acts alone (:func:`check_family`, with a copy of itself). Raises
+    ``AssertionError`` naming the problem.
     """
     import torch
 
     from arena.env import TensorEnv, check_action
+    from arena.families import family_key
     from arena.loop import observation_config
 
     env = TensorEnv(num_envs, device=device, seed=seed, config=observation_config(None, [agent]))
@@ -54,3 +58,67 @@ def check_agent(agent: "type[Any] | Agent", *, num_envs: int = 8, steps: int = 2
                 actions.append(action)
             obs, _, dones, _ = env.step(*actions)
             agent.reset(dones)
+    if family_key(agent) is not None:
+        import copy
+
+        built = cast("Agent", agent)
+        check_family([built, copy.deepcopy(built)], num_envs=num_envs, steps=steps, device=env.device, seed=seed)
+
+
+def check_family(members: "list[Agent]", *, num_envs: int = 24, steps: int = 40, device: "str | torch.device" = "cpu",
+                 seed: int = 0, team_size: int = 1, atol: float = 1e-5) -> None:
+    """Check that ``members`` (agents of one family: :mod:`arena.families`) act as one call exactly as
+    they act alone: each on its own envs of both sides, the two ways side by side on the same
+    observations (the solo agents' actions step the env), every member with its own random stream.
+    Halfway, the batch keeps every other env (``keep_rows``) where all of them can. Rudder and
+    throttle must agree within ``atol``, the trigger exactly. Raises ``AssertionError`` naming the
+    first disagreement."""
+    import copy
+
+    import torch
+
+    from arena.env import EnvConfig, TensorEnv
+    from arena.families import family_key
+    from arena.loop import Controller, Seating, observation_config
+
+    assert len(members) >= 2, "check_family: give at least two members"
+    keys = {family_key(m) for m in members}
+    assert len(keys) == 1 and None not in keys, f"check_family: the members' family keys differ or are None: {keys}"
+    config = observation_config(EnvConfig(team_size=team_size), members)
+    env = TensorEnv(num_envs, device=device, seed=seed, config=config)
+    owner = torch.arange(2 * num_envs).reshape(2, num_envs) % len(members)
+    owner[1] = owner[1].roll(1)  # members meet one another, and each plays both sides
+
+    def seating(families: bool) -> Seating:
+        agents = copy.deepcopy(list(members))
+        controllers = [Controller(a, f"member {i}", "member", rng_seed=seed + 1 + i) for i, a in enumerate(agents)]
+        return Seating(controllers, owner, env.team_size, env.device, families=families)
+
+    alone, together = seating(False), seating(True)
+    assert len(together.troupes) == 1, "check_family: the members did not form a family (act_together missing?)"
+    obs = env.reset()
+    for s in (alone, together):
+        assert not s.reset(None)
+    keep = steps // 2 if alone.can_keep_envs() and together.can_keep_envs() else -1
+    with torch.no_grad():
+        for step in range(steps):
+            if step == keep:
+                envs = torch.arange(0, env.num_envs, 2)
+                for s in (alone, together):
+                    failures = s.keep_envs(envs)
+                    assert not failures, f"check_family: keep_rows failed: {failures[0]}"
+                obs = env.keep_envs(envs)
+            acted = []
+            for s in (alone, together):
+                actions, failures = s.act(obs)
+                assert not failures, f"check_family: {failures[0]}"
+                acted.append(actions)
+            for side in ("p1", "p2"):
+                a, b = acted[0][side], acted[1][side]
+                for key in ("rudder", "throttle"):
+                    gap = float((a[key] - b[key]).abs().max())
+                    assert gap <= atol, f"check_family: step {step}, {side} {key} differs by {gap:.3g} as a family"
+                assert torch.equal(a["fire"], b["fire"]), f"check_family: step {step}, {side} fire differs as a family"
+            obs, _, dones, _ = env.step(acted[0]["p1"], acted[0]["p2"])
+            for s in (alone, together):
+                assert not s.reset(dones)

@@ -49,11 +49,11 @@ step "GPU tests: the env, PPO and its update, tournaments, the ladder" 100 \
   "$PYTHON" -m pytest -q -p no:cacheprovider tests/env/test_env_cuda.py plugins/arena-ppo/tests/test_ppo_cuda.py \
   tests/tournament/test_tournament_cuda.py plugins/arena-crank/tests/test_ladder_cuda.py
 
-step "env step, eager and compiled" 70 \
+step "env step, eager and compiled" 60 \
   "$PYTHON" benchmarks/env_throughput.py --device cuda --sizes 16384,65536,262144,1048576 --paths eager,compiled \
   --repeats 3
 
-step "rollout step and update, eager and compiled; kernel launches a rollout step" 80 \
+step "rollout step and update, eager and compiled; kernel launches a rollout step" 70 \
   "$PYTHON" benchmarks/update_paths.py --device cuda --envs 16384,65536,262144 --repeats 3 --count-launches
 
 train_sps() {  # train_sps ENVS: arena train ppo's own env-steps/s at ENVS envs (median over its updates), with
@@ -74,6 +74,11 @@ step "training env-steps/s, 4 minibatches an epoch" 70 bash -c "$(declare -f tra
 # The learning run's batch: GPU_LEARN_ARGS overrides it (the trainer's CUDA defaults when empty).
 GPU_LEARN_ARGS=${GPU_LEARN_ARGS-"--num-envs 16384 --set ppo.batch_size=32768"}
 # shellcheck disable=SC2086  # GPU_LEARN_ARGS is a list of options
-step "a 2-minute learning run against crank ($GPU_LEARN_ARGS)" 150 \
-  "$PYTHON" -m arena train ppo --vs crank --device cuda --max-time 120 --eval-games 200 --save-interval 50000000 \
+step "a 100-second learning run against crank ($GPU_LEARN_ARGS)" 130 \
+  "$PYTHON" -m arena train ppo --vs crank --device cuda --max-time 100 --eval-games 200 --save-interval 50000000 \
   $GPU_LEARN_ARGS --no-progress --out "$OUT_DIR/learn"
+
+# 60 PPO participants from the learning run's checkpoints, 11 CrankAgent variants, 29 placeholders: 79,200 games
+step "a 100-participant league in one go" 45 \
+  "$PYTHON" benchmarks/tournament.py --device cuda --participants 100 --ppo 60 --max-checkpoints 3 \
+  --games-per-pairing 16 --max-envs 65536 --checkpoints "$OUT_DIR/learn/*.pt"

@@ -7,8 +7,9 @@ The league is CrankAgent variants and seeded placeholders, plus PPO checkpoints 
 ``--checkpoints`` (default ``runs/*/ckpt_*.pt``, the newest few) when there are any; the script says
 which it used. It runs ``arena.tournament.run_tournament`` on a fresh database in a temporary folder,
 so the wall time includes building agents, writing every game to SQLite, rating and writing reports.
-Printed: play wall time, games/s, env-steps/s, and the time spent in rating (TrueSkill, and the
-Bradley-Terry fit with its bootstrap, timed again separately).
+Printed: play wall time, games/s, env-steps/s, the battles stepped per game played (the games' mean
+length when no battle steps after its game ended), agent calls per batch step, and the time spent in
+rating (TrueSkill, and the Bradley-Terry fit with its bootstrap, timed again separately).
 
 It runs torch on one CPU thread by default: on a small machine shared with other processes, torch's
 default thread pool spins against them and made the env an order of magnitude slower in our
@@ -83,6 +84,7 @@ def main() -> None:
     apply_threads(args.threads, batch=args.max_envs)
 
     participants, note = league(args.participants, args.checkpoints, args.max_checkpoints, args.ppo)
+    work = count_work()
     with tempfile.TemporaryDirectory() as tmp:
         data = {"name": "bench", "output": tmp, "seed": 0, "device": args.device, "max_envs": args.max_envs,
                 "games_per_pairing": args.games_per_pairing, "participants": participants}
@@ -118,6 +120,8 @@ def main() -> None:
         ("mean game length (steps)", f"{sum(lengths) / len(lengths):.0f}"),
         ("play wall time (s)", f"{r['wall_s']:.1f}"),
         ("games / s", f"{r['games_per_second']:,.0f}"),
+        ("env steps stepped per game", f"{work['env_steps'] / report.games:,.0f}"),
+        ("agent calls per batch step", f"{work['calls'] / max(work['steps'], 1):,.1f}"),
         ("game-steps / s", f"{env_steps / r['wall_s']:,.0f}"),
         ("rating + reports (s)", f"{r['rating_s']:.2f}"),
         ("  TrueSkill alone (s)", f"{ts_s:.2f}"),
@@ -132,6 +136,31 @@ def main() -> None:
         print(f"| {k:<{width}} | {v} |")
     print()
     print(report.leaderboard[["rank", "name", "mu", "sigma", "mu_minus_3sigma", "score", "elo"]].to_string(index=False))
+
+
+def count_work() -> dict[str, int]:
+    """Counters of the work done in play: env steps (battles stepped), batch steps and agent calls.
+
+    Counted by wrapping the env's step and the game loop's checked call, so that the same script
+    measures trees where the executor keeps no such counts."""
+    import arena.loop
+    from arena.env import TensorEnv
+
+    work = {"env_steps": 0, "steps": 0, "calls": 0}
+    step, act = TensorEnv.step, arena.loop.checked_act
+
+    def counted_step(self: TensorEnv, *a: object, **k: object) -> object:
+        work["env_steps"] += self.num_envs
+        work["steps"] += 1
+        return step(self, *a, **k)  # type: ignore[arg-type]
+
+    def counted_act(*a: object, **k: object) -> object:
+        work["calls"] += 1
+        return act(*a, **k)  # type: ignore[arg-type]
+
+    TensorEnv.step = counted_step  # type: ignore[method-assign,assignment]
+    arena.loop.checked_act = counted_act  # type: ignore[assignment]
+    return work
 
 
 if __name__ == "__main__":

@@ -203,6 +203,31 @@ class TensorEnv:
         self._auto_reset(mask)
         return self.observe()
 
+    def keep_envs(self, envs: torch.Tensor) -> Obs:
+        """Keep only the battles ``envs`` ([K] increasing env indices), renumbered 0..K-1 in that order, and
+        return their observation: a caller whose other battles are over stops paying for them. The
+        battles kept go on exactly as they would have; watched envs must be among them. Not for a
+        compiled step, whose graph has the batch size in it."""
+        if self.compiled:
+            raise RuntimeError("keep_envs: a compiled step has a fixed batch size")
+        envs = torch.as_tensor(envs, dtype=torch.long).to(self.device)
+        if envs.dim() != 1 or envs.numel() == 0:
+            raise ValueError(f"keep_envs: expected a non-empty 1-D tensor of env indices, got shape {list(envs.shape)}")
+        position = torch.full((self.num_envs,), -1, dtype=torch.long, device=self.device)
+        position[envs] = torch.arange(envs.numel(), device=self.device)
+        if self.watched is not None:
+            moved = position[self.watched]
+            if bool((moved < 0).any()):
+                raise ValueError("keep_envs: every watched env must be kept")
+            self.watched = moved
+        self.num_envs = int(envs.numel())
+        self.state = self.state.select(envs)
+        self._ep_return, self._ep_missiles, self._ep_kills = (
+            self._ep_return[envs], self._ep_missiles[envs], self._ep_kills[envs])
+        if self.game_seeds is not None:
+            self.game_seeds = self.game_seeds[envs]
+        return self.observe()
+
     def state_dict(self) -> dict[str, Any]:
         """Everything that decides the env's future: world state, generator and episode accumulators.
 

@@ -117,6 +117,8 @@ class BattleRecorder:
     last_winner: torch.Tensor
     ended: torch.Tensor
     recording: torch.Tensor
+    dropped: torch.Tensor
+    index: torch.Tensor  # the watched envs' places in the env (they move when the env keeps fewer)
     fresh_pending: bool  # some watched battle may have begun since the last frame was taken
 
     def __init__(self, envs: Sequence[int], *, first_only: bool = False, max_frames: int | None = None) -> None:
@@ -158,7 +160,8 @@ class BattleRecorder:
         self.count = torch.where(done, torch.zeros_like(self.count), self.count)
         self.ended = self.ended + done.long()
         if self.first_only:
-            self.recording = self.ended == 0  # and no battle of a watched env is recorded from its start again
+            # and no battle of a watched env is recorded from its start again
+            self.recording = (self.ended == 0) & ~self.dropped
         else:  # a battle just began where one ended; on the CPU asking costs nothing, on a GPU assume so
             self.fresh_pending = self.start.device.type != "cpu" or bool(done.any())
 
@@ -184,6 +187,19 @@ class BattleRecorder:
         fields.update({name: missiles[:, i] for i, name in enumerate(MISSILE_FLOATS)})
         fields.update({name: flags[:, i] for i, name in enumerate(MISSILE_FLAGS)})
         return Battle(meta=meta, alive=alive, winner=int(self.last_winner[k]), **fields)
+
+    def keep_envs(self, envs: torch.Tensor, num_envs: int) -> None:
+        """The env of ``num_envs`` battles keeps only ``envs`` (increasing, renumbered in that order): follow
+        the watched battles to their new places. One not kept is recorded no further; what it finished
+        stays to be taken. The caller points the env's watch at :attr:`index` again."""
+        if self.env is None:
+            raise RuntimeError("BattleRecorder.keep_envs: not attached to an env yet")
+        position = torch.full((num_envs,), -1, dtype=torch.long, device=self.index.device)
+        position[envs.to(self.index.device)] = torch.arange(envs.numel(), device=self.index.device)
+        moved = position[self.index]
+        self.dropped = self.dropped | (moved < 0)
+        self.recording = self.recording & ~self.dropped
+        self.index = moved.clamp_min(0)  # a battle not kept reads env 0 and writes to the scratch row
 
     def detach(self) -> None:
         """Stop the env handing back watched states (it stays usable)."""
@@ -213,6 +229,7 @@ class BattleRecorder:
         self.start, self.count, self.ended = zeros.clone(), zeros.clone(), zeros.clone()
         self.last_start, self.last_count, self.last_winner = zeros.clone(), zeros.clone(), zeros.clone()
         self.recording = torch.ones(k, dtype=torch.bool, device=dev)
+        self.dropped = torch.zeros(k, dtype=torch.bool, device=dev)  # no longer in the env (keep_envs)
         self.fresh_pending = True  # some watched battle may have begun since the last frame was taken
         self.columns = torch.arange(k, device=dev)
 

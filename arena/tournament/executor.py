@@ -8,7 +8,14 @@ each participant sees the same envs, in the same order, at every step — so it 
 on one gathered batch (its p1 slots, then its p2 slots: the shared game loop's seating,
 :mod:`arena.loop`), and agents with per-env memory (CrankAgent's state machine, a recurrent policy)
 stay aligned; ``reset(mask)`` clears the slots whose game ended. In team battles a participant flies
-every seat of its side.
+every seat of its side. Participants of one kind (checkpoints of one architecture, CrankAgent
+variants, seeded placeholders) act as one family: one call a step for all of them
+(:mod:`arena.families`).
+
+Games end at different times, and a batch steps until its longest game is over. Once fewer than half
+of its envs still play, it keeps only those (:meth:`arena.env.TensorEnv.keep_envs`, and every agent
+keeps its rows' memory: ``keep_rows``), so the envs of finished games stop costing steps. A batch
+with an agent that cannot drop rows, or a compiled step (fixed batch size), plays to the end whole.
 
 A participant is called only while it has a game in the batch. One that raises (``sys.exit``
 included), hands back a malformed action or NaNs forfeits the games it failed in (those in flight)
@@ -45,6 +52,10 @@ if TYPE_CHECKING:
     from arena.progress import Progress
 
 GAMES_PER_SLOT = 4  # games a slot plays back to back in one batch; bounds what one forfeit can cost
+# A batch drops its finished battles once fewer than this share of its envs still play (and at least
+# KEEP_MIN_ENVS envs would go): the long games that finish a batch no longer step the short ones' envs.
+KEEP_SHARE = 0.5
+KEEP_MIN_ENVS = 64
 REASON_MAX = 300  # characters of an exception message kept as a forfeit reason
 
 
@@ -187,6 +198,16 @@ def allocate(games: Sequence[int], slots: int) -> list[int]:
     return [o + f for o, f in zip(out, floors)]
 
 
+def slot_ranges(slot_unit: Sequence[int], units: int) -> list[range]:
+    """The envs of each unit, given the unit of each env (a unit's envs are next to each other)."""
+    first = [len(slot_unit)] * units
+    last = [0] * units
+    for s, u in enumerate(slot_unit):
+        first[u] = min(first[u], s)
+        last[u] = s + 1
+    return [range(f, max(f, e)) for f, e in zip(first, last)]
+
+
 def batch_seed(seed: int, number: int) -> int:
     """The env seed of batch ``number``: distinct per batch, stable for the same (seed, number)."""
     return text_seed(f"arena-tournament:{seed}:{number}")
@@ -298,11 +319,8 @@ class _BatchRun:
         n = batch.num_envs
         self.num_envs = n
         self.slot_unit: list[int] = [u for u, k in enumerate(batch.slots) for _ in range(k)]
-        self.unit_slots: list[range] = []
-        first = 0
-        for count in batch.slots:
-            self.unit_slots.append(range(first, first + count))
-            first += count
+        self.unit_slots = slot_ranges(self.slot_unit, len(batch.units))
+        self.slot_id = list(range(n))  # each env's slot in the batch's layout (envs are renumbered when kept)
         self.queues = [deque(u.games) for u in batch.units]  # a pairing's games, taken by whichever slot is free
         self.env: Any = None
         self.aimed: list[int] = [0] * n  # the seed each slot's env will restart from
@@ -341,7 +359,8 @@ class _BatchRun:
                 self._leave_queued(k)
         for s in range(self.num_envs):
             self._next_game(s)
-        self.seating = Seating(controllers, self.owner, env.team_size, self.device, move_limit=self.time_per_move)
+        self.seating = Seating(controllers, self.owner, env.team_size, self.device, move_limit=self.time_per_move,
+                               families=True)
         for k in self.members:  # in a slot with no game from the start (more slots than games)
             if self.busy[k] == 0:
                 self.seating.disable(self.position[k])
@@ -384,8 +403,39 @@ class _BatchRun:
                 restarted = self._collect(turn.dones, turn.infos)
                 if restarted is not None:
                     obs = restarted
+                if self.playing and self._worth_keeping(env):
+                    obs = self._keep_playing(env)
 
     # -- pieces --------------------------------------------------------------------------------------
+
+    def _worth_keeping(self, env: Any) -> bool:
+        """Whether to drop the finished battles now: few envs still play, the step's cost scales with the
+        batch (not a compiled step), and every agent still playing can drop rows of its memory."""
+        idle = self.num_envs - self.playing
+        return (self.playing < KEEP_SHARE * self.num_envs and idle >= KEEP_MIN_ENVS and not env.compiled
+                and self.seating.can_keep_envs())
+
+    def _keep_playing(self, env: Any) -> dict[str, Any]:
+        """Keep only the envs with a game in play, renumbered in order; returns their observation."""
+        import torch
+
+        keep = [s for s in range(self.num_envs) if self.game[s] >= 0]
+        envs = torch.tensor(keep, dtype=torch.long)
+        if self.recorder is not None:
+            self.recorder.keep_envs(envs, self.num_envs)
+            env.watch(None)
+        failures = self.seating.keep_envs(envs)
+        obs = env.keep_envs(envs)
+        if self.recorder is not None:
+            env.watch(self.recorder.index)
+        for name in ("slot_unit", "p1", "p2", "game", "began", "aimed", "slot_id"):
+            values = getattr(self, name)
+            setattr(self, name, [values[s] for s in keep])
+        self.num_envs = len(keep)
+        self.owner = self.owner[:, envs]
+        self.unit_slots = slot_ranges(self.slot_unit, len(self.batch.units))
+        self._faults(failures)
+        return obs
 
     def _faults(self, failures: "list[AgentFailure]") -> None:
         """Each failing participant forfeits what it has left in the batch; everyone else plays on."""
@@ -446,9 +496,10 @@ class _BatchRun:
             if self.game[s] < 0:
                 continue  # an idle slot finished a game nobody asked for
             results.append(GameResult(self.p1[s], self.p2[s], self.game[s], int(winner), int(length), r1, r2,
-                                      int(m1), int(m2), self.batch_id, s, self._stored_seed(s, self.game[s]),
-                                      team_size=self.team_size, kills_p1=k1, kills_p2=k2))
-            if self.game[s] in self.record.get(s, ()):
+                                      int(m1), int(m2), self.batch_id, self.slot_id[s],
+                                      self._stored_seed(s, self.game[s]), team_size=self.team_size,
+                                      kills_p1=k1, kills_p2=k2))
+            if self.game[s] in self.record.get(self.slot_id[s], ()):
                 self._keep_battle(s, self.game[s])
             self._next_game(s)
             if self.env is not None and self.game[s] >= 0:
@@ -471,12 +522,15 @@ class _BatchRun:
         p1, p2 = self.names[self.p1[s]], self.names[self.p2[s]]
         meta = battle_meta(self.recorder.env.config, p1, p2, seed=self._stored_seed(s, game),
                            title=f"{p1} v {p2} · game {game}")
-        self.recorded[s, game] = self.recorder.take(self.recorder.envs.index(s), meta)
+        slot = self.slot_id[s]
+        self.recorded[slot, game] = self.recorder.take(self.recorder.envs.index(slot), meta)
 
     def _aim(self, u: int) -> None:
         """Point the slots of pairing ``u`` at the start of its next game (where one restarts next)."""
         queue = self.queues[u]
         slots = self.unit_slots[u]
+        if not slots:
+            return
         seed = self._seed_of(slots.start, queue[0] if queue else -1)  # one pairing, one next game
         self.aimed[slots.start:slots.stop] = [seed] * len(slots)
         self.env.game_seeds[slots.start:slots.stop] = seed
@@ -506,7 +560,8 @@ class _BatchRun:
     def _forfeit_result(self, s: int, game: int, k: int, length: int, reason: str) -> GameResult:
         p1, p2 = self.p1[s], self.p2[s]
         nan = float("nan")
-        return GameResult(p1, p2, game, P2_WINS if k == p1 else P1_WINS, length, nan, nan, 0, 0, self.batch_id, s,
+        return GameResult(p1, p2, game, P2_WINS if k == p1 else P1_WINS, length, nan, nan, 0, 0, self.batch_id,
+                          self.slot_id[s],
                           self._stored_seed(s, game), forfeit_by=k, forfeit_reason=reason, team_size=self.team_size)
 
     def _stored_seed(self, s: int, game: int) -> int:

@@ -209,7 +209,9 @@ class OpponentPool:
                 agents.append(slot.agent)
                 controllers.append(Controller(slot.agent, *self.who(slot)))
             owner[1, slot.start:slot.stop] = k
-        self._seating = Seating(controllers, owner, self.team_size, device)
+        # Drawn opponents of one kind (past checkpoints) act as one call. Every slot is drawn afresh each
+        # rollout only with a tenure of one, so no family outlives the memory of its members.
+        self._seating = Seating(controllers, owner, self.team_size, device, families=self.tenure == 1)
         return self._seating
 
     def act(self, observation: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:

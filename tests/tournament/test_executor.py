@@ -229,3 +229,55 @@ def test_a_move_that_never_returns_forfeits_its_games_and_the_league_plays_on(re
                                                 "1.5 s, so it is abandoned and not called again (time_per_move 0.5 s)"}
     assert len(mine) + stats.left == 12  # its later games wait for the next run, and a fresh instance
     assert hanging.moves == 3  # abandoned: never called again, in its batch or the next
+
+
+class KeepingPursuer(Pursuer):
+    """A pursuer that can drop rows (it keeps no per-env memory), so its batches drop finished battles."""
+
+    def keep_rows(self, rows: torch.Tensor) -> None:
+        self.kept = getattr(self, "kept", []) + [int(rows.numel())]
+
+
+def test_finished_battles_stop_costing_steps_and_change_no_game(monkeypatch: pytest.MonkeyPatch) -> None:
+    from arena.tournament import executor
+
+    monkeypatch.setattr(executor, "KEEP_MIN_ENVS", 1)
+    seeds = executor.GameSeeds(0, ["a", "b", "c"])
+    whole = run([Pursuer(fire_km=8.0), Pursuer(fire_km=25.0), Pursuer(fire_km=15.0)], games=8, game_seed=seeds)
+    agents = [KeepingPursuer(fire_km=8.0), KeepingPursuer(fire_km=25.0), KeepingPursuer(fire_km=15.0)]
+    kept = run(agents, games=8, game_seed=seeds)
+
+    def games(sink: ListSink) -> set[tuple[int, ...]]:
+        return {(r.p1, r.p2, r.game_index, r.winner, r.length, r.slot, r.seed) for r in sink.results}
+
+    assert games(kept[0]) == games(whole[0]) and len(kept[0].results) == 24
+    assert any(getattr(a, "kept", None) for a in agents)  # the batch did shrink
+    assert kept[1].env_steps < whole[1].env_steps and kept[1].steps == whole[1].steps
+
+
+class KeepingDrifter(KeepingPursuer):
+    """A keeping pursuer whose rudder is noisy, drawn from torch's global generator: its draws depend on
+    how many battles it flies, so a replay must shrink its batch exactly where play did."""
+
+    def act(self, observation: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        out = super().act(observation)
+        out["rudder"] = (out["rudder"] + 0.5 * torch.randn(out["rudder"].shape)).clamp(-1, 1)
+        return out
+
+
+def test_a_batch_that_shrank_replays_its_late_games_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from arena.tournament import executor
+
+    monkeypatch.setattr(executor, "KEEP_MIN_ENVS", 1)
+    seeds = executor.GameSeeds(0, ["a", "b", "c"])
+    agents = [KeepingDrifter(fire_km=8.0), KeepingDrifter(fire_km=25.0), KeepingPursuer(fire_km=15.0)]
+    sink, stats, us = run(agents, games=8, game_seed=seeds)
+    assert any(getattr(a, "kept", None) for a in agents)
+    last = max(sink.results, key=lambda r: r.length)  # ends after the batch shrank
+    (batch,) = executor.plan_batches(us, 64)
+    results, battles = executor.replay_batch(batch, sink.batches[0][1], agents, ["#0", "#1", "#2"],
+                                             {last.slot: {last.game_index}}, device=torch.device("cpu"),
+                                             env_config=ENV, game_seed=seeds)
+    replayed = {(r.p1, r.p2, r.game_index): (r.winner, r.length) for r in results}
+    assert replayed[last.p1, last.p2, last.game_index] == (last.winner, last.length)
+    assert battles[last.slot, last.game_index].x.shape[0] == last.length + 1  # every frame, the first included

@@ -23,6 +23,7 @@ import math
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from arena.agents import BaseAgent
+from arena.families import ActsWithVariants
 
 if TYPE_CHECKING:
     import torch
@@ -33,8 +34,12 @@ APPROACH, CRANK, DEFEND = 0, 1, 2
 STATE_NAMES: tuple[str, ...] = ("approach", "crank", "defend")
 
 
-class CrankAgent(BaseAgent):
-    """Approach, fire and crank, defend: the rule-based reference opponent."""
+class CrankAgent(ActsWithVariants, BaseAgent):
+    """Approach, fire and crank, defend: the rule-based reference opponent.
+
+    Its variants (any parameters) act as one call in a league: every number ``act`` reads may be a
+    scalar or a per-env tensor (:class:`arena.families.ScriptedFamily`).
+    """
 
     name: ClassVar[str] = "crank"
     aliases: ClassVar[tuple[str, ...]] = ("rule_based",)
@@ -94,6 +99,11 @@ class CrankAgent(BaseAgent):
         self.cooldown = torch.where(env_mask, torch.zeros_like(self.cooldown), self.cooldown)
         self.crank_left = torch.where(env_mask, torch.zeros_like(self.crank_left), self.crank_left)
 
+    def keep_rows(self, rows: "torch.Tensor") -> None:
+        """Keep the state of ``rows`` only, in that order (a batch dropped its finished battles)."""
+        if self.mode is not None and self.cooldown is not None and self.crank_left is not None:
+            self.mode, self.cooldown, self.crank_left = self.mode[rows], self.cooldown[rows], self.crank_left[rows]
+
     def to(self, device: "str | torch.device") -> "CrankAgent":
         super().to(device)
         if self.mode is not None and self.cooldown is not None and self.crank_left is not None:
@@ -137,7 +147,7 @@ class CrankAgent(BaseAgent):
         rudder = (self.turn_gain * (bearing - target)).clamp(-1.0, 1.0)
 
         self.mode, self.cooldown, self.crank_left = mode, cooldown, crank_left
-        return {"rudder": rudder, "throttle": torch.full_like(rudder, self.throttle), "fire": fire}
+        return {"rudder": rudder, "throttle": torch.ones_like(rudder) * self.throttle, "fire": fire}
 
     def __repr__(self) -> str:
         changed = {k: v for k, v in self.params.items() if v != DEFAULTS.get(k)}

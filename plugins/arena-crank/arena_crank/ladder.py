@@ -29,6 +29,7 @@ import math
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from arena.agents import BaseAgent
+from arena.families import ActsWithVariants, keep_memory_rows
 
 if TYPE_CHECKING:
     import torch
@@ -38,8 +39,9 @@ if TYPE_CHECKING:
 NO_ESCAPE_M = 14_500.0  # docs/env.md: a target that turns and runs escapes any shot from farther
 
 
-class ScriptedPilot(BaseAgent):
-    """Shared pieces: per-env timers created at the first act(), steering to a target bearing."""
+class ScriptedPilot(ActsWithVariants, BaseAgent):
+    """Shared pieces: per-env timers created at the first act(), steering to a target bearing. A doctrine's
+    variants act as one call: every number its ``act`` reads may be a scalar or a per-env tensor."""
 
     timers: ClassVar[tuple[str, ...]] = ()  # names of [N] int32 per-env counters
 
@@ -65,6 +67,10 @@ class ScriptedPilot(BaseAgent):
             self.memory = {}
             return
         self.memory = {k: torch.where(env_mask, torch.zeros_like(v), v) for k, v in self.memory.items()}
+
+    def keep_rows(self, rows: "torch.Tensor") -> None:
+        """Keep the memory of ``rows`` only, in that order (a batch dropped its finished battles)."""
+        self.memory = keep_memory_rows(self.memory, rows)
 
     def get_state(self) -> dict[str, "torch.Tensor"]:
         """The per-env memory, for a training run's checkpoint (exact resume)."""
@@ -287,4 +293,4 @@ class Ace(Defender):
 
         hot = (observation["enemy_aspect"] * math.pi).abs() < self.hot_aspect
         base = super().fire_range(observation)
-        return torch.where(hot, torch.maximum(base, torch.full_like(base, self.hot_range_m)), base)
+        return torch.where(hot, base.clamp(min=self.hot_range_m), base)

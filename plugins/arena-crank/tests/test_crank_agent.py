@@ -130,3 +130,11 @@ def test_beats_the_placeholder_in_90_percent_of_512_games():
 
     result = play_match(build_agent("crank"), build_agent("placeholder"), 512, seed=0)
     assert result.wins >= 0.9 * 512, result
+
+
+def test_variants_act_as_one_call_exactly_as_alone() -> None:
+    from arena.testing import check_family
+
+    check_family([CrankAgent(), CrankAgent(fire_range_frac=0.6, cooldown_s=4.0),
+                  CrankAgent(throttle=0.7, turn_gain=2.0, crank_angle_deg=30.0, defend_range_m=25_000.0)])
+    check_family([CrankAgent(), CrankAgent(fire_range_frac=0.6)], team_size=2)

@@ -98,3 +98,12 @@ def test_params_are_checked():
         Ace(fire_range_m=-1.0)
     with pytest.raises(ValueError, match="non-negative numbers"):
         Sniper(extend_s=float("nan"))
+
+
+def test_a_doctrines_variants_act_as_one_call_exactly_as_alone() -> None:
+    from arena.testing import check_family
+
+    extended = EnvConfig(obs_mode="extended")
+    check_family([Sniper(), Sniper(fire_range_frac=0.8, extend_s=10.0), Sniper(cooldown_s=3.0)])
+    check_family([Defender(env_config=extended), Defender(env_config=extended, react_range_m=30_000.0, safe_s=10.0)])
+    check_family([Ace(env_config=extended), Ace(env_config=extended, hot_aspect_deg=40.0, cooldown_s=5.0)], steps=60)

@@ -9,11 +9,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from arena.agents import BaseAgent
+from arena.families import MemberRows
 
 if TYPE_CHECKING:  # for type hints only: importing torch here would slow down `arena agents`
+    from collections.abc import Sequence
+
     import torch
 
     from arena.env import EnvConfig
+    from arena.families import Stream
 
 
 class PlaceholderAgent(BaseAgent):
@@ -44,19 +48,22 @@ class PlaceholderAgent(BaseAgent):
 
     def act(self, observation: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
         """One action per env: each value a [N] tensor on the observation's device."""
-        import torch
-
         n = observation["enemy_distance"].shape[0]
-        device = observation["enemy_distance"].device
-        if self._generator is None or self._generator.device != device:
-            self._generator = torch.Generator(device=device)
-            self._generator.manual_seed(self.seed)  # same seed, same play: results can be reproduced
-        u = torch.rand(3, n, generator=self._generator, device=device)
+        u = self.draw(n, observation["enemy_distance"].device)
         return {
             "rudder": u[0] * 2.0 - 1.0,  # [-1, 1]; positive turns left
             "throttle": u[1],  # [0, 1]
             "fire": u[2] < self.fire_prob,  # bool; the env ignores it when no missile is left
         }
+
+    def draw(self, n: int, device: "torch.device") -> "torch.Tensor":
+        """[3, n] uniforms from this agent's own stream: rudder, throttle and trigger of n envs."""
+        import torch
+
+        if self._generator is None or self._generator.device != device:
+            self._generator = torch.Generator(device=device)
+            self._generator.manual_seed(self.seed)  # same seed, same play: results can be reproduced
+        return torch.rand(3, n, generator=self._generator, device=device)
 
     def reset(self, env_mask: "torch.Tensor | None" = None) -> None:
         """Called when battles restart: ``env_mask`` [N] bool marks them, None means all of them.
@@ -66,3 +73,45 @@ class PlaceholderAgent(BaseAgent):
         """
         if env_mask is None:
             self._generator = None
+
+    # -- optional: acting as one with other placeholders (a league of many seeds: one call a step) --
+
+    def family_key(self) -> str:
+        """Placeholders on one device act together; each still draws from its own seeded stream."""
+        return str(self.device)
+
+    def keep_rows(self, rows: "torch.Tensor") -> None:
+        """No per-env memory to keep when a batch drops its finished battles."""
+
+    @classmethod
+    def act_together(cls, members: "Sequence[PlaceholderAgent]", rows: "Sequence[int]",
+                     streams: "Sequence[Stream]") -> "PlaceholderFamily":
+        return PlaceholderFamily(members, rows)
+
+
+class PlaceholderFamily:
+    """Seeded placeholders acting as one call: each member draws its rows' controls from its own stream,
+    exactly as it would alone, and the trigger compares with each row's ``fire_prob``."""
+
+    def __init__(self, members: "Sequence[PlaceholderAgent]", rows: "Sequence[int]") -> None:
+        import torch
+
+        self.members = list(members)
+        self.rows = MemberRows(rows, self.members[0].device)
+        self.fire_prob = self.rows.per_row([m.fire_prob for m in self.members], torch.float32)
+
+    def act(self, observation: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
+        import torch
+
+        device = observation["enemy_distance"].device
+        u = torch.cat([self.members[m].draw(stop - start, device) for m, start, stop in self.rows.spans()], 1)
+        return {"rudder": u[0] * 2.0 - 1.0, "throttle": u[1], "fire": u[2] < self.fire_prob}
+
+    def reset(self, env_mask: "torch.Tensor | None" = None) -> None:
+        if env_mask is None:  # a full reset restarts each member's stream; battles restarting need nothing
+            for member in self.members:
+                member.reset(None)
+
+    def keep_rows(self, rows: "torch.Tensor") -> None:
+        self.rows.keep(rows)
+        self.fire_prob = self.fire_prob[rows]

@@ -37,3 +37,9 @@ def test_bad_parameters_are_refused_when_built():
     for params in ({"seed": "7"}, {"seed": 1.5}, {"fire_prob": 2.0}, {"fire_prob": "often"}):
         with pytest.raises(ValueError):
             PlaceholderAgent(**params)
+
+
+def test_seeded_placeholders_act_as_one_call_each_from_its_own_stream() -> None:
+    from arena.testing import check_family
+
+    check_family([PlaceholderAgent(seed=1), PlaceholderAgent(seed=2, fire_prob=0.2), PlaceholderAgent(seed=3)])

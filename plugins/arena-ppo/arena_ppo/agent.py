@@ -9,7 +9,6 @@ checkpoint, so a policy sees the same inputs in evaluation as in training.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -20,13 +19,16 @@ from arena.training.checkpoint import CheckpointError, load_checkpoint
 from arena_ppo.train_config import NetworkConfig
 
 if TYPE_CHECKING:  # torch loads when an agent is built, not when `arena agents` lists this class
+    from collections.abc import Hashable, Sequence
+
     import torch
 
     from arena.env import EnvConfig
+    from arena.families import Stream
     from arena_ppo.modules import ActorCritic, PolicyOutput, RecurrentActorCritic, ValueNorm, ValueNormalizer
+    from arena_ppo.policy_family import PolicyFamily
 
 FORMAT_VERSION = 1
-LN_2 = math.log(2.0)
 
 
 class PPOAgent(BaseAgent):
@@ -166,12 +168,25 @@ class PPOAgent(BaseAgent):
         return self.value_normalizer.denormalize(v) if self.value_normalizer is not None else v
 
     def act(self, observation: "dict[str, torch.Tensor]") -> "dict[str, torch.Tensor]":
+        """The action only: play computes no log-probability and no value."""
         import torch
 
+        from arena_ppo.policy_family import draws, sampled_controls
+
         with torch.no_grad():
-            out = self.policy(self.features(observation))
-            fire = out.fire > 0.5 if self.training else self.fire_decision(out.fire_logit)
-        return {"rudder": out.rudder, "throttle": torch.ones_like(out.rudder), "fire": fire}
+            features = self.features(observation)
+            if self.recurrent:
+                out = self.policy(features)
+                rudder, fire, logit = out.rudder, out.fire > 0.5, out.fire_logit
+            else:
+                mean, log_std, logit = self.model.actor(features)
+                if self.training:
+                    rudder, fire = sampled_controls(mean, log_std, logit, *draws(mean.shape[0], mean))
+                else:
+                    rudder = torch.tanh(mean)
+            if not self.training:
+                fire = self.fire_decision(logit)
+        return {"rudder": rudder, "throttle": torch.ones_like(rudder), "fire": fire}
 
     def fire_decision(self, logit: "torch.Tensor") -> "torch.Tensor":
         """The deterministic trigger of eval mode.
@@ -184,17 +199,11 @@ class PPOAgent(BaseAgent):
         the sampling policy would have launched along the same states. A p above 0.5 still fires at
         once. Per-env memory, cleared by :meth:`reset` and by each launch.
         """
-        import torch
-        from torch.nn import functional as F
+        from arena_ppo.policy_family import median_trigger
 
         if self.fire_rule == "threshold":
             return logit > 0.0
-        hazard = self.fire_hazard
-        if hazard is None or hazard.shape != logit.shape or hazard.device != logit.device:
-            hazard = torch.zeros_like(logit)
-        hazard = hazard + F.softplus(logit)
-        fire = hazard >= LN_2
-        self.fire_hazard = hazard.masked_fill(fire, 0.0)
+        fire, self.fire_hazard = median_trigger(self.fire_hazard, logit)
         return fire
 
     def reset(self, env_mask: "torch.Tensor | None" = None) -> None:
@@ -206,6 +215,27 @@ class PPOAgent(BaseAgent):
             self.fire_hazard = self.fire_hazard.masked_fill(env_mask.to(self.fire_hazard.device), 0.0)
         if self.play_hidden is not None and env_mask.shape[0] == self.play_hidden.shape[0]:
             self.play_hidden = self.play_hidden.masked_fill(env_mask.to(self.play_hidden.device).unsqueeze(-1), 0.0)
+
+    def keep_rows(self, rows: "torch.Tensor") -> None:
+        """Keep the per-env memory of ``rows`` only, in that order (a batch dropped its finished battles)."""
+        if self.fire_hazard is not None:
+            self.fire_hazard = self.fire_hazard[rows.to(self.fire_hazard.device)]
+        if self.play_hidden is not None:
+            self.play_hidden = self.play_hidden[rows.to(self.play_hidden.device)]
+
+    # -- acting as one with policies of the same shape (a league's checkpoints) ---------------------
+
+    def family_key(self) -> "Hashable | None":
+        from arena_ppo.policy_family import family_key
+
+        return family_key(self)
+
+    @classmethod
+    def act_together(cls, members: "Sequence[PPOAgent]", rows: "Sequence[int]",
+                     streams: "Sequence[Stream]") -> "PolicyFamily":
+        from arena_ppo.policy_family import PolicyFamily
+
+        return PolicyFamily(members, rows, streams)
 
     def train(self, mode: bool = True) -> "PPOAgent":
         super().train(mode)
