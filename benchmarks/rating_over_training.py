@@ -103,12 +103,15 @@ def kept_by_evaluations(run: Path, references: list[str], policy: str, games: in
 
 
 def rank_of(step: int | None, ratings: list[dict[str, Any]]) -> int | None:
-    """The rank of the checkpoint of ``step`` in the leaderboard's order (``reference_order``)."""
-    from arena.tournament.ratings import reference_order
+    """The rank of the checkpoint of ``step`` among the run's checkpoints by reference Elo, as the report
+    ranks them (:func:`arena.tournament.ordering.ordered`)."""
+    import pandas as pd
 
-    ordered = [r["step"] for r in sorted(ratings, reverse=True, key=lambda r: reference_order(
-        r["reference_elo"], r["reference_low"], r["reference_high"]))]
-    return ordered.index(step) + 1 if step in ordered else None
+    from arena.tournament.ordering import ordered
+
+    frame = pd.DataFrame(ratings)
+    steps = ordered(frame.assign(name=frame["step"].map("{:012d}".format)), "reference_elo")["step"].tolist()
+    return steps.index(step) + 1 if step in steps else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from arena.agents import DEFAULT_POLICY, POLICIES
 from arena.declared_settings import (
@@ -37,6 +37,8 @@ from arena.declared_settings import (
 from arena.tournament.sprt import SPRTConfig
 
 Format = Literal["round-robin", "gauntlet"]
+RankBy = Literal["elo", "reference_elo"]  # the leaderboard column that ranks it (arena.tournament.ordering)
+RANK_BY: tuple[str, ...] = get_args(RankBy)
 
 # Limits, in the declarations of the settings below and in the checks that relate two of them. A league
 # file is small hand-written text; these are far beyond any real one and exist so that a hostile or
@@ -94,6 +96,8 @@ class RatingConfig:
                               "participants with mixed records (not unbeaten, not winless) average 1000",
                           expect="the name of a participant")
     anchor_elo: float = setting(1000.0, "the anchor's Elo", low=-MAX_ABS_ANCHOR_ELO, high=MAX_ABS_ANCHOR_ELO)
+    rank_by: RankBy = setting("elo", "what ranks the leaderboard: `elo`, the Elo of all games (who beats whom), or "
+                                     "`reference_elo`, the Elo against the `references` alone (below)")
 
     @classmethod
     def from_dict(cls, data: Any, file: str | os.PathLike[str] | None = None, key: str = "rating") -> "RatingConfig":
@@ -254,6 +258,9 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
     elif raw_candidates is not None:
         raise err("candidates", "only used with format: gauntlet; remove it or set format: gauntlet")
     references = _references(data.get("references"), names, candidates, err, warnings)
+    if rating.rank_by == "reference_elo" and not references:
+        raise err("rating.rank_by", "reference_elo ranks by the Elo against the references, and this league has "
+                                    "none; expected `references:` (two or more participants) or rank_by: elo")
     sprt = _sprt(data.get("sprt"), err)
     if sprt is not None and fmt != "gauntlet":
         raise err("sprt", "only used with format: gauntlet (it tests candidates); remove it or set format: gauntlet")

@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.run_files import checkpoint_step, read_best_step
+from arena.tournament.ordering import ordered
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from arena.tournament.league_config import RankBy
 
 REFERENCE_COLUMNS = ("reference_elo", "reference_low", "reference_high", "reference_note")
 
@@ -31,7 +34,7 @@ class RunProgress:
     """What the rating over training says about one run folder."""
 
     run: str  # the folder of the checkpoints
-    frame: "pd.DataFrame"  # by step: step, name, leaderboard rank, Elo of all games, reference Elo columns
+    frame: "pd.DataFrame"  # by step: step, name, Elo of all games, reference Elo columns
     by_reference: bool  # rated against the league's references (else the Elo of all games)
     spearman: float  # Spearman(step, rating) over the checkpoints with a finite rating
     rated: int  # checkpoints with a finite rating
@@ -40,7 +43,7 @@ class RunProgress:
     inversions: int  # pairs where a later checkpoint's 95 % interval lies wholly below an earlier one's
     all_games_spearman: float  # Spearman(step, Elo of all games), beside it
     best_step: int | None = None  # the step of the weights the run kept in best.json
-    best_rank: int | None = None  # their rank among the run's checkpoints here; None: no checkpoint of that step
+    best_rank: int | None = None  # their rank among the run's checkpoints by its rating; None: no such checkpoint
 
     @property
     def label(self) -> str:
@@ -48,7 +51,8 @@ class RunProgress:
         return self.run if self.run not in (".", "") else Path.cwd().name
 
     @property
-    def rating(self) -> str:
+    def rating(self) -> RankBy:
+        """The column the run's checkpoints are rated and ranked by."""
         return "reference_elo" if self.by_reference else "elo"
 
     def summary(self) -> dict[str, Any]:
@@ -78,14 +82,15 @@ def inversions(low: Sequence[float], high: Sequence[float]) -> int:
 
 def training_runs(board: "pd.DataFrame") -> dict[str, RunProgress]:
     """Participants that are checkpoints of one training run (``ckpt_<step>.pt`` files of one folder, two or
-    more), per run folder, with what their ratings say. ``board`` is a leaderboard, best first."""
+    more), per run folder, with what their ratings say: by the reference Elo where the league has references,
+    whatever ranks the leaderboard. ``board`` is a leaderboard."""
     import pandas as pd
 
     rows = []
-    for position, r in enumerate(board.itertuples()):
+    for r in board.itertuples():
         step = checkpoint_step(r.checkpoint) if isinstance(r.checkpoint, str) else None
         if step is not None:
-            rows.append({"run": str(Path(r.checkpoint).parent), "step": step, "name": r.name, "order": position,
+            rows.append({"run": str(Path(r.checkpoint).parent), "step": step, "name": r.name,
                          "elo": r.elo, "elo_low": r.elo_low, "elo_high": r.elo_high,
                          **{c: getattr(r, c, math.nan if c != "reference_note" else "") for c in REFERENCE_COLUMNS}})
     if not rows:
@@ -96,7 +101,8 @@ def training_runs(board: "pd.DataFrame") -> dict[str, RunProgress]:
             continue
         frame = group.sort_values("step").reset_index(drop=True)
         by_reference = bool(frame["reference_elo"].notna().any() or frame["reference_note"].astype(bool).any())
-        value = frame["reference_elo" if by_reference else "elo"].to_numpy(dtype=float)
+        rating: RankBy = "reference_elo" if by_reference else "elo"
+        value = frame[rating].to_numpy(dtype=float)
         low = frame["reference_low" if by_reference else "elo_low"].to_numpy(dtype=float)
         high = frame["reference_high" if by_reference else "elo_high"].to_numpy(dtype=float)
         finite = [math.isfinite(v) for v in value]
@@ -106,8 +112,7 @@ def training_runs(board: "pd.DataFrame") -> dict[str, RunProgress]:
             best_step = None
         best_rank = None
         if best_step is not None and (frame["step"] == best_step).any():
-            ordered = frame.sort_values("order")["step"].tolist()
-            best_rank = ordered.index(best_step) + 1
+            best_rank = ordered(frame, rating)["step"].tolist().index(best_step) + 1
         out[str(run)] = RunProgress(
             run=str(run), frame=frame, by_reference=by_reference,
             spearman=rank_correlation(frame["step"][finite].tolist(), value[finite].tolist()),

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from arena.tournament.league_config import RatingConfig
+from arena.tournament.league_config import RankBy, RatingConfig
 from arena.tournament.matchups import format_matchups, matchups
+from arena.tournament.ordering import ordered
 from arena.tournament.over_training import RunProgress, training_runs
 from arena.tournament.ratings import (
     ELO_BASE,
@@ -24,7 +25,6 @@ from arena.tournament.ratings import (
     bradley_terry,
     pairwise,
     reference_elo,
-    reference_order,
     trueskill_ratings,
 )
 from arena.tournament.results import DRAW, P1_WINS, GameResult
@@ -40,8 +40,13 @@ ORDER_NOTE = ("Ordered by Bradley-Terry Elo (maximum likelihood over all games; 
               "intervals; “unknown” means the games cannot bound it (no games, a single game, only draws), and an "
               "unbeaten or winless record's Elo has no upper or lower bound. TrueSkill μ, σ and μ−3σ are given "
               "beside it.")
-REFERENCE_NOTE = ("Ordered by reference Elo: the references' ratings come from their games among themselves, and every "
-                  "other participant is rated only from its games against them (95 % profile-likelihood interval), "
+ORDER_REFERENCE_NOTE = (" The reference Elo beside it rates each participant from its games against the references "
+                        "alone: the same yardstick for everyone, which the rating over training follows, but one that "
+                        "cannot tell apart participants far above the references (`rating.rank_by: reference_elo` "
+                        "ranks by it).")
+REFERENCE_NOTE = ("Ordered by reference Elo (`rating.rank_by: reference_elo`): the references' ratings come from "
+                  "their games among themselves, and every other participant is rated only from its games against "
+                  "them (95 % profile-likelihood interval), "
                   "so one participant's blind spot against another cannot reorder the rest. Scoring at least "
                   "{saturated} against every reference is “above every reference”: shown by its lower bound, as the "
                   "few games it did not win cannot rank it among its like. The Elo from all games is beside it.")
@@ -76,19 +81,24 @@ class TournamentReport:
     scale: str = ""  # what fixes the Elo scale, in words
     matchups: "pd.DataFrame | None" = None  # gauntlets: each candidate against each opponent (matchups.py)
     replays: list[Any] = field(default_factory=list)  # notable games recorded (replays.ReplayEntry)
-    by_reference: bool = False  # ordered by the rating against the league's references
+    rank_by: RankBy = "elo"  # the column that ranks the leaderboard (arena.tournament.ordering)
     over_training: dict[str, RunProgress] = field(default_factory=dict)  # training runs among the participants
 
     @property
     def complete(self) -> bool:
         return self.games >= self.expected_games
 
+    @property
+    def by_reference(self) -> bool:
+        """Ranked by the rating against the league's references."""
+        return self.rank_by == "reference_elo"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name, "output": str(self.output_dir), "games": self.games,
             "expected_games": self.expected_games, "complete": self.complete, **self.run,
             "leaderboard": records(self.leaderboard), "warnings": list(self.warnings), "scale": self.scale,
-            "by_reference": self.by_reference,
+            "rank_by": self.rank_by, "by_reference": self.by_reference,
             "matchups": records(self.matchups) if self.matchups is not None else [],
             "forfeits": records(self.forfeits),
             "replays": [vars(r).copy() for r in self.replays],
@@ -103,8 +113,9 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
                  references: Sequence[int] = (), source: str = "") -> TournamentReport:
     """Rate ``games`` (participant positions as ids) and tabulate them; ``candidates`` (a gauntlet's)
     also get their match statistics against each opponent, and with ``references`` everyone is also
-    rated against them alone (:func:`reference_elo`). ``source`` (the league file) names where the
-    references were declared when their games cannot fix a scale."""
+    rated against them alone (:func:`reference_elo`). ``rating.rank_by`` says which Elo ranks the rows
+    (the Elo of all games when the references fix no scale). ``source`` (the league file) names where
+    the references were declared when their games cannot fix a scale."""
     import pandas as pd
 
     n = len(entrants)
@@ -182,7 +193,8 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
             "reference_elo": _maybe(ref_elo, i), "reference_low": _maybe(ref_low, i),
             "reference_high": _maybe(ref_high, i), "reference_note": ref_flags[i],
         })
-    board = ordered(pd.DataFrame(rows), by_reference is not None)
+    rank_by: RankBy = rating.rank_by if by_reference is not None else "elo"
+    board = ordered(pd.DataFrame(rows), rank_by)
     if by_reference is not None:
         scale += f"; reference Elo: {_reference_scale(rating.anchor if anchor in references else '', rating)}"
     board.insert(0, "rank", range(1, n + 1))
@@ -199,24 +211,7 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
     return TournamentReport(name, Path(output_dir), board, h2h, forfeits, len(games),
                             expected_games if expected_games is not None else len(games), warnings=warnings,
                             scale=scale, matchups=matchups(games, names, list(candidates)) if candidates else None,
-                            by_reference=by_reference is not None, over_training=training_runs(board))
-
-
-def ordered(board: "pd.DataFrame", by_reference: bool) -> "pd.DataFrame":
-    """Leaderboard rows best first: by Elo, or by reference Elo (:func:`reference_order`: above every
-    reference, rated, below every reference); unrated last, ties by name."""
-    import numpy as np
-
-    if by_reference:
-        keys = [reference_order(e, lo, hi) for e, lo, hi in
-                zip(board["reference_elo"], board["reference_low"], board["reference_high"])]
-        group, value = np.array([-k[0] for k in keys]), np.array([k[1] for k in keys])
-    else:
-        value = board["elo"].to_numpy(dtype=float)
-        group = np.isnan(value).astype(int)
-    keyed = board.assign(_group=group, _value=value)
-    keyed = keyed.sort_values(["_group", "_value", "name"], ascending=[True, False, True], kind="mergesort")
-    return keyed.drop(columns=["_group", "_value"])
+                            rank_by=rank_by, over_training=training_runs(board))
 
 
 def _reference_scale(anchor: str, rating: RatingConfig) -> str:
@@ -242,32 +237,70 @@ def _show_path(path: str | None) -> str:
 # -- text forms --------------------------------------------------------------------------------------
 
 
-def display_frame(board: "pd.DataFrame") -> "pd.DataFrame":
-    """The leaderboard with numbers rounded for people (the CSV keeps full precision); the reference
-    rating's columns lead where the league has references."""
+CONSOLE_COLUMNS = ("rank", "name", "elo", "95% CI", "score", "W-D-L", "note")  # "ref elo" when that ranks it
+
+
+def display_frame(board: "pd.DataFrame", rank_by: RankBy = "elo") -> "pd.DataFrame":
+    """Every leaderboard column with numbers rounded for people (report.md and ``--format markdown``;
+    the CSV keeps full precision). The Elo that ranks the rows (``rank_by``) leads; the reference
+    rating's columns are there where the league has references."""
     import pandas as pd
 
     referenced = bool(board["reference_note"].astype(bool).any())
-    notes = [", ".join(part for part in (ref, note) if part) if referenced else note
-             for ref, note in zip(board["reference_note"], board["note"])]
-    columns: dict[str, Any] = {"rank": board["rank"], "name": board["name"]}
-    if referenced:
-        columns["ref elo"] = [_reference_value(x, lo, hi) for x, lo, hi in
-                              zip(board["reference_elo"], board["reference_low"], board["reference_high"])]
-        columns["ref 95% CI"] = [_interval(lo, hi) if x == x else "" for x, lo, hi in
-                                 zip(board["reference_elo"], board["reference_low"], board["reference_high"])]
-    columns.update({
-        "elo": board["elo"].map(lambda x: "unknown" if x != x else f"{x:.0f}"),
+    all_games = {
+        "elo": board["elo"].map(_elo),
         "elo 95% CI": [_interval(lo, hi) for lo, hi in zip(board["elo_low"], board["elo_high"])],
         "elo rank 95%" if referenced else "rank 95%": [_ranks(lo, hi) for lo, hi in
                                                        zip(board["rank_low"], board["rank_high"])],
-        "note": notes,
+    }
+    against_references = {"ref elo": _reference_values(board), "ref 95% CI": _reference_intervals(board)} \
+        if referenced else {}
+    first, second = (against_references, all_games) if rank_by == "reference_elo" else (all_games, against_references)
+    return pd.DataFrame({
+        "rank": board["rank"], "name": board["name"], **first, **second, "note": _notes(board),
         "games": board["games"], "W": board["wins"], "D": board["draws"], "L": board["losses"],
         "forfeits": board["forfeits"], "score": board["score"].map(_pct),
         "mu": board["mu"].map("{:.2f}".format), "sigma": board["sigma"].map("{:.2f}".format),
         "mu-3σ": board["mu_minus_3sigma"].map("{:.2f}".format),
     })
-    return pd.DataFrame(columns)
+
+
+def console_frame(board: "pd.DataFrame", rank_by: RankBy = "elo") -> "pd.DataFrame":
+    """The leaderboard as the console shows it: :data:`CONSOLE_COLUMNS`, the few a reader needs to see
+    who is ahead and on what evidence. The Elo and its interval are the rating that ranks the rows (the
+    Elo against the references, as ``ref elo``, with ``rank_by: reference_elo``); the CSV and report.md
+    have the rest."""
+    import pandas as pd
+
+    columns = list(CONSOLE_COLUMNS)
+    if rank_by == "reference_elo":
+        columns[2], elo, interval = "ref elo", _reference_values(board), _reference_intervals(board)
+    else:
+        elo = board["elo"].map(_elo).tolist()
+        interval = [_interval(lo, hi) for lo, hi in zip(board["elo_low"], board["elo_high"])]
+    return pd.DataFrame(dict(zip(columns, (
+        board["rank"], board["name"], elo, interval, board["score"].map(_pct),
+        [f"{w}-{d}-{lost}" for w, d, lost in zip(board["wins"], board["draws"], board["losses"])], _notes(board)))))
+
+
+def _notes(board: "pd.DataFrame") -> list[str]:
+    """The note column for people: the reference rating's note (where the league has one) and the Elo's."""
+    return [", ".join(part for part in (ref, note) if part) for ref, note in
+            zip(board["reference_note"].fillna(""), board["note"].fillna(""))]
+
+
+def _elo(x: float) -> str:
+    return "unknown" if x != x else f"{x:.0f}"
+
+
+def _reference_values(board: "pd.DataFrame") -> list[str]:
+    return [_reference_value(x, lo, hi) for x, lo, hi in
+            zip(board["reference_elo"], board["reference_low"], board["reference_high"])]
+
+
+def _reference_intervals(board: "pd.DataFrame") -> list[str]:
+    return [_interval(lo, hi) if x == x else "" for x, lo, hi in
+            zip(board["reference_elo"], board["reference_low"], board["reference_high"])]
 
 
 def _reference_value(elo: float, low: float, high: float) -> str:
@@ -314,8 +347,9 @@ def _interval(lo: float, hi: float) -> str:
     return f"{show(lo)}–{show(hi)}"
 
 
-def format_table(board: "pd.DataFrame") -> str:
-    return display_frame(board).to_string(index=False)
+def format_table(board: "pd.DataFrame", rank_by: RankBy = "elo") -> str:
+    """The console's leaderboard (:func:`console_frame`) as aligned text."""
+    return console_frame(board, rank_by).to_string(index=False)
 
 
 def markdown_table(frame: "pd.DataFrame", index: bool = False) -> str:
@@ -357,6 +391,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _order_note(report: TournamentReport) -> str:
+    """What ranks report.md's leaderboard, in words."""
+    if report.by_reference:
+        return REFERENCE_NOTE.format(saturated=percent(SATURATED_SCORE))
+    referenced = bool(report.leaderboard["reference_note"].astype(bool).any())
+    return ORDER_NOTE + (ORDER_REFERENCE_NOTE if referenced else "")
+
+
 def markdown_report(report: TournamentReport) -> str:
     h2h = report.head_to_head.map(percent)
     parts = [
@@ -370,11 +412,11 @@ def markdown_report(report: TournamentReport) -> str:
         "",
         "## Leaderboard",
         "",
-        (REFERENCE_NOTE.format(saturated=percent(SATURATED_SCORE)) if report.by_reference else ORDER_NOTE)
-        + f" Elo scale: {report.scale or 'league average 1000'}. Score counts a draw as half a win.",
+        _order_note(report) + f" Elo scale: {report.scale or 'league average 1000'}. Score counts a draw as half "
+                              f"a win.",
         "",
         *[f"> **Warning:** {w}\n" for w in report.warnings],
-        markdown_table(display_frame(report.leaderboard)),
+        markdown_table(display_frame(report.leaderboard, report.rank_by)),
         "",
         *(["## Candidates", "",
            "Each candidate against each opponent: Elo difference from the score with its 95 % error, the "
@@ -619,7 +661,7 @@ def render(report: TournamentReport, fmt: str = "table") -> str:
     if fmt == "csv":
         return report.leaderboard.to_csv(index=False).rstrip("\n")
     if fmt == "markdown":
-        return markdown_table(display_frame(report.leaderboard))
+        return markdown_table(display_frame(report.leaderboard, report.rank_by))
     if fmt == "json":
         return to_json_text(report)
     if fmt != "table":
@@ -631,7 +673,7 @@ def render(report: TournamentReport, fmt: str = "table") -> str:
     elif run.get("played") is not None:
         head += (f" ({run['played']:,} played now in {run['wall_s']:.1f} s, {run['games_per_second']:,.0f} games/s; "
                  f"rating {run['rating_s']:.2f} s)")
-    lines = [head, format_table(report.leaderboard)]
+    lines = [head, format_table(report.leaderboard, report.rank_by)]
     lines.extend(f"warning: {w}" for w in report.warnings)
     if report.matchups is not None and not report.matchups.empty:
         lines.append("candidates (Elo difference ± 95 % error, likelihood of superiority, draw ratio):")

@@ -60,7 +60,7 @@ def test_tournament_then_leaderboard(plugin, write_league, tmp_path) -> None:
     assert board.exit_code == 0, board.output
     assert board.stdout.splitlines()[0] == ",".join(LEADERBOARD_COLUMNS)
     assert csv_file.read_text().splitlines()[0] == ",".join(LEADERBOARD_COLUMNS)
-    for fmt, marker in (("table", "mu-3σ"), ("markdown", "|---:|"), ("json", '"leaderboard"')):
+    for fmt, marker in (("table", "W-D-L"), ("markdown", "|---:|"), ("json", '"leaderboard"')):
         res = runner.invoke(main, ["leaderboard", str(path), "--format", fmt])
         assert res.exit_code == 0 and marker in res.stdout, res.output
     assert len(plugin.reports) == 2  # leaderboard does not notify; only played tournaments do

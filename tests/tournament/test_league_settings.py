@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from arena.declared_settings import base_kind, declared, undeclared
+from arena.declared_settings import base_kind, choices_of, declared, undeclared
 from arena.tournament import ConfigError, RatingConfig, TournamentConfig, parse_config
 from arena.tournament.league_config import TOP_KEYS, settings_table
 from arena.tournament.sprt import SPRTConfig
@@ -34,7 +34,7 @@ def outside(s) -> list[Any]:
     """Values just outside what ``s`` declares: its range, choices, length or blankness."""
     kind, spec = base_kind(s.kind)[0], s.spec
     if kind is str:
-        values: list[Any] = ["no-such-choice"] if s.name == "format" else []
+        values: list[Any] = ["no-such-choice"] if choices_of(s) else []
         if spec.max_length is not None:
             values.append("x" * (spec.max_length + 1))
         if not spec.blank:

@@ -99,3 +99,41 @@ def test_checkpoints_of_one_run_get_a_rating_over_training_plot(write_league, re
     plain = run_tournament(load_config(single), registry=registry, progress=False, notify=False, fresh=True)
     assert "rating_over_training" not in plain.files, "no run, no plot"
     assert not (config.output / "rating_over_training.png").exists(), "nor a stale one"
+
+
+def test_the_console_shows_the_few_columns_a_reader_needs_and_the_files_keep_every_one(write_league, registry):
+    from arena.tournament.report import CONSOLE_COLUMNS
+
+    config = load_config(write_league(LEAGUE, references=["idle", "near"]))
+    report = run_tournament(config, registry=registry, progress=False, notify=False)
+    table = render(report).splitlines()
+    assert table[1].split() == ["rank", "name", "elo", "95%", "CI", "score", "W-D-L", "note"]
+    assert len(table[1].split()) < 10 and CONSOLE_COLUMNS == ("rank", "name", "elo", "95% CI", "score", "W-D-L",
+                                                               "note")
+    top = report.leaderboard.iloc[0]
+    assert table[2].split()[:3] == ["1", top["name"], f"{top['elo']:.0f}"], "the Elo of all games ranks it"
+    assert f"{top['wins']}-{top['draws']}-{top['losses']}" in table[2]
+    csv = pd.read_csv(config.output / "leaderboard.csv")
+    assert tuple(csv.columns) == LEADERBOARD_COLUMNS and render(report, "csv").splitlines()[0].split(",") == list(
+        LEADERBOARD_COLUMNS)
+    md = (config.output / "report.md").read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| rank | name |"))
+    cells = [c.strip() for c in header.strip("|").split("|")]
+    assert cells[:5] == ["rank", "name", "elo", "elo 95% CI", "elo rank 95%"], "the ranking Elo leads"
+    assert {"ref elo", "ref 95% CI", "games", "W", "D", "L", "forfeits", "score", "mu", "sigma", "mu-3σ"} <= set(cells)
+    assert "reference Elo beside it" in md
+
+
+def test_ranked_by_reference_elo_the_console_shows_that_rating(tmp_path) -> None:
+    from arena.tournament.report import console_frame, display_frame
+
+    games = [GameResult(0, 1, i, P1_WINS if i % 3 else P2_WINS, 10, 0.0, 0.0) for i in range(30)]
+    games += [GameResult(2, j, i, P1_WINS, 10, 0.0, 0.0) for j in (0, 1) for i in range(200)]
+    entrants = [Entrant(name, "pursuer") for name in ("r0", "r1", "ace")]
+    report = build_report("t", tmp_path, entrants, games, RatingConfig(bootstrap_rounds=0, rank_by="reference_elo"),
+                          references=[0, 1])
+    shown = console_frame(report.leaderboard, report.rank_by)
+    assert list(shown.columns) == ["rank", "name", "ref elo", "95% CI", "score", "W-D-L", "note"]
+    ace = shown.iloc[0]
+    assert ace["name"] == "ace" and ace["ref elo"].startswith("> ") and ace["note"].startswith("above every reference")
+    assert list(display_frame(report.leaderboard, report.rank_by).columns[2:4]) == ["ref elo", "ref 95% CI"]
