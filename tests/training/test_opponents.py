@@ -412,3 +412,50 @@ def test_with_a_tenure_of_one_rollout_slots_that_drew_the_same_agent_share_one_b
     assert all(slot.agent is only for slot in pool.slots)
     pool.act({"x": torch.zeros(8)})
     assert only.calls.tolist() == [1.0] * 8, "one call over all four slots' envs"
+
+
+class Kin(Constant):
+    """A stub whose copies with other values act as one call (a family of per-row values)."""
+
+    together: list[int] = []  # rows of every family call
+
+    def family_key(self):
+        return "kin"
+
+    @classmethod
+    def act_together(cls, members, rows, streams):
+        value = torch.repeat_interleave(torch.tensor([m.value for m in members]), torch.tensor(rows))
+        return KinFamily(value)
+
+
+class KinFamily:
+    def __init__(self, value: torch.Tensor) -> None:
+        self.value = value
+
+    def act(self, obs):
+        Kin.together.append(int(self.value.numel()))
+        return {"rudder": self.value.clone(), "throttle": torch.ones_like(self.value),
+                "fire": torch.zeros(self.value.shape, dtype=torch.bool)}
+
+    def reset(self, env_mask=None):
+        pass
+
+    def keep_rows(self, rows):
+        self.value = self.value[rows]
+
+
+@pytest.mark.parametrize("tenure", [1, 2])
+def test_drawn_past_checkpoints_act_as_one_call_when_every_draw_is_fresh(tmp_path, tenure):
+    for step in (10, 20, 30):
+        save_checkpoint({"agent": "stub", "format_version": 1}, tmp_path / f"ckpt_{step:09d}.pt")
+    values = {"ckpt_000000010.pt": 0.1, "ckpt_000000020.pt": 0.2, "ckpt_000000030.pt": 0.3}
+    pfsp = SelfPlayPool(tmp_path, lambda p: Kin(values[p.name]))
+    pool = OpponentPool(parse_opponent_specs(["self"]), 12, lambda s: Kin(0.0), self_play=pfsp,
+                        snapshot=lambda: Kin(0.0), self_slots=3, tenure=tenure)
+    pool.begin_rollout(torch.Generator().manual_seed(4))
+    Kin.together.clear()
+    rudder = pool.act({"x": torch.zeros(12)})["rudder"]
+    assert len(pool.seating(torch.device("cpu")).troupes) == (tenure == 1)
+    drawn = [s.agent.value for s in pool.slots for _ in range(s.start, s.stop)]
+    assert rudder.tolist() == pytest.approx(drawn)  # each slot's envs got their own checkpoint's action
+    assert len(Kin.together) == (tenure == 1)  # with a longer tenure, one call each

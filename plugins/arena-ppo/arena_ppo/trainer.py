@@ -313,9 +313,11 @@ def describe_run(runner: Any, algorithm: str, out: Path) -> str:
     if warm_up and not runner.opponents.league_open:
         taught += f"; the league after {warm_up:,} steps against {runner.opponents.warm_up_opponent} alone"
     compiled, why = runner.ctx.compile_update
-    update = "update compiled" if compiled else f"update eager ({why})"
+    update = "compiled" if compiled else f"eager ({why})"
+    step = runner.env.step_path
+    paths = f"env step and update {step}" if step == update else f"env step {step}, update {update}"
     return (f"training {algorithm} on {where}, {teams}vs {split}; reward {cfg.run.reward}{taught}; "
-            f"{envs} x {cfg.ppo.n_steps} steps per update, {update}; output {out}")
+            f"{envs} x {cfg.ppo.n_steps} steps per update, {paths}; output {out}")
 
 
 def describe_end(runner: Any, out: Path) -> str:
