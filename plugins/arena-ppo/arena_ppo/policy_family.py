@@ -91,6 +91,7 @@ class PolicyFamily:
             self.member_scale = torch.stack([torch.sqrt(m.obs_normalizer.var + m.obs_normalizer.eps) for m in members])
         self.fire_hazard: torch.Tensor | None = None
         self.stacked = first.device.type == "cuda" if stacked is None else stacked
+        self.actors = [m.model.actor.plain() for m in members]
         if self.stacked:
             from torch.func import stack_module_state
 
@@ -139,7 +140,7 @@ class PolicyFamily:
         """Each member's actor on its own rows, one after another."""
         import torch
 
-        outs = [self.members[m].model.actor(x[start:stop]) for m, start, stop in self.rows.spans()]
+        outs = [self.actors[m](x[start:stop]) for m, start, stop in self.rows.spans()]
         return tuple(torch.cat([o[i] for o in outs]) for i in range(3))  # type: ignore[return-value]
 
     def stacked_heads(self, x: "torch.Tensor") -> tuple["torch.Tensor", "torch.Tensor", "torch.Tensor"]:

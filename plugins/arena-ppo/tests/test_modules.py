@@ -27,6 +27,19 @@ def test_network_shapes(batch, layer_norm):
     assert [(m.in_features, m.out_features) for m in critic] == [(10, 128), (128, 64), (64, 1)]
 
 
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_the_plain_actor_gives_the_modules_numbers(layer_norm):
+    torch.manual_seed(0)
+    actor = ActorCritic(NetworkConfig(input_layer_norm=layer_norm, log_std_max=0.1)).actor
+    with torch.no_grad():
+        actor.rudder.bias[1] = 1.0  # above log_std_max: the clamp is part of it
+        obs = torch.randn(300, 10) * 3
+        for a, b in zip(actor(obs), actor.plain()(obs)):
+            assert torch.equal(a, b)
+        actor.fire.bias += 1.0  # the plain form reads the weights as they are now
+        assert torch.equal(actor(obs)[2], actor.plain()(obs)[2])
+
+
 def test_action_ranges_and_modes():
     torch.manual_seed(0)
     model = ActorCritic(NetworkConfig(init_log_std=1.5))

@@ -9,6 +9,7 @@ update never has to invert tanh (``atanh`` near ±1 is where squashed policies g
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -61,6 +62,37 @@ class Actor(nn.Module):
         mean, log_std = self.rudder(h).unbind(-1)
         log_std = log_std.clamp(self.cfg.log_std_min, self.cfg.log_std_max)
         return mean, log_std, self.fire(h).squeeze(-1)
+
+    def plain(self) -> "Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]":
+        """:meth:`forward` as plain tensor functions over this actor's own weights: the same numbers
+        without a module call per layer, for play, where a league runs dozens of small actors a step."""
+        layers: list[tuple[str, tuple[torch.Tensor, ...]]] = []
+        for m in self.trunk:
+            if isinstance(m, nn.Linear):
+                layers.append(("linear", (m.weight, m.bias)))
+            elif isinstance(m, nn.LayerNorm):
+                layers.append(("norm", (m.weight, m.bias)))
+            elif isinstance(m, nn.ReLU):
+                layers.append(("relu", ()))
+            else:
+                raise TypeError(f"Actor.plain: no plain form of {type(m).__name__}")
+        rudder, fire = (self.rudder.weight, self.rudder.bias), (self.fire.weight, self.fire.bias)
+        low, high = self.cfg.log_std_min, self.cfg.log_std_max
+        shape = (self.cfg.obs_dim,)
+        eps = next((m.eps for m in self.trunk if isinstance(m, nn.LayerNorm)), 1e-5)
+
+        def forward(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            for kind, params in layers:
+                if kind == "linear":
+                    h = F.linear(h, *params)
+                elif kind == "relu":
+                    h = F.relu(h)
+                else:
+                    h = F.layer_norm(h, shape, params[0], params[1], eps)
+            mean, log_std = F.linear(h, *rudder).unbind(-1)
+            return mean, log_std.clamp(low, high), F.linear(h, *fire).squeeze(-1)
+
+        return forward
 
 
 class Critic(nn.Module):
