@@ -564,7 +564,6 @@ class Seating:
                       out: dict[str, dict[str, "torch.Tensor"]], failures: list[AgentFailure],
                       nans: list[tuple[Any, "torch.Tensor"]]) -> None:
         """One call for a family: gather its rows once, check the action once, scatter it once."""
-        import torch
 
         if not any(self.controllers[k].active for k in troupe.members):
             return
@@ -573,27 +572,7 @@ class Seating:
             failures += [AgentFailure(self.controllers[k].name, self.controllers[k].role, "is not called again: an "
                                       "earlier move of it never returned", index=k) for k in stuck]
             return
-        parts, names = [], []
-        for s, sel in enumerate(troupe.sides):
-            if sel is None:
-                continue
-            side = SIDES[s]
-            if side not in obs:
-                raise ValueError(f"the seating needs {side}'s observation, which was not given")
-            if side not in stacks:
-                keys[side] = list(obs[side])
-                stacks[side] = torch.stack([obs[side][key] for key in keys[side]])
-            names = keys[side]
-            parts.append(stacks[side].index_select(1, sel))
-        local = parts[0] if len(parts) == 1 else torch.cat(parts, 1)
-        if troupe.order is not None:
-            local = local.index_select(1, troupe.order)
-        if troupe.flat:
-            local = local.reshape(local.shape[0], -1)
-        observation = dict(zip(names, local.unbind(0)))
-        if troupe.standard and self.extended_only[0] in observation:
-            for key in self.extended_only:
-                observation.pop(key, None)
+        observation = self._gather(obs, troupe, stacks, keys)
         count = troupe.row_controller.numel()
         name, role = self._troupe_who(troupe)
         result = checked_act(troupe.family, observation, name, role, count, self.device, raise_now=False,
@@ -627,9 +606,10 @@ class Seating:
     def _select(t: "torch.Tensor", sel: Any) -> "torch.Tensor":
         return t[sel] if isinstance(sel, slice) else t.index_select(0, sel)
 
-    def _gather(self, obs: dict[str, dict[str, "torch.Tensor"]], rows: Rows, stacks: dict[str, "torch.Tensor"],
-                keys: dict[str, list[str]]) -> dict[str, "torch.Tensor"]:
-        """The controller's observation: its rows of each side, p1's first, flattened seat by seat if need be."""
+    def _gather(self, obs: dict[str, dict[str, "torch.Tensor"]], rows: "Rows | Troupe",
+                stacks: dict[str, "torch.Tensor"], keys: dict[str, list[str]]) -> dict[str, "torch.Tensor"]:
+        """The observation of a controller (or a family): its rows of each side, p1's first (a family's
+        then put in member order), flattened seat by seat if need be."""
         import torch
 
         parts = []
@@ -646,6 +626,8 @@ class Seating:
             names = keys[side]
             parts.append(stacks[side][:, sel] if isinstance(sel, slice) else stacks[side].index_select(1, sel))
         local = parts[0] if len(parts) == 1 else torch.cat(parts, 1)
+        if isinstance(rows, Troupe) and rows.order is not None:
+            local = local.index_select(1, rows.order)
         if rows.flat:
             local = local.reshape(local.shape[0], -1)
         out = dict(zip(names, local.unbind(0)))
