@@ -483,3 +483,17 @@ def test_the_progress_line_names_the_trainer_and_shows_missing_statistics_once(t
     meter = [line for line in result.output.splitlines() if line.startswith(f"{trainer} ")]
     assert len(meter) == 1, result.output
     assert meter[0].startswith(f"{trainer} 128/128 steps (100.0%)") and meter[0].endswith("win -  draw -  ret -")
+
+
+def test_a_runs_config_yaml_with_a_key_twice_stops_the_resume_naming_the_file_and_line(tmp_path):
+    """The run's config.yaml, read on resume, goes through the one YAML reader as every file a user writes."""
+    ckpt = tiny_run(tmp_path / "r")
+    config = tmp_path / "r" / "config.yaml"
+    text = config.read_text()
+    config.write_text(text.replace("  n_epochs: 2\n", "  n_epochs: 2\n  n_epochs: 3\n"))
+    line = text.splitlines().index("  n_epochs: 2") + 2
+    result = run(["--resume", str(ckpt), "--max-steps", "256"])
+    assert result.exit_code == 2, result.output
+    assert result.output == (f"Error: {config}: line {line}: key 'n_epochs' appears twice (first on line {line - 1}) "
+                             f"(the run's settings file, read on resume: fix or remove it)\n")
+    assert len(list_checkpoints(tmp_path / "r")) == 1
