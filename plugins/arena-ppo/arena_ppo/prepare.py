@@ -3,8 +3,10 @@
 :func:`prepare` turns a command line (the settings by key from ``--config``, ``--set`` and the
 options; ``--resume``, ``--out``) into a :class:`Setup`, or raises one line naming what is wrong:
 a setting out of range, a checkpoint that cannot be resumed as asked, a folder that already holds a
-run, a missing device, an unknown opponent or teacher. Each process of a run on several makes the
-same checks (``rank``), so they all refuse together.
+run, a missing device, an unknown opponent or teacher. What runs otherwise than the user wrote it
+(a hand edit of config.yaml applied on resume, a retired setting dropped, a minibatch capped at the
+rollout) is a note the run prints before it trains. Each process of a run on several makes the same
+checks (``rank``), so they all refuse together.
 """
 
 from __future__ import annotations
@@ -287,7 +289,7 @@ def run_file_edits(resume: Path, saved: TrainConfig, given: dict[str, Any], algo
     notes = []
     if applied:
         changes = ", ".join(f"{key} {shown(current[key])} -> {shown(value)}" for key, value in applied.items())
-        notes.append(f"{path} was edited: resuming {resume.name} with {changes}")
+        notes.append(f"{path} differs from the settings of {resume.name} (edited by hand?): resuming with {changes}")
     overridden = [key for key in edits if key in given and given[key] != edits[key]]
     if overridden:
         notes.append(f"{path}: the command line wins over the edited " + ", ".join(

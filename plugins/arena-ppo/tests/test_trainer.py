@@ -230,7 +230,8 @@ def test_a_hand_edit_of_config_yaml_applies_on_resume_and_is_said(tmp_path):
     config.write_text(config.read_text().replace("entropy_coef: 0.001", "entropy_coef: 0.05"))
     result = run(["--resume", str(ckpt), "--max-steps", "256"])
     assert result.exit_code == 0, result.output
-    assert f"note: {config} was edited: resuming ckpt_000000128.pt with ppo.entropy_coef 0.001 -> 0.05" in result.output
+    assert (f"note: {config} differs from the settings of ckpt_000000128.pt (edited by hand?): resuming with "
+            f"ppo.entropy_coef 0.001 -> 0.05") in result.output
     assert "entropy_coef: 0.05" in config.read_text()  # the user's file stays as the user wrote it
     assert torch.load(tmp_path / "r" / "ckpt_000000256.pt", weights_only=True)["config"]["ppo"]["entropy_coef"] == 0.05
     result = run(["--resume", str(tmp_path / "r" / "ckpt_000000256.pt"), "--max-steps", "384"])
