@@ -75,17 +75,17 @@ def kept_by_evaluations(run: Path, references: list[str], policy: str, games: in
     Evaluator, with the run's seed and env settings, replayed on its checkpoints in step order
     (evaluation does not touch the training streams, so they are the checkpoints such a run saves)."""
     import torch
-    import yaml
 
     from arena.agents import build_agent
     from arena.env import EnvConfig
     from arena.training import OpponentSpec, checkpoint_step, list_checkpoints, load_checkpoint, rank_seed
     from arena.training.process_group import Rank
+    from arena.yaml_file import read_yaml_file
     from arena_ppo.runners.evaluator import Evaluator
 
     checkpoints = list_checkpoints(run)
     env = EnvConfig.from_dict(load_checkpoint(checkpoints[0])["env_config"])
-    seed = rank_seed(int(yaml.safe_load((run / "config.yaml").read_text())["run"]["seed"]), 0)
+    seed = rank_seed(int(read_yaml_file(run / "config.yaml", "run config.yaml")["run"]["seed"]), 0)
 
     def make(spec: OpponentSpec) -> Any:
         agent = build_agent(spec.target, "cpu", env)

@@ -56,15 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = parser.parse_args(argv)
     from arena.training import BEST_CHECKPOINT, checkpoint_step, default_run_dir, league_agents, read_best
-    from arena.training.settings import parse_assignments, read_config_file
-    from arena_ppo.prepare import CONFIG_EXTRAS
-    from arena_ppo.train_config import default_config
+    from arena_ppo.prepare import given_settings
 
-    try:
-        settings = read_config_file(default_config(), args.config, CONFIG_EXTRAS) if args.config else {}
-        settings.update(parse_assignments(default_config(), args.set))
+    try:  # read as arena train ppo reads them: retired settings, the env section, duplicate keys
+        settings, notes = given_settings({"config_file": args.config, "assignments": tuple(args.set)}, "ppo")
     except ValueError as exc:
         parser.error(str(exc))
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     ladder = league_agents()
     root = Path(args.out or default_run_dir("bench-league"))
     print(f"ladder: {', '.join(ladder)}; {args.minutes:g} min per run, exploiters {args.exploit_minutes:g} min, "

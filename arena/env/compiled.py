@@ -33,20 +33,34 @@ log = logging.getLogger(__name__)
 _said: set[str] = set()
 
 
+WORDS: dict[str, bool | None] = {"auto": None, "1": True, "on": True, "true": True, "yes": True,
+                                 "0": False, "off": False, "false": False, "no": False}
+WORDS_TEXT = "auto, 1/on/true/yes or 0/off/false/no"
+
+
 class CompileSettingError(ValueError):
-    """``ARENA_COMPILE`` holds something other than auto, 1 or 0."""
+    """``ARENA_COMPILE`` or ``compile=`` holds something other than a yes, a no or auto."""
+
+
+def compile_choice(value: object, what: str = "compile") -> bool | None:
+    """``TensorEnv(compile=...)`` as True, False or None (auto): a bool, None, or one of the words
+    ``ARENA_COMPILE`` takes (any case). Anything else, a truthy string such as ``"no"`` included, is
+    refused naming ``what``: ``compile="no"`` must not compile because a non-empty string is true."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in WORDS:
+        return WORDS[value.strip().lower()]
+    raise CompileSettingError(f"{what}: expected True, False, None or one of {WORDS_TEXT}, got {value!r:.60}")
 
 
 def compile_setting() -> bool | None:
-    """``ARENA_COMPILE``: True (always), False (never) or None (auto, the default)."""
+    """``ARENA_COMPILE``: True (always), False (never) or None (auto, the default; also when unset)."""
     text = os.environ.get(ENV_VAR, "").strip().lower()
     if text in ("", "auto"):
         return None
-    if text in ("1", "on", "true", "yes"):
-        return True
-    if text in ("0", "off", "false", "no"):
-        return False
-    raise CompileSettingError(f"{ENV_VAR}={text!r}: expected auto, 1 or 0")
+    if text in WORDS:
+        return WORDS[text]
+    raise CompileSettingError(f"{ENV_VAR}={text!r}: expected {WORDS_TEXT}")
 
 
 def default_compile(device: torch.device, num_envs: int) -> bool:
@@ -80,8 +94,10 @@ def say_once(message: str) -> None:
         log.warning(message)
 
 
-def resolve_compile(choice: bool | None, device: torch.device, num_envs: int) -> tuple[bool, str]:
-    """Whether an env compiles its step, and why not when it does not (empty when it does)."""
+def resolve_compile(choice: bool | str | None, device: torch.device, num_envs: int) -> tuple[bool, str]:
+    """Whether an env compiles its step, and why not when it does not (empty when it does). ``choice`` is
+    read by :func:`compile_choice`."""
+    choice = compile_choice(choice)
     if choice is None:
         choice = compile_setting()
     if choice is None and not default_compile(device, num_envs):

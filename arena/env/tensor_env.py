@@ -16,6 +16,7 @@ from arena.env.spawn import sample_spawn, seeded_spawn, seeded_spawn_uniforms, s
 from arena.env.state import WorldState
 from arena.env.step import StepPlan, restart_battles
 from arena.env.teams import side_view
+from arena.seeds import check_seed
 from arena.threads import note_torch_default, settle_threads
 
 note_torch_default()  # torch's own count, before anyone in arena sets one
@@ -32,14 +33,18 @@ class TensorEnv:
     statistics — comes back as tensors in ``infos``, so on a GPU ``step`` never waits for the host.
 
     ``compile`` runs the step as one compiled graph (:mod:`arena.env.compiled`): True, False, or None
-    for ``ARENA_COMPILE`` and else the default, which compiles large batches on a GPU.
+    for ``ARENA_COMPILE`` and else the default, which compiles large batches on a GPU; the words
+    ``ARENA_COMPILE`` takes (``"auto"``, ``"0"``, ``"off"``, ...) mean the same here, anything else is
+    refused. ``seed`` is an integer in [0, 2**63 - 1] (:func:`arena.seeds.check_seed`), here and in
+    :meth:`reset`.
     """
 
     def __init__(self, num_envs: int, device: str | torch.device | None = "cpu", seed: int = 0,
                  config: EnvConfig | None = None, packed_missiles: bool | None = None,
-                 final_global_state: bool = False, compile: bool | None = None) -> None:
+                 final_global_state: bool = False, compile: bool | str | None = None) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        seed = check_seed(seed)
         self.num_envs = num_envs
         self.device = resolve_device(device)
         if self.device.type == "cpu":
@@ -100,8 +105,8 @@ class TensorEnv:
         its seed alone (tournaments replay a game, and mirror a pairing's starts, this way).
         """
         if seed is not None:
-            self.seed = seed
-            self.generator.manual_seed(seed)
+            self.seed = check_seed(seed)
+            self.generator.manual_seed(self.seed)
         if game_seeds is not None:
             if tuple(game_seeds.shape) != (self.num_envs,):
                 raise ValueError(f"game_seeds: expected shape [{self.num_envs}], got {list(game_seeds.shape)}")

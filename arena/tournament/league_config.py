@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from arena.agents import DEFAULT_POLICY, POLICIES
+from arena.agents import DEFAULT_POLICY, POLICIES, TrainedFor
 from arena.declared_settings import (
     FINITE,
     NUL,
@@ -240,11 +240,15 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
     for i, entry in enumerate(raw_participants):
         participants.extend(_participants(entry, f"participants[{i}]", base, err, warnings))
     seen: dict[str, str] = {}
+    by_name: dict[str, ParticipantSpec] = {}
     for p in participants:
         if p.name in seen:
-            raise err(p.key, f"duplicate participant name {p.name!r} (also {seen[p.name]}); "
-                             f"expected unique names — give one a 'name'")
-        seen[p.name] = p.key
+            other = by_name[p.name]
+            both_ways = (p.checkpoint is not None and p.checkpoint == other.checkpoint and p.policy != other.policy)
+            why = (f"the same checkpoint played {other.policy} and {p.policy} is two participants, and each needs a "
+                   f"name of its own — give one a 'name'" if both_ways else "expected unique names — give one a 'name'")
+            raise err(p.key, f"duplicate participant name {p.name!r} (also {seen[p.name]}); {why}")
+        seen[p.name], by_name[p.name] = p.key, p
 
     if rating.anchor and rating.anchor not in seen:
         raise err("rating.anchor", f"expected {_setting('anchor', RatingConfig).spec.expect}, "
@@ -520,30 +524,50 @@ def _trained_settings(env: Mapping[str, Any], participants: list[ParticipantSpec
                       err: _Errors) -> tuple[dict[str, Any], list[ParticipantSpec]]:
     """What ``env`` leaves unset, taken from the checkpoints the checkpoint participants were trained with.
 
-    The league's team size is that of its team checkpoints (a 1-v-1 one flies any seat; a MAPPO team
-    plays only its own size), and each checkpoint participant reads its own observation: the env adds
-    the extended keys for a batch where one participant reads them.
+    The league's team size is the one its checkpoints were trained for, when they all agree (an agent
+    without a checkpoint plays any size). Checkpoints trained for different sizes are refused, naming
+    them: a 1-v-1 one could fly a seat of a team, but a league that turned a duel checkpoint's games into
+    team battles without being asked would rate it at something it never trained for. With
+    ``env.team_size`` set, every participant is built for that size before a game is played, and one
+    that cannot play it is refused then. Each checkpoint participant reads its own observation: the env
+    adds the extended keys for a batch where one participant reads them.
     """
     from dataclasses import replace
 
     unset = [k for k in ("team_size", "obs_mode") if k not in env]
     if not unset or all(p.checkpoint is None for p in participants):
         return dict(env), participants  # nothing to read: torch is not even imported
-    from arena.agents import TeamSizeConflict, team_size_for, trained_for
+    from arena.agents import trained_for
 
     trained = [trained_for(p.checkpoint) if p.checkpoint is not None else None for p in participants]
     env = dict(env)
     if "team_size" in unset:
-        try:
-            size = team_size_for(trained)
-        except TeamSizeConflict as exc:
-            raise err("env.team_size", f"{exc}; choose one with env: {{team_size: T}}") from None
-        if size is not None:
-            env["team_size"] = size
+        sizes = {t.team_size for t in trained if t is not None}
+        if len(sizes) > 1:
+            raise err("env.team_size", f"the checkpoints were trained for different team sizes: "
+                                       f"{_by_team_size(participants, trained)}; choose the size of every game with "
+                                       f"env: {{team_size: T}} (a 1-v-1 checkpoint flies any seat of a team, a "
+                                       f"MAPPO team plays only its own size)")
+        if sizes and sizes != {1}:
+            env["team_size"] = sizes.pop()
             _check_env(env, err)
     if "obs_mode" in unset:
         participants = [replace(p, obs_mode=t.obs_mode) if t is not None else p for p, t in zip(participants, trained)]
     return env, participants
+
+
+def _by_team_size(participants: list[ParticipantSpec], trained: list[TrainedFor | None], shown_names: int = 3) -> str:
+    """``ppo:a, ppo:b (1 v 1); mappo:c (2 v 2)``: the checkpoint participants by the team size they were
+    trained for, a few names of each."""
+    groups: dict[int, list[str]] = {}
+    for p, t in zip(participants, trained):
+        if t is not None:
+            groups.setdefault(t.team_size, []).append(p.name)
+    parts = []
+    for size, names in sorted(groups.items()):
+        more = f" and {len(names) - shown_names} more" if len(names) > shown_names else ""
+        parts.append(f"{', '.join(names[:shown_names])}{more} ({size} v {size})")
+    return "; ".join(parts)
 
 
 def _labels(files: list[Path]) -> list[str]:

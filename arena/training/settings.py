@@ -16,7 +16,7 @@ import dataclasses
 import difflib
 import typing
 from collections.abc import Iterator, Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +31,17 @@ from arena.declared_settings import (
     declared,
     expected,
     setting,
+    shown,
     undeclared,
 )
 from arena.yaml_file import YamlFileError, YamlSyntaxError, load_yaml_value, read_yaml_file
 
 # Setting, Spec, setting, check_value and expected come from arena.declared_settings (the env and the league
 # declare their settings with them too) and are named here as well, for the trainers.
-__all__ = ["Setting", "Spec", "apply", "by_key", "check_value", "click_options",
-           "expected", "fixed_changes", "given_options", "markdown_table", "parse_assignments", "read_config_file",
-           "read_sections", "setting", "settings_of", "unknown_key"]
+__all__ = ["Retired", "RetiredSettingError", "Setting", "Spec", "apply", "by_key", "check_value", "click_options",
+           "drop_retired", "expected", "fixed_changes", "given_options", "markdown_table", "parse_assignments",
+           "read_config_file", "read_sections", "read_settings_data", "setting", "settings_of", "unknown_key",
+           "UnknownSettingError"]
 
 
 def settings_of(config: Any) -> Iterator[Setting]:
@@ -128,10 +130,19 @@ def by_key(config: Any) -> dict[str, Setting]:
     return {s.key: s for s in settings_of(config)}
 
 
-def unknown_key(key: str, known: Mapping[str, Setting], where: str) -> ValueError:
+class UnknownSettingError(ValueError):
+    """A setting (or section) the config does not declare; ``key`` names it. A checkpoint holding one was
+    written by another version of its trainer, which is not the same as a damaged file."""
+
+    def __init__(self, message: str, key: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def unknown_key(key: str, known: Mapping[str, Setting], where: str) -> UnknownSettingError:
     close = difflib.get_close_matches(key, list(known), n=1)
     hint = f"; did you mean {close[0]}?" if close else f"; expected one of {len(known)} SECTION.NAME keys"
-    return ValueError(f"{where}: unknown setting {key!r}{hint}")
+    return UnknownSettingError(f"{where}: unknown setting {key!r}{hint}", key)
 
 
 def parse_assignments(config: Any, items: tuple[str, ...] | list[str]) -> dict[str, Any]:
@@ -184,7 +195,7 @@ def read_sections(config: Any, data: Any, where: str, ignore: tuple[str, ...] = 
         if section not in sections:
             close = difflib.get_close_matches(str(section), sorted(sections), n=1)
             hint = f"; did you mean {close[0]}?" if close else f"; expected {', '.join(sorted(sections))}"
-            raise ValueError(f"{where}: unknown section {section!r}{hint}")
+            raise UnknownSettingError(f"{where}: unknown section {section!r}{hint}", str(section))
         if not isinstance(values, Mapping):
             raise ValueError(f"{where}: {section}: expected a mapping of settings, got {type(values).__name__}")
         for name, value in values.items():
@@ -200,22 +211,86 @@ def read_sections(config: Any, data: Any, where: str, ignore: tuple[str, ...] = 
     return out
 
 
-def read_config_file(config: Any, path: Path, ignore: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A ``--config`` YAML file's settings by key; ``ValueError`` naming the file and the key. The file
-    is read as every YAML file is (:func:`arena.yaml_file.read_yaml_file`): size, nesting, alias
-    expansion and duplicate keys bounded."""
+def read_settings_data(path: Path, where: str) -> Any:
+    """The YAML data of a settings file (a ``--config``, a run's config.yaml), read as every YAML file is
+    (:func:`arena.yaml_file.read_yaml_file`: UTF-8 text, size, nesting, alias expansion and duplicate
+    keys bounded); ``ValueError`` starting with ``where`` (``--config FILE``) for anything else, a binary
+    file included."""
     try:
-        data = read_yaml_file(path, "settings YAML file")
+        return read_yaml_file(path, "settings YAML file")
     except OSError as exc:
-        raise ValueError(f"--config {path}: cannot read it ({exc.strerror or exc})") from None
+        raise ValueError(f"{where}: cannot read it ({exc.strerror or exc})") from None
     except YamlSyntaxError as exc:
-        where = f" at line {exc.line}" if exc.line is not None else ""
-        raise ValueError(f"--config {path}: not valid YAML{where} ({exc.problem})") from None
+        line = f" at line {exc.line}" if exc.line is not None else ""
+        raise ValueError(f"{where}: not valid YAML{line} ({exc.problem})") from None
     except YamlFileError as exc:
-        raise ValueError(f"--config {path}: {exc.reason}") from None
+        raise ValueError(f"{where}: {exc.reason}") from None
+
+
+def read_config_file(config: Any, path: Path, ignore: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A ``--config`` YAML file's settings by key; ``ValueError`` naming the file and the key."""
+    data = read_settings_data(path, f"--config {path}")
     if data is None:
         return {}
     return read_sections(config, data, f"--config {path}", ignore)
+
+
+# -- retired settings ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Retired:
+    """A setting a trainer no longer has, as an older config or checkpoint may still hold it.
+
+    ``default`` is the value it had by default: a config holding that value ran as this version runs
+    without the setting, so it is dropped with a note. ``did`` says what it did, for the messages;
+    ``any_value``: it only recorded something (where the run wrote), so every value drops alike.
+    """
+
+    default: Any
+    did: str
+    any_value: bool = False
+
+
+class RetiredSettingError(ValueError):
+    """A retired setting with a value other than its old default: this version cannot run as it did."""
+
+    def __init__(self, key: str, value: Any, retired: Retired) -> None:
+        self.key, self.value, self.retired = key, value, retired
+        super().__init__(f"{key}: {shown(value)} is a setting this version no longer has ({retired.did}); only its "
+                         f"old default, {shown(retired.default)}, runs the same without it")
+
+
+def drop_retired(data: Any, retired: Mapping[str, Retired]) -> tuple[Any, list[str]]:
+    """``data`` (a mapping of sections) without the ``retired`` settings that hold their old default, and
+    the keys dropped; :class:`RetiredSettingError` for the first that holds another value. Anything
+    that is not a mapping of sections is handed back as it is, for :func:`read_sections` to refuse."""
+    if not isinstance(data, Mapping):
+        return data, []
+    out: dict[Any, Any] = {}
+    dropped: list[str] = []
+    for section, values in data.items():
+        if not isinstance(values, Mapping):
+            out[section] = values
+            continue
+        kept = {}
+        for name, value in values.items():
+            old = retired.get(f"{section}.{name}")
+            if old is None:
+                kept[name] = value
+            elif old.any_value or _same(value, old.default):
+                dropped.append(f"{section}.{name}")
+            else:
+                raise RetiredSettingError(f"{section}.{name}", value, old)
+        out[section] = kept
+    return out, dropped
+
+
+def _same(value: Any, default: Any) -> bool:
+    """Equal as settings: a bool only to the same bool (True is not 1), a number to the same number."""
+    if isinstance(value, bool) or isinstance(default, bool):
+        return value is default
+    return bool(value == default)
 
 
 def apply(config: Any, values: Mapping[str, Any]) -> Any:

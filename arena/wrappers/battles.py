@@ -85,9 +85,10 @@ class LearnerBattles:
         self.obs: dict[str, dict[str, torch.Tensor]] | None = None
 
     def reset(self, seed: int | None = None) -> torch.Tensor:
-        if seed is not None:  # the opponent's own random stream restarts too: a seed fixes the battles
-            self.controller.rng_seed, self.controller.rng_state = seed, None
+        """Restart every battle; the env checks ``seed`` first (:func:`arena.seeds.check_seed`)."""
         self.obs = self.env.reset(seed=seed)
+        if seed is not None:  # the opponent's own random stream restarts too: a seed fixes the battles
+            self.controller.rng_seed, self.controller.rng_state = self.env.seed, None
         self.loop.reset_agents()
         return self.vector(self.obs["p1"])
 

@@ -59,8 +59,9 @@ class ArenaVectorEnv(VectorEnv):
         self.action_shape = (num_envs, *single_action.shape)  # what step() takes
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        obs = self.battles.reset(seed)  # first: the env checks the seed as every entry point does
         super().reset(seed=seed)
-        return self._out(self.battles.reset(seed)), {}
+        return self._out(obs), {}
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         out = self.battles.step(action_array(actions, self.action_shape, "ArenaVectorEnv.step"))
@@ -95,9 +96,10 @@ class ArenaEnv(gymnasium.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[np.ndarray, dict[str, Any]]:
+        obs = self.battles.reset(seed)  # first: the env checks the seed as every entry point does
         super().reset(seed=seed)
         self._done = False
-        return self.battles.reset(seed)[0].cpu().numpy(), {}
+        return obs[0].cpu().numpy(), {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if self._done:

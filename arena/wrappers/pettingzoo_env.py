@@ -4,8 +4,9 @@ Each agent observes its own aircraft (the standard keys against its nearest enem
 neighbour slots of team battles) as one float32 vector and acts with ``[rudder, throttle, fire]``. An
 aircraft that is shot down (or leaves the arena) is terminated and leaves ``agents``; when the battle
 ends every aircraft still flying is terminated (a side was destroyed) or truncated (time limit).
-An action of another shape, or not real numbers, raises ``ValueError`` naming the agent; NaN values
-fly as 0 (no fire) and are counted in ``infos[agent]["nan_actions"]``.
+An action of another shape, or not real numbers, raises ``ValueError`` naming the agent, and so does
+a live agent left out of the actions (flying it with a zero action would corrupt the caller's data
+without a word); NaN values fly as 0 (no fire) and are counted in ``infos[agent]["nan_actions"]``.
 """
 
 from __future__ import annotations
@@ -60,6 +61,10 @@ class ArenaParallelEnv(ParallelEnv):
                                                      dict[str, bool], dict[str, dict[str, Any]]]:
         if self._obs is None:
             raise RuntimeError("call reset() before step()")
+        missing = [name for name in self.agents if name not in actions]
+        if missing:
+            raise ValueError(f"actions: no action for live agent(s) {', '.join(map(repr, missing))}; expected one "
+                             f"for every agent in env.agents ({', '.join(self.agents)})")
         t = self.team_size
         table = np.zeros((2, t, 3), dtype=np.float32)
         for name, action in actions.items():

@@ -130,8 +130,25 @@ def test_arena_compile_chooses_and_a_bad_value_is_named(monkeypatch: pytest.Monk
     assert compile_setting() is None
     assert TensorEnv(8).step_path.startswith("eager (auto")  # the CPU steps eagerly by default
     monkeypatch.setenv("ARENA_COMPILE", "fast")
-    with pytest.raises(CompileSettingError, match="ARENA_COMPILE='fast': expected auto, 1 or 0"):
+    with pytest.raises(CompileSettingError, match="ARENA_COMPILE='fast': expected auto, 1/on/true/yes or "
+                                                  "0/off/false/no"):
         TensorEnv(8)
+
+
+@pytest.mark.parametrize("word, path", [("no", "eager (compile off)"), ("OFF", "eager (compile off)"),
+                                        ("0", "eager (compile off)"), ("auto", "eager (auto")])
+def test_compile_takes_the_words_arena_compile_takes(monkeypatch: pytest.MonkeyPatch, word: str, path: str) -> None:
+    monkeypatch.delenv("ARENA_COMPILE", raising=False)
+    assert TensorEnv(8, compile=word).step_path.startswith(path)  # "no" is not a true string here
+    monkeypatch.setattr(compiled, "missing_compiler", lambda device: None)
+    assert TensorEnv(8, compile="yes").compiled  # the words for on compile, as True does
+
+
+@pytest.mark.parametrize("value", ["nope", "", 1, 0.0, [True]])
+def test_compile_refuses_anything_but_a_bool_none_or_those_words(value: object) -> None:
+    with pytest.raises(CompileSettingError, match=r"^compile: expected True, False, None or one of auto, "
+                                                  r"1/on/true/yes or 0/off/false/no, got "):
+        TensorEnv(8, compile=value)  # type: ignore[arg-type]
 
 
 def test_a_compiled_step_refuses_the_packed_layout(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -384,3 +384,20 @@ def test_final_global_state_is_the_state_before_auto_reset() -> None:
     plain = TensorEnv(2)
     plain.reset()
     assert "final_global_state" not in plain.step(good(2), good(2))[3]
+
+
+@pytest.mark.parametrize("seed, error, message", [
+    (-1, ValueError, r"^seed: expected an integer in \[0, 2\*\*63 - 1\], got -1$"),
+    (2**63, ValueError, r"^seed: expected an integer in \[0, 2\*\*63 - 1\], got 9223372036854775808$"),
+    (2**70, ValueError, r"got 1180591620717411303424$"),
+    (1.5, TypeError, r"^seed: expected an integer in \[0, 2\*\*63 - 1\], got float 1.5$"),
+    (True, TypeError, r"got bool True$"),
+])
+def test_a_seed_outside_the_one_range_is_refused_by_name(seed, error, message) -> None:
+    with pytest.raises(error, match=message):
+        TensorEnv(4, seed=seed)
+    env = TensorEnv(4, seed=2**63 - 1)  # the edge itself is a seed
+    env.reset(seed=0)
+    with pytest.raises(error, match=message):
+        env.reset(seed=seed)
+    assert env.seed == 0  # a refused seed changed nothing

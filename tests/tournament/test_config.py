@@ -159,12 +159,28 @@ def trained_checkpoint(path: Path, **env) -> str:
 
 def test_team_checkpoints_set_the_team_size_the_env_leaves_out(tmp_path: Path, write_league) -> None:
     duel, team = trained_checkpoint(tmp_path / "duel.pt"), trained_checkpoint(tmp_path / "team.pt", team_size=2)
-    extended = trained_checkpoint(tmp_path / "ext.pt", obs_mode="extended")
-    cfg = load_config(write_league(LEAGUE + [f"fromfile:{duel}", f"fromfile:{team}", f"fromfile:{extended}"]))
+    extended = trained_checkpoint(tmp_path / "ext.pt", team_size=2, obs_mode="extended")
+    cfg = load_config(write_league(LEAGUE + [f"fromfile:{team}", f"fromfile:{extended}"]))
     assert cfg.env["team_size"] == 2 and cfg.env["max_time"] == 60.0  # the rest of env as written
-    assert [p.obs_mode for p in cfg.participants] == [None, None, None, "default", "default", "extended"]
+    assert [p.obs_mode for p in cfg.participants] == [None, None, None, "default", "extended"]
     cfg = load_config(write_league(LEAGUE + [f"fromfile:{duel}"]))
-    assert "team_size" not in cfg.env  # a 1-v-1 checkpoint flies any seat: it asks for nothing
+    assert "team_size" not in cfg.env  # duels only: the env's own size
+
+
+def test_checkpoints_trained_for_different_team_sizes_are_refused_naming_them(tmp_path: Path, write_league) -> None:
+    """A duel checkpoint beside a team one: no size is picked for the whole league without a word."""
+    duel, team = trained_checkpoint(tmp_path / "duel.pt"), trained_checkpoint(tmp_path / "team.pt", team_size=2)
+    path = write_league(LEAGUE + [f"fromfile:{team}", f"fromfile:{duel}"])
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == (f"{path}: env.team_size: the checkpoints were trained for different team sizes: "
+                               f"fromfile:duel (1 v 1); fromfile:team (2 v 2); choose the size of every game with "
+                               f"env: {{team_size: T}} (a 1-v-1 checkpoint flies any seat of a team, a MAPPO team "
+                               f"plays only its own size)")
+    for size in (1, 2):  # the file chooses: then it is played at that size
+        cfg = load_config(write_league(LEAGUE + [f"fromfile:{team}", f"fromfile:{duel}"],
+                                       env={"max_time": 60.0, "team_size": size}))
+        assert cfg.env["team_size"] == size
 
 
 def test_the_league_env_wins_over_the_checkpoints(tmp_path: Path, write_league) -> None:
@@ -180,8 +196,8 @@ def test_team_checkpoints_that_disagree_name_both_files(tmp_path: Path, write_le
     with pytest.raises(ConfigError) as info:
         load_config(path)
     message = str(info.value)
-    assert message.startswith(f"{path}: env.team_size: checkpoints {tmp_path / pair} (trained in 2 v 2) and "
-                              f"{tmp_path / trio} (3 v 3) disagree"), message
+    assert message.startswith(f"{path}: env.team_size: the checkpoints were trained for different team sizes: "
+                              f"fromfile:pair (2 v 2); fromfile:trio (3 v 3); "), message
     assert "env: {team_size: T}" in message and "\n" not in message
 
 
@@ -193,9 +209,28 @@ def test_a_league_of_team_and_extended_checkpoints_plays_without_env_settings(tm
     from arena_ppo.mappo_agent import MAPPOAgent
 
     save_checkpoint(MAPPOAgent(env_config=EnvConfig(team_size=2)).checkpoint(), tmp_path / "team.pt")
-    save_checkpoint(PPOAgent(env_config=EnvConfig(obs_mode="extended")).checkpoint(), tmp_path / "ext.pt")
+    save_checkpoint(PPOAgent(env_config=EnvConfig(team_size=2, obs_mode="extended")).checkpoint(),
+                    tmp_path / "ext.pt")
     config = load_config(write_league(["placeholder", "mappo:team.pt", "ppo:ext.pt"], games_per_pairing=2,
                                       env={"max_time": 10.0}))
     assert config.env["team_size"] == 2
     report = run_tournament(config, progress=False)  # a MAPPO team of 2 cannot even be built for 1 v 1
     assert report.complete and report.forfeits.empty
+
+
+def test_a_league_whose_env_sets_a_size_a_participant_cannot_play_is_refused_before_any_game(
+        tmp_path: Path, write_league) -> None:
+    pytest.importorskip("arena_ppo")
+    from arena.env import EnvConfig
+    from arena.training.checkpoint import save_checkpoint
+    from arena_ppo.agent import PPOAgent
+    from arena_ppo.mappo_agent import MAPPOAgent
+
+    save_checkpoint(MAPPOAgent(env_config=EnvConfig(team_size=2)).checkpoint(), tmp_path / "team.pt")
+    save_checkpoint(PPOAgent().checkpoint(), tmp_path / "duel.pt")
+    config = load_config(write_league(["placeholder", "mappo:team.pt", "ppo:duel.pt"], games_per_pairing=2,
+                                      env={"max_time": 10.0, "team_size": 1}))
+    with pytest.raises(ConfigError, match=r"participants\[1\]\.checkpoint: .*team\.pt: a MAPPO team of 2 .*it plays "
+                                          r"teams of 2, got team_size 1"):
+        run_tournament(config, progress=False)
+    assert not (tmp_path / "out" / "results.sqlite").exists()  # refused before a game was stored

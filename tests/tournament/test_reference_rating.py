@@ -332,3 +332,24 @@ def test_a_reference_with_a_perfect_record_among_the_references_is_a_warning():
     (warning,) = [w for w in report.warnings if "references" in w]
     assert warning.startswith("x.yaml: references: r0, r1 won or lost every game")
     assert report.leaderboard["reference_elo"].notna().all(), "a capped scale still rates"
+
+
+def test_the_same_checkpoint_both_ways_needs_two_names_and_the_refusal_says_so(write_league, tmp_path, registry):
+    """docs/tournaments.md: the same file played both ways is two participants, each with a name of its own."""
+    from arena.tournament import ConfigError, load_config
+    from arena.tournament.participants import resolve_participants
+
+    (tmp_path / "a.pt").write_text("8")
+    path = write_league([{"agent": "fromfile", "checkpoint": "a.pt"},
+                         {"agent": "fromfile", "checkpoint": "a.pt", "policy": "deterministic"}, "idle"])
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert caught.value.key == "participants[1]" and "\n" not in str(caught.value)
+    assert str(caught.value).endswith("duplicate participant name 'fromfile:a' (also participants[0]); the same "
+                                      "checkpoint played sampled and deterministic is two participants, and each "
+                                      "needs a name of its own — give one a 'name'")
+    named = load_config(write_league([{"agent": "fromfile", "checkpoint": "a.pt"},
+                                      {"name": "a-det", "agent": "fromfile", "checkpoint": "a.pt",
+                                       "policy": "deterministic"}, "idle"], name="named.yaml"))
+    sampled, deterministic, _ = resolve_participants(named, registry)
+    assert (sampled.name, deterministic.name) == ("fromfile:a", "a-det") and sampled.key != deterministic.key

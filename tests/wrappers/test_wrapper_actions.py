@@ -123,3 +123,16 @@ def test_a_correct_array_passes_the_check_as_it_is():
 def re_shape(shape: tuple[int, ...]) -> str:
     """``shape`` as it appears in the message, escaped for a regex."""
     return str(tuple(shape)).replace("(", r"\(").replace(")", r"\)")
+
+
+def test_pettingzoo_refuses_actions_that_leave_out_a_live_agent():
+    env = ArenaParallelEnv(team_size=2)
+    env.reset(seed=0)
+    before = env.env.state_dict()["world"]["x"].clone()
+    actions = {agent: GOOD for agent in env.agents if agent != "p2_1"}
+    with pytest.raises(ValueError, match=r"^actions: no action for live agent\(s\) 'p2_1'; expected one for every "
+                                         r"agent in env.agents \(p1_0, p1_1, p2_0, p2_1\)$"):
+        env.step(actions)
+    assert torch.equal(env.env.state_dict()["world"]["x"], before)  # nothing flew
+    actions["p2_1"] = GOOD
+    env.step(actions)  # all of them: it steps

@@ -101,3 +101,23 @@ def test_sb3_example_trains_through_the_wrapper():
 def test_pettingzoo_example_flies_a_whole_battle():
     returns = run_example("pettingzoo_loop.py", "--team-size", "2")
     assert set(returns) == {"p1_0", "p1_1", "p2_0", "p2_1"}
+
+
+@pytest.mark.parametrize("seed, got", [(-1, "got -1"), (-5, "got -5"), (2**70, "got 1180591620717411303424"),
+                                       (2**63, "got 9223372036854775808")])
+def test_every_entry_point_refuses_the_same_seeds_in_the_same_words(seed, got):
+    """One rule (arena.seeds.check_seed) whether the seed reaches a wrapper's constructor or its reset."""
+    message = rf"^seed: expected an integer in \[0, 2\*\*63 - 1\], {got}$"
+    makers = [lambda **kw: ArenaEnv(opponent="placeholder", **kw),
+              lambda **kw: ArenaVectorEnv(num_envs=2, opponent="placeholder", **kw),
+              lambda **kw: ArenaParallelEnv(**kw)]
+    for make in makers:
+        with pytest.raises(ValueError, match=message):
+            make(seed=seed)
+        env = make()
+        with pytest.raises(ValueError, match=message):
+            env.reset(seed=seed)
+        env.reset(seed=2**63 - 1)  # the largest seed is one
+    vec = gymnasium.make_vec(ENV_ID, num_envs=2, vectorization_mode="vector_entry_point")
+    with pytest.raises(ValueError, match=message):
+        vec.reset(seed=seed)

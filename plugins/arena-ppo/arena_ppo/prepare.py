@@ -3,43 +3,109 @@
 :func:`prepare` turns a command line (the settings by key from ``--config``, ``--set`` and the
 options; ``--resume``, ``--out``) into a :class:`Setup`, or raises one line naming what is wrong:
 a setting out of range, a checkpoint that cannot be resumed as asked, a folder that already holds a
-run, a missing device, an unknown opponent or teacher. Each process of a run on several makes the
-same checks (``rank``), so they all refuse together.
+run, a missing device, an unknown opponent or teacher. What runs otherwise than the user wrote it
+(a hand edit of config.yaml applied on resume, a retired setting dropped, a minibatch capped at the
+rollout) is a note the run prints before it trains. Each process of a run on several makes the same
+checks (``rank``), so they all refuse together.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arena.declared_settings import shown
 from arena.training.run_dir import ResumePlan, holds_run, plan_resume
 from arena.training.settings import (
+    RetiredSettingError,
+    UnknownSettingError,
     apply,
+    drop_retired,
     fixed_changes,
     given_options,
     parse_assignments,
-    read_config_file,
     read_sections,
+    read_settings_data,
 )
 from arena_ppo.launch import fail
-from arena_ppo.train_config import TrainConfig, default_config
+from arena_ppo.train_config import RETIRED, TrainConfig, check_together, default_config, minibatch_note
 
-# What config.yaml records beside the settings; a --config file may hold them, and they are ignored.
+# What config.yaml records beside the settings; a --config file may hold them. The device and the
+# processes are records only; the env must be the one the settings train in (:func:`check_recorded_env`).
 CONFIG_EXTRAS = ("env", "device", "processes")
+RUN_FILE = "config.yaml"  # a run's settings, as it last started; read again when it resumes
 
 
-def given_settings(params: dict[str, Any], algorithm: str) -> dict[str, Any]:
-    """The settings this command line gives, by key: the --config file, then --set, then the options."""
+def given_settings(params: dict[str, Any], algorithm: str) -> tuple[dict[str, Any], list[str]]:
+    """The settings this command line gives, by key: the --config file, then --set, then the options;
+    and the notes to print (retired settings the file held at their old defaults)."""
     defaults = default_config(algorithm)
     given: dict[str, Any] = {}
+    notes: list[str] = []
+    data: Any = None
+    file_values: dict[str, Any] = {}
     if params.get("config_file") is not None:
-        given.update(read_config_file(defaults, params["config_file"], ignore=CONFIG_EXTRAS))
+        where = f"--config {params['config_file']}"
+        data = read_settings_data(params["config_file"], where)
+        try:
+            file_values, dropped = read_settings(data, algorithm, where)
+        except RetiredSettingError as exc:
+            raise ValueError(f"{where}: {exc}; remove it from the file to run without it") from None
+        given.update(file_values)
+        if dropped:
+            notes.append(f"{where}: {', '.join(dropped)}: settings this version no longer has, each at its old "
+                         f"default: running without them")
     given.update(parse_assignments(defaults, params.get("assignments") or ()))
     given.update(given_options(defaults, params))
     if algorithm == "mappo":
         given.pop("run.privileged_critic", None)  # the central critic is what makes it MAPPO
-    return given
+    if data is not None:
+        check_recorded_env(data, (file_values, given), algorithm, f"--config {params['config_file']}")
+    return given, notes
+
+
+def read_settings(data: Any, algorithm: str, where: str) -> tuple[dict[str, Any], list[str]]:
+    """Checked settings by key from a mapping of sections (a ``--config`` file, a run's config.yaml, a
+    checkpoint's config), and the retired settings dropped at their old defaults
+    (:data:`~arena_ppo.train_config.RETIRED`); ``ValueError`` naming ``where`` and the key,
+    :class:`~arena.training.settings.RetiredSettingError` for a retired one at another value."""
+    if data is None:
+        return {}, []
+    data, dropped = drop_retired(data, RETIRED)
+    return read_sections(default_config(algorithm), data, where, ignore=CONFIG_EXTRAS), dropped
+
+
+def check_recorded_env(data: Any, settings: tuple[dict[str, Any], ...], algorithm: str, where: str) -> None:
+    """Refuse an ``env`` section that is not the env a run of these settings trains in.
+
+    The env section of config.yaml records the env a run trained in: the standard one, with only
+    ``run.team_size`` and ``run.obs_mode`` changed. Dropping a hand-written ``env: {max_time: 10}``
+    without a word would train in something the user did not ask for, so a value is accepted only
+    where it is the one the run trains in, with the file's own settings or with all of ``settings``
+    (a run's config.yaml given with ``--team-size`` is that run at another size).
+    """
+    env = data.get("env") if isinstance(data, Mapping) else None
+    if env is None:
+        return
+    if not isinstance(env, Mapping):
+        raise ValueError(f"{where}: env: expected a mapping, as a run's config.yaml records it, got "
+                         f"{type(env).__name__}")
+    trains = [build_config(algorithm, dict(values)).run.env_config().to_dict() for values in settings]
+    for key, value in env.items():
+        if key not in trains[0]:
+            raise ValueError(f"{where}: env.{key}: unknown env setting; expected the EnvConfig fields a run's "
+                             f"config.yaml records (arena env-info lists them)")
+        if any(value == env_dict[key] for env_dict in trains):
+            continue
+        if key in ("team_size", "obs_mode"):
+            raise ValueError(f"{where}: env.{key} is {shown(value)}, but the run's run.{key} is "
+                             f"{shown(trains[-1][key])}; the env section only records the env a run trained in: set "
+                             f"run.{key} (--{key.replace('_', '-')}) instead")
+        raise ValueError(f"{where}: env.{key} is {shown(value)}, but a run trains in the standard env ({key} "
+                         f"{shown(trains[-1][key])}) with only run.team_size and run.obs_mode changed; the env section "
+                         f"only records the env a run trained in: remove env.{key}")
 
 
 def build_config(algorithm: str, given: dict[str, Any], base: TrainConfig | None = None) -> TrainConfig:
@@ -47,9 +113,11 @@ def build_config(algorithm: str, given: dict[str, Any], base: TrainConfig | None
     return apply(base if base is not None else default_config(algorithm, given), given)
 
 
-def saved_config(data: Any, algorithm: str) -> TrainConfig:
-    """The config a checkpoint holds, every value checked as a --config file's is (``ValueError``)."""
-    return build_config(algorithm, read_sections(default_config(algorithm), data, "config", ignore=CONFIG_EXTRAS))
+def saved_config(data: Any, algorithm: str) -> tuple[TrainConfig, list[str]]:
+    """The config a checkpoint holds, every value checked as a --config file's is (``ValueError``), and
+    the retired settings it held at their old defaults (dropped)."""
+    values, dropped = read_settings(data, algorithm, "config")
+    return build_config(algorithm, values), dropped
 
 
 @dataclass
@@ -63,6 +131,7 @@ class Setup:
     reward_fn: Any
     resume_data: dict[str, Any] | None = None
     plan: ResumePlan | None = None
+    notes: list[str] = field(default_factory=list)  # lines the main process prints before training
 
 
 def prepare(params: dict[str, Any], algorithm: str, rank: Any = None) -> Setup:
@@ -75,13 +144,14 @@ def prepare(params: dict[str, Any], algorithm: str, rank: Any = None) -> Setup:
 
     world = rank.world_size if rank is not None else 1
     try:
-        given = given_settings(params, algorithm)
+        given, notes = given_settings(params, algorithm)
     except ValueError as exc:
         raise fail(str(exc)) from None
     resume_data, plan = None, None
     if params.get("resume") is not None:
         resume = Path(params["resume"])
-        resume_data, cfg = resumed(resume, given, algorithm, world)
+        resume_data, cfg, resume_notes = resumed(resume, given, algorithm, world)
+        notes += resume_notes
         try:
             plan = plan_resume(resume, resume_data["counters"]["env_steps"], params.get("out"))
         except ValueError as exc:
@@ -94,9 +164,12 @@ def prepare(params: dict[str, Any], algorithm: str, rank: Any = None) -> Setup:
             # A second run here would append to the first one's metrics and play its checkpoints as `self`.
             raise fail(f"--out {out}: already holds a training run; continue it with --resume PATH, or give "
                        f"another directory")
-    if cfg.network.recurrent and cfg.ppo.n_steps % cfg.ppo.data_chunk_length:
-        raise fail(f"ppo.data_chunk_length {cfg.ppo.data_chunk_length} must divide ppo.n_steps {cfg.ppo.n_steps}: "
-                   f"the rollout is cut into whole sequences")
+    try:
+        check_together(cfg)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    if minibatch_note(cfg):
+        notes.append(minibatch_note(cfg))
     if rank is not None:
         check_split(cfg, world)
 
@@ -127,11 +200,20 @@ def prepare(params: dict[str, Any], algorithm: str, rank: Any = None) -> Setup:
             make_opponent(spec)
     if teacher_spec is not None:
         opponent_factory(device, cfg.run.env_config(), option="--kickstart")(teacher_spec)
-    return Setup(cfg, Path(out), device, make_opponent, reward_fn, resume_data, plan)
+    return Setup(cfg, Path(out), device, make_opponent, reward_fn, resume_data, plan, notes)
 
 
-def resumed(resume: Path, given: dict[str, Any], algorithm: str, world: int) -> tuple[dict[str, Any], TrainConfig]:
-    """A checkpoint's trainer state and config, with the ``given`` settings applied; one-line errors."""
+def resumed(resume: Path, given: dict[str, Any], algorithm: str, world: int
+            ) -> tuple[dict[str, Any], TrainConfig, list[str]]:
+    """A checkpoint's trainer state and config, with the edits of its run's config.yaml and the ``given``
+    settings applied, and the notes that say so; one-line errors.
+
+    The checkpoint holds the settings the run trained with. Its folder's config.yaml is the run's
+    settings as the user sees them: where a hand edit made it differ, the edit applies (a fixed
+    setting is refused), since a resume that dropped it would then rewrite the file back without a
+    word. The command line wins over both. A run already at its ``run.max_steps`` is refused: it
+    would train nothing and record a limit it never obeyed.
+    """
     from arena.training import CheckpointError, load_checkpoint
     from arena_ppo.agent import FORMAT_VERSION
 
@@ -141,15 +223,32 @@ def resumed(resume: Path, given: dict[str, Any], algorithm: str, world: int) -> 
         raise fail(str(exc)) from None
     if "counters" not in data or "config" not in data:
         raise fail(f"checkpoint {resume}: holds weights only, no trainer state to resume from")
+    notes = []
     try:
-        saved = saved_config(data["config"], algorithm)
+        saved, dropped = saved_config(data["config"], algorithm)
+    except (RetiredSettingError, UnknownSettingError) as exc:  # older (or newer), not damaged
+        what = str(exc) if isinstance(exc, RetiredSettingError) else (
+            f"{exc}: a setting this version does not know, not a damaged one (saved by another version of the "
+            f"trainer?)")
+        raise fail(f"checkpoint {resume}: {what}, so this version cannot continue the run as it trained; its "
+                   f"weights still play (arena play {resume} crank), and a new run can learn from them (--kickstart "
+                   f"ckpt:{resume})") from None
     except ValueError as exc:
         raise fail(f"checkpoint {resume}: damaged trainer state: {exc}") from None
+    if dropped:
+        notes.append(f"checkpoint {resume}: {', '.join(dropped)}: settings this version no longer has, each at its "
+                     f"old default: resuming without them")
     changed = fixed_changes(default_config(algorithm), saved, given)
     if changed:
-        names = ", ".join(f"{s.key}" + (f" ({s.option})" if s.spec.cli else "") for s in changed)
-        raise fail(f"--resume: cannot change {names} of a run (the checkpoint's tensors depend on it); start a new "
-                   f"run instead")
+        raise fail(f"--resume: cannot change {fixed_names(changed)} of a run (the checkpoint's tensors depend on it); "
+                   f"start a new run instead")
+    edits, edit_notes = run_file_edits(resume, saved, given, algorithm)
+    notes += edit_notes
+    changed = fixed_changes(default_config(algorithm), saved, edits)
+    if changed:
+        path = resume.parent / RUN_FILE
+        raise fail(f"{path}: edited to change {fixed_names(changed)}, which a resumed run keeps (the checkpoint's "
+                   f"tensors depend on it); undo the edit to resume, or start a new run with --config {path}")
     counters = data["counters"]
     if not isinstance(counters, dict):
         raise fail(f"checkpoint {resume}: damaged trainer state: counters: expected a dict, got "
@@ -159,7 +258,43 @@ def resumed(resume: Path, given: dict[str, Any], algorithm: str, world: int) -> 
         raise fail(f"checkpoint {resume}: damaged trainer state: counters.env_steps: expected an int >= 0, "
                    f"got {step!r}"[:300])
     check_saved_processes(resume, data, world, algorithm)
-    return data, build_config(algorithm, given, saved)
+    cfg = build_config(algorithm, {**edits, **given}, saved)
+    if cfg.run.max_steps <= step:
+        raise fail(f"run.max_steps {cfg.run.max_steps:,} (--max-steps): the checkpoint {resume.name} is already at "
+                   f"{step:,} steps, so resuming would train nothing; give a larger --max-steps to go on "
+                   f"(it counts all of the run's steps, not this session's)")
+    return data, cfg, notes
+
+
+def fixed_names(changed: list[Any]) -> str:
+    return ", ".join(f"{s.key}" + (f" ({s.option})" if s.spec.cli else "") for s in changed)
+
+
+def run_file_edits(resume: Path, saved: TrainConfig, given: dict[str, Any], algorithm: str
+                   ) -> tuple[dict[str, Any], list[str]]:
+    """The settings where the config.yaml beside ``resume`` differs from the checkpoint's (a hand edit)
+    and the command line does not decide, by key; and the notes that say what applies."""
+    path = resume.parent / RUN_FILE
+    if not path.is_file():
+        return {}, []
+    try:
+        data = read_settings_data(path, str(path))
+        values, _ = read_settings(data, algorithm, str(path))  # a retired one: the checkpoint's note says it
+        check_recorded_env(data, (values,), algorithm, str(path))
+    except ValueError as exc:
+        raise fail(f"{exc} (the run's settings file, read on resume: fix or remove it)") from None
+    current = {key: getattr(getattr(saved, key.split(".")[0]), key.split(".")[1]) for key in values}
+    edits = {key: value for key, value in values.items() if value != current[key]}
+    applied = {key: value for key, value in edits.items() if key not in given}
+    notes = []
+    if applied:
+        changes = ", ".join(f"{key} {shown(current[key])} -> {shown(value)}" for key, value in applied.items())
+        notes.append(f"{path} differs from the settings of {resume.name} (edited by hand?): resuming with {changes}")
+    overridden = [key for key in edits if key in given and given[key] != edits[key]]
+    if overridden:
+        notes.append(f"{path}: the command line wins over the edited " + ", ".join(
+            f"{key} {shown(edits[key])} (now {shown(given[key])})" for key in overridden))
+    return applied, notes
 
 
 def check_split(cfg: TrainConfig, world: int) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from arena.agents import DEFAULT_POLICY
 from arena.agents import POLICIES as PLAY_POLICIES
-from arena.training.settings import setting
+from arena.training.settings import Retired, setting
 
 if TYPE_CHECKING:
     from arena.env import EnvConfig
@@ -168,6 +168,53 @@ class TrainConfig:
     run: RunConfig = field(default_factory=RunConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     network: NetworkConfig = field(default_factory=NetworkConfig)
+
+
+# Settings this trainer once had, as checkpoints and config.yaml files of older versions hold them: one
+# at its old default is dropped (the run goes on as this version runs), another value is refused.
+RETIRED: dict[str, Retired] = {
+    "network.obs_delta": Retired(False, "the network read each observation beside its change since the last step"),
+    "ppo.fire_entropy_penalty": Retired(0.0, "a penalty on the trigger's entropy"),
+    "ppo.lr_anneal": Retired(0.0, "the learning rate fell to 0 over the last share of the run"),
+    "ppo.kickstart_final": Retired(1.0, "the teacher's weight moved to it over run.kickstart_steps"),
+    "ppo.kickstart_trigger": Retired(1.0, "the weight of the teacher's trigger against its rudder"),
+    "run.kickstart_steps": Retired(20_000_000, "steps over which the teacher's weight moved to ppo.kickstart_final"),
+    "run.rollback": Retired(0.0, "going back to the kept weights after a fall in the evaluation"),
+    "run.gate": Retired(0.0, "duels between the kept weights and a checkpoint whose worst scores tied"),
+    "run.pfsp_memory": Retired(0.0, "games over which a PFSP record faded"),
+    "run.out": Retired("", "the output folder, which --out names now", any_value=True),
+}
+
+
+def check_together(cfg: TrainConfig) -> None:
+    """The settings that depend on each other, checked together (each alone is checked by its
+    declaration): ``ValueError`` naming both, so no pair of values runs as something else."""
+    net, ppo = cfg.network, cfg.ppo
+    if net.log_std_min > net.log_std_max:
+        raise ValueError(f"network.log_std_min {net.log_std_min:g} is above network.log_std_max "
+                         f"{net.log_std_max:g}: the rudder's log-std is clamped to [min, max]; give min <= max")
+    if not net.log_std_min <= net.init_log_std <= net.log_std_max:
+        raise ValueError(f"network.init_log_std {net.init_log_std:g} is outside [network.log_std_min "
+                         f"{net.log_std_min:g}, network.log_std_max {net.log_std_max:g}]: it would start clamped to "
+                         f"the bound; give a value within them")
+    if net.recurrent and ppo.n_steps % ppo.data_chunk_length:
+        raise ValueError(f"ppo.data_chunk_length {ppo.data_chunk_length} must divide ppo.n_steps {ppo.n_steps}: "
+                         f"the rollout is cut into whole sequences")
+
+
+def minibatch_note(cfg: TrainConfig) -> str:
+    """A line to say when ``ppo.batch_size`` is not the minibatch that runs ("" when it is): a minibatch
+    cannot hold more than a rollout, and a recurrent one holds whole sequences of ``data_chunk_length``."""
+    ppo = cfg.ppo
+    rollout = cfg.run.num_envs * ppo.n_steps
+    if ppo.batch_size > rollout:
+        return (f"ppo.batch_size {ppo.batch_size:,} is more than a rollout ({cfg.run.num_envs:,} envs x "
+                f"{ppo.n_steps} steps = {rollout:,} env steps): each epoch is one minibatch of the whole rollout")
+    if cfg.network.recurrent and ppo.batch_size % ppo.data_chunk_length:
+        return (f"ppo.batch_size {ppo.batch_size:,} is not a multiple of ppo.data_chunk_length "
+                f"{ppo.data_chunk_length}: a minibatch holds whole sequences of {ppo.data_chunk_length} steps, "
+                f"rounded down (at least one)")
+    return ""
 
 
 def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = None) -> TrainConfig:

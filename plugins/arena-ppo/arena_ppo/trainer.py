@@ -197,6 +197,8 @@ def train(params: dict[str, Any], algorithm: str, sync: ProcessSync | None = Non
     if sync.main:
         if setup.plan is not None and setup.plan.note:
             click.echo(f"note: {setup.plan.note}", err=True)
+        for note in setup.notes:  # what of the settings is not as given: edits applied, limits met
+            click.echo(f"note: {note}", err=True)
         click.echo(describe_run(runner, algorithm, setup.out))
     with StopRequest.for_processes(sync.rank if sync.several else None) as stop:
         try:

@@ -70,3 +70,15 @@ def test_one_process_agrees_with_itself_at_no_cost():
     assert sync.any(True) and not sync.any(False) and sync.gather_objects is None and sync.saves_midway
     state = {"env": 1}
     assert sync.checkpoint_state(None, None, state, 0) is state  # type: ignore[arg-type]
+
+
+def test_a_run_built_through_the_library_checks_settings_that_depend_on_each_other(tmp_path):
+    """The runner, not only the command line, refuses crossed bounds: no caller trains on a silent clamp."""
+    import pytest
+
+    cfg = small(default_config("ppo"))
+    cfg.network.log_std_min, cfg.network.log_std_max = 2.0, -2.0
+    with pytest.raises(ValueError, match=r"^network.log_std_min 2 is above network.log_std_max -2"):
+        OnPolicyRunner(cfg, tmp_path / "run", opponent_factory("cpu", cfg.run.env_config()), console=None,
+                       progress=False)
+    assert not (tmp_path / "run").exists()

@@ -20,6 +20,9 @@ TINY = ["--set", "ppo.n_steps=16", "--set", "ppo.batch_size=64", "--set", "ppo.n
         "--no-progress", "--threads", "1"]
 
 
+SMALL = ["--vs", "crank", "--num-envs", "8", "--max-steps", "128", *TINY]  # a run that fails fast, if it runs at all
+
+
 def train(*args):
     return CliRunner().invoke(main, ["train", *args])
 
@@ -88,6 +91,78 @@ def test_a_config_file_with_a_key_twice_or_past_the_limits_is_one_line(tmp_path,
     assert not (tmp_path / "run").exists()
 
 
+def test_a_binary_config_file_is_one_line_naming_the_option_and_file(tmp_path):
+    checkpoint = tmp_path / "ckpt_000000512.pt"
+    torch.save({"weights": torch.zeros(64)}, checkpoint)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(bytes(range(1, 256)))  # no NUL: a byte that is no UTF-8 names where it is
+    for path, problem in ((checkpoint, "contains a NUL byte (offset 4); expected a UTF-8 YAML text file, not a "
+                                       "binary one"),
+                          (latin, "is not UTF-8 text (byte 0x80 at offset 127); expected a UTF-8 YAML file")):
+        result = train("ppo", "--config", str(path), "--out", str(tmp_path / "run"))
+        assert result.exit_code == 2 and result.output == f"Error: --config {path}: {problem}\n", result.output
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("env, message", [
+    ("{max_time: 10.0, team_size: 2}", "env.max_time is 10.0, but a run trains in the standard env (max_time 300.0) "
+                                       "with only run.team_size and run.obs_mode changed; the env section only "
+                                       "records the env a run trained in: remove env.max_time"),
+    ("{team_size: 2}", "env.team_size is 2, but the run's run.team_size is 1; the env section only records the env a "
+                       "run trained in: set run.team_size (--team-size) instead"),
+    ("{warp: 9}", "env.warp: unknown env setting; expected the EnvConfig fields a run's config.yaml records "
+                  "(arena env-info lists them)"),
+    ("[1, 2]", "env: expected a mapping, as a run's config.yaml records it, got list"),
+])
+def test_an_env_section_the_run_would_not_train_in_is_refused_naming_the_key(tmp_path, env, message):
+    path = tmp_path / "settings.yaml"
+    path.write_text(f"env: {env}\nppo: {{n_epochs: 2}}\n")
+    result = train("ppo", "--config", str(path), *SMALL, "--out", str(tmp_path / "run"))
+    assert result.exit_code == 2 and result.output == f"Error: --config {path}: {message}\n", result.output
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_env_section_that_is_the_runs_own_is_taken(tmp_path):
+    """A run's config.yaml records its env: given as a --config as it is, or with the size the command line
+    changes, the env section agrees with the run."""
+    from arena_ppo.prepare import given_settings
+    from arena_ppo.train_config import RunConfig
+
+    env = RunConfig(team_size=2).env_config().to_dict()
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({"env": env, "run": {"team_size": 2}}))
+    assert given_settings({"config_file": path}, "ppo") == ({"run.team_size": 2}, [])
+    path.write_text(yaml.safe_dump({"env": {**env, "team_size": 1}}))  # a duel's file, played at 2 now
+    assert given_settings({"config_file": path, "team_size": 2}, "ppo") == ({"run.team_size": 2}, [])
+
+
+@pytest.mark.parametrize("assignments, message", [
+    (["network.log_std_min=2", "network.log_std_max=-2"],
+     "network.log_std_min 2 is above network.log_std_max -2: the rudder's log-std is clamped to [min, max]; give "
+     "min <= max"),
+    (["network.init_log_std=3"],
+     "network.init_log_std 3 is outside [network.log_std_min -5, network.log_std_max 2]: it would start clamped to "
+     "the bound; give a value within them"),
+])
+def test_settings_that_depend_on_each_other_are_checked_together(tmp_path, assignments, message):
+    args = [arg for item in assignments for arg in ("--set", item)]
+    result = train("ppo", *args, *SMALL, "--out", str(tmp_path / "run"))
+    assert result.exit_code == 2 and result.output == f"Error: {message}\n", result.output
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_minibatch_larger_than_the_rollout_is_said(tmp_path):
+    result = train("ppo", "--vs", "crank", "--num-envs", "8", "--max-steps", "128", "--set", "ppo.n_steps=16",
+                   "--set", "ppo.batch_size=100000", "--set", "ppo.n_epochs=1", "--eval-games", "0", "--no-progress",
+                   "--threads", "1", "--out", str(tmp_path / "run"))
+    assert result.exit_code == 0, result.output
+    assert ("note: ppo.batch_size 100,000 is more than a rollout (8 envs x 16 steps = 128 env steps): each epoch is "
+            "one minibatch of the whole rollout") in result.output
+    from arena_ppo.train_config import TrainConfig, minibatch_note
+
+    assert minibatch_note(TrainConfig()) == ""  # the defaults: 1,024 envs x 32 steps, minibatches of 8,192
+
+
 def test_a_league_warms_up_against_the_top_rung_then_opens_with_a_fresh_optimizer(tmp_path):
     """192 steps a rollout, a warm-up of 300: two rollouts against the ace (and the floor), then the league,
     whose pool draws no checkpoint saved before the warm-up ended; a resume across the boundary is exact."""
@@ -117,3 +192,19 @@ def test_a_warm_up_longer_than_the_run_is_warned_of(tmp_path):
     result = train("ppo", "--vs", "league", "--num-envs", "8", "--max-steps", "128", *TINY, "--out", str(tmp_path))
     assert result.exit_code == 0, result.output
     assert "warning: the league's warm-up (run.warm_up_steps 12,000,000) takes all of --max-steps 128" in result.output
+
+
+def test_a_config_file_of_an_older_version_drops_retired_settings_at_their_default_and_names_the_rest(tmp_path):
+    from arena_ppo.prepare import given_settings
+
+    path = tmp_path / "old.yaml"
+    path.write_text("run: {out: runs/old, seed: 3}\nppo: {lr_anneal: 0.0}\n")
+    assert given_settings({"config_file": path}, "ppo") == (
+        {"run.seed": 3}, [f"--config {path}: run.out, ppo.lr_anneal: settings this version no longer has, each at "
+                          f"its old default: running without them"])
+    path.write_text("ppo: {lr_anneal: 0.5}\n")
+    result = train("ppo", "--config", str(path), "--out", str(tmp_path / "run"))
+    assert result.exit_code == 2 and result.output == (
+        f"Error: --config {path}: ppo.lr_anneal: 0.5 is a setting this version no longer has (the learning rate fell "
+        f"to 0 over the last share of the run); only its old default, 0.0, runs the same without it; remove it from "
+        f"the file to run without it\n"), result.output

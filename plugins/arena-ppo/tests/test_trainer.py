@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from arena.cli import main
 from arena.training import list_checkpoints
+from arena.training.settings import settings_of
 from arena_ppo.agent import PPOAgent
 
 TINY = ["--set", "ppo.n_steps=16", "--set", "ppo.batch_size=64", "--set", "ppo.n_epochs=2", "--eval-games", "0",
@@ -189,11 +190,124 @@ def test_a_saved_config_reads_back_and_damage_is_named():
     from arena_ppo.train_config import TrainConfig
 
     saved = asdict(TrainConfig())
-    assert saved_config(saved, "ppo") == TrainConfig()
+    assert saved_config(saved, "ppo") == (TrainConfig(), [])
     with pytest.raises(ValueError, match=r"run.floor: expected a number >= 0, <= 0.9, got 2"):
         saved_config({**saved, "run": {**saved["run"], "floor": 2}}, "ppo")
-    with pytest.raises(ValueError, match="unknown setting 'ppo.lr_anneal'"):
-        saved_config({**saved, "ppo": {**saved["ppo"], "lr_anneal": 0.2}}, "ppo")
+    with pytest.raises(ValueError, match="unknown setting 'ppo.lr_schedul'; did you mean ppo.lr_schedule?"):
+        saved_config({**saved, "ppo": {**saved["ppo"], "lr_schedul": "linear"}}, "ppo")
+
+
+def test_retired_settings_at_their_old_default_are_dropped_and_others_are_named():
+    """An older checkpoint's config is older, not damaged: RETIRED says what each retired setting did and the
+    value it had by default."""
+    from dataclasses import asdict
+
+    from arena.training.settings import RetiredSettingError
+    from arena_ppo.prepare import saved_config
+    from arena_ppo.train_config import RETIRED, TrainConfig
+
+    saved = asdict(TrainConfig())
+    old = {**saved, "ppo": {**saved["ppo"], "lr_anneal": 0.0, "kickstart_final": 1},
+           "network": {**saved["network"], "obs_delta": False}, "run": {**saved["run"], "out": "runs/x"}}
+    assert saved_config(old, "ppo") == (TrainConfig(), ["run.out", "ppo.lr_anneal", "ppo.kickstart_final",
+                                                        "network.obs_delta"])
+    for key, value in (("ppo.lr_anneal", 0.2), ("network.obs_delta", True), ("ppo.fire_entropy_penalty", False)):
+        section, name = key.split(".")
+        with pytest.raises(RetiredSettingError, match=rf"^{key}: {value!r} is a setting this version no longer has"):
+            saved_config({**saved, section: {**saved[section], name: value}}, "ppo")
+    assert not set(RETIRED) & {s.key for s in settings_of(TrainConfig())}, "a retired setting is declared again"
+
+
+def tiny_run(out, steps=128):
+    result = run(["--num-envs", "8", "--max-steps", str(steps), "--vs", "crank", *TINY], out)
+    assert result.exit_code == 0, result.output
+    return out / f"ckpt_{steps:09d}.pt"
+
+
+def test_a_hand_edit_of_config_yaml_applies_on_resume_and_is_said(tmp_path):
+    ckpt = tiny_run(tmp_path / "r")
+    config = tmp_path / "r" / "config.yaml"
+    config.write_text(config.read_text().replace("entropy_coef: 0.001", "entropy_coef: 0.05"))
+    result = run(["--resume", str(ckpt), "--max-steps", "256"])
+    assert result.exit_code == 0, result.output
+    assert (f"note: {config} differs from the settings of ckpt_000000128.pt (edited by hand?): resuming with "
+            f"ppo.entropy_coef 0.001 -> 0.05") in result.output
+    assert "entropy_coef: 0.05" in config.read_text()  # the user's file stays as the user wrote it
+    assert torch.load(tmp_path / "r" / "ckpt_000000256.pt", weights_only=True)["config"]["ppo"]["entropy_coef"] == 0.05
+    result = run(["--resume", str(tmp_path / "r" / "ckpt_000000256.pt"), "--max-steps", "384"])
+    assert result.exit_code == 0 and "note:" not in result.output, result.output  # file and checkpoint agree again
+
+
+def test_a_hand_edit_the_command_line_overrides_is_said(tmp_path):
+    ckpt = tiny_run(tmp_path / "r")
+    config = tmp_path / "r" / "config.yaml"
+    config.write_text(config.read_text().replace("entropy_coef: 0.001", "entropy_coef: 0.05"))
+    result = run(["--resume", str(ckpt), "--max-steps", "256", "--set", "ppo.entropy_coef=0.01"])
+    assert result.exit_code == 0, result.output
+    assert f"note: {config}: the command line wins over the edited ppo.entropy_coef 0.05 (now 0.01)" in result.output
+
+
+def test_a_hand_edit_of_a_fixed_setting_is_refused_naming_the_file_and_key(tmp_path):
+    ckpt = tiny_run(tmp_path / "r")
+    config = tmp_path / "r" / "config.yaml"
+    config.write_text(config.read_text().replace("floor: 0.25", "floor: 0.5"))
+    before = config.read_bytes()
+    result = run(["--resume", str(ckpt), "--max-steps", "256"])
+    assert result.exit_code == 2 and len(result.output.splitlines()) == 1, result.output
+    assert result.output == (f"Error: {config}: edited to change run.floor, which a resumed run keeps (the "
+                             f"checkpoint's tensors depend on it); undo the edit to resume, or start a new run with "
+                             f"--config {config}\n")
+    assert config.read_bytes() == before and len(list_checkpoints(tmp_path / "r")) == 1
+
+
+def test_resuming_at_or_past_max_steps_is_refused_and_config_yaml_stays_true(tmp_path):
+    ckpt = tiny_run(tmp_path / "r")
+    config = tmp_path / "r" / "config.yaml"
+    before = config.read_bytes()
+    for args, limit in ((["--max-steps", "100"], "100"), ([], "128")):  # below it, and a finished run resumed as is
+        result = run(["--resume", str(ckpt), *args])
+        assert result.exit_code == 2, result.output
+        assert result.output == (f"Error: run.max_steps {limit} (--max-steps): the checkpoint ckpt_000000128.pt is "
+                                 f"already at 128 steps, so resuming would train nothing; give a larger --max-steps to "
+                                 f"go on (it counts all of the run's steps, not this session's)\n")
+        assert config.read_bytes() == before and len(list_checkpoints(tmp_path / "r")) == 1
+
+
+def with_config(src, dst, **changes):
+    """A copy of checkpoint ``src`` whose saved config has ``changes`` (SECTION__NAME=VALUE) applied."""
+    data = torch.load(src, weights_only=True)
+    for key, value in changes.items():
+        section, name = key.split("__")
+        data["config"][section][name] = value
+    torch.save(data, dst)
+    return dst
+
+
+def test_a_checkpoint_from_before_a_setting_was_retired_resumes_or_says_how_to_go_on(tmp_path):
+    ckpt = tiny_run(tmp_path / "r")
+    (tmp_path / "old").mkdir()
+    old = with_config(ckpt, tmp_path / "old" / "ckpt_000000128.pt", ppo__lr_anneal=0.0, run__gate=0.0)
+    result = run(["--resume", str(old), "--max-steps", "256"])
+    assert result.exit_code == 0, result.output
+    assert (f"note: checkpoint {old}: run.gate, ppo.lr_anneal: settings this version no longer has, each at its old "
+            f"default: resuming without them") in result.output
+    other = with_config(ckpt, tmp_path / "old" / "ckpt_000000064.pt", ppo__lr_anneal=0.25)
+    result = run(["--resume", str(other), "--max-steps", "256"])
+    assert result.exit_code == 2 and "damaged" not in result.output, result.output
+    assert result.output == (f"Error: checkpoint {other}: ppo.lr_anneal: 0.25 is a setting this version no longer has "
+                             f"(the learning rate fell to 0 over the last share of the run); only its old default, "
+                             f"0.0, runs the same without it, so this version cannot continue the run as it trained; "
+                             f"its weights still play (arena play {other} crank), and a new run can learn from them "
+                             f"(--kickstart ckpt:{other})\n")
+    played = CliRunner().invoke(main, ["play", str(other), "crank", "-n", "2", "-q"])
+    assert played.exit_code == 0, played.output  # as the message says
+    unknown = with_config(ckpt, tmp_path / "old" / "ckpt_000000032.pt", ppo__retired_knob=3)
+    result = run(["--resume", str(unknown), "--max-steps", "256"])
+    assert result.exit_code == 2 and "damaged trainer state" not in result.output, result.output
+    assert result.output.startswith(f"Error: checkpoint {unknown}: config: unknown setting 'ppo.retired_knob'; "), \
+        result.output
+    assert (": a setting this version does not know, not a damaged one (saved by another version of the trainer?), "
+            "so this version cannot continue the run as it trained; its weights still play") in result.output
 
 
 def test_league_training_plays_the_ladder_and_evaluates_against_every_rung(tmp_path, short_battles):
@@ -282,8 +396,8 @@ def test_a_resumed_run_keeps_the_same_best_weights(tmp_path, short_battles):
     assert (tmp_path / "straight" / "best.json").read_text() == (tmp_path / "split" / "best.json").read_text()
     # Resuming an older checkpoint branches into a new folder: its best.pt is the best up to that step.
     older = torch.load(tmp_path / "straight" / "ckpt_000000192.pt", weights_only=True)["best"]
-    branched = run(["--resume", str(tmp_path / "straight" / "ckpt_000000192.pt"), "--max-steps", "192",
-                    "--no-progress"])
+    branched = run(["--resume", str(tmp_path / "straight" / "ckpt_000000192.pt"), "--max-steps", "384",
+                    "--eval-games", "0", "--no-progress"])  # no evaluation after the branch point: its record stays
     assert branched.exit_code == 0, branched.output
     branch = tmp_path / "straight-branch-192"
     assert json.loads((branch / "best.json").read_text())["step"] == older["step"] == 192
@@ -370,3 +484,17 @@ def test_the_progress_line_names_the_trainer_and_shows_missing_statistics_once(t
     meter = [line for line in result.output.splitlines() if line.startswith(f"{trainer} ")]
     assert len(meter) == 1, result.output
     assert meter[0].startswith(f"{trainer} 128/128 steps (100.0%)") and meter[0].endswith("win -  draw -  ret -")
+
+
+def test_a_runs_config_yaml_with_a_key_twice_stops_the_resume_naming_the_file_and_line(tmp_path):
+    """The run's config.yaml, read on resume, goes through the one YAML reader as every file a user writes."""
+    ckpt = tiny_run(tmp_path / "r")
+    config = tmp_path / "r" / "config.yaml"
+    text = config.read_text()
+    config.write_text(text.replace("  n_epochs: 2\n", "  n_epochs: 2\n  n_epochs: 3\n"))
+    line = text.splitlines().index("  n_epochs: 2") + 2
+    result = run(["--resume", str(ckpt), "--max-steps", "256"])
+    assert result.exit_code == 2, result.output
+    assert result.output == (f"Error: {config}: line {line}: key 'n_epochs' appears twice (first on line {line - 1}) "
+                             f"(the run's settings file, read on resume: fix or remove it)\n")
+    assert len(list_checkpoints(tmp_path / "r")) == 1

@@ -23,7 +23,7 @@ from arena.training.process_group import rank_seed
 from arena_ppo.algorithms.ppo import compile_update
 from arena_ppo.process_sync import ProcessSync
 from arena_ppo.runners.outputs import RunOutputs
-from arena_ppo.train_config import TrainConfig
+from arena_ppo.train_config import TrainConfig, check_together
 
 RewardFn = Callable[..., torch.Tensor]
 Console = Callable[[str], None]
@@ -63,7 +63,9 @@ class RunContext:
                ) -> "RunContext":
         """Resolve the device and the threads, decide whether the update compiles, and seed the weights'
         initialization (the same on every process: :meth:`seed_streams` then gives each process its own).
-        ``ValueError`` for envs that do not split over the processes."""
+        ``ValueError`` for envs that do not split over the processes, or settings that contradict each
+        other (:func:`~arena_ppo.train_config.check_together`: the command line checks them first)."""
+        check_together(cfg)
         sync = sync or ProcessSync()
         world, run = sync.world_size, cfg.run
         if run.num_envs % world:
