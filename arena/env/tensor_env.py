@@ -71,6 +71,9 @@ class TensorEnv:
         self._ep_missiles = zeros.clone()
         self._ep_kills = zeros.clone()
         self._has_reset = False
+        # The CPU's spawn draws from game seeds, kept while the seeds stay the same (a tournament batch
+        # changes a few of them when games end; hashing every env's seed each step cost 7 % of a league).
+        self._seeded: tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor | None]] | None = None
         self.game_seeds: torch.Tensor | None = None  # [N] per-env start seeds (reset(game_seeds=...)), else None
         # Envs whose last state before auto-reset ``step`` hands back (replay recorders); None: none, no cost.
         self.watched: torch.Tensor | None = None
@@ -289,7 +292,11 @@ class TensorEnv:
     def _spawn_uniforms(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The draws the next battles start from: each env's game seed, or the env's generator."""
         if self.game_seeds is not None:
-            return seeded_spawn_uniforms(self.config, self.game_seeds)
+            if self.device.type != "cpu":  # comparing the seeds would wait for the GPU
+                return seeded_spawn_uniforms(self.config, self.game_seeds)
+            if self._seeded is None or not torch.equal(self._seeded[0], self.game_seeds):
+                self._seeded = (self.game_seeds.clone(), seeded_spawn_uniforms(self.config, self.game_seeds))
+            return self._seeded[1]
         return spawn_uniforms(self.config, self.num_envs, self.generator, self.device)
 
     def _auto_reset(self, dones: torch.Tensor) -> None:

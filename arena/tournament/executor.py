@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 GAMES_PER_SLOT = 4  # games a slot plays back to back in one batch; bounds what one forfeit can cost
 # A batch drops its finished battles once fewer than this share of its envs still play (and at least
 # KEEP_MIN_ENVS envs would go): the long games that finish a batch no longer step the short ones' envs.
-KEEP_SHARE = 0.5
+KEEP_SHARE = 0.75
 KEEP_MIN_ENVS = 64
 REASON_MAX = 300  # characters of an exception message kept as a forfeit reason
 
