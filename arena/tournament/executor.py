@@ -12,8 +12,8 @@ every seat of its side. Participants of one kind (checkpoints of one architectur
 variants, seeded placeholders) act as one family: one call a step for all of them
 (:mod:`arena.families`).
 
-Games end at different times, and a batch steps until its longest game is over. Once fewer than half
-of its envs still play, it keeps only those (:meth:`arena.env.TensorEnv.keep_envs`, and every agent
+Games end at different times, and a batch steps until its longest game is over. Once a quarter of
+its envs idle, it keeps only those (:meth:`arena.env.TensorEnv.keep_envs`, and every agent
 keeps its rows' memory: ``keep_rows``), so the envs of finished games stop costing steps. A batch
 with an agent that cannot drop rows, or a compiled step (fixed batch size), plays to the end whole.
 
