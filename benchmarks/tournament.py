@@ -8,8 +8,10 @@ The league is CrankAgent variants and seeded placeholders, plus PPO checkpoints 
 which it used. It runs ``arena.tournament.run_tournament`` on a fresh database in a temporary folder,
 so the wall time includes building agents, writing every game to SQLite, rating and writing reports.
 Printed: play wall time, games/s, env-steps/s, the battles stepped per game played (the games' mean
-length when no battle steps after its game ended), agent calls per batch step, and the time spent in
-rating (TrueSkill, and the Bradley-Terry fit with its bootstrap, timed again separately).
+length when no battle steps after its game ended), agent calls per batch step, what follows play
+(rating: reading the games back, TrueSkill, Bradley-Terry and the tables; then writing the CSVs,
+report.md and the pictures), TrueSkill and the Bradley-Terry fit with its bootstrap timed again
+separately, and the whole run's games/s.
 
 It runs torch on one CPU thread by default: on a small machine shared with other processes, torch's
 default thread pool spins against them and made the env an order of magnitude slower in our
@@ -96,14 +98,12 @@ def main() -> None:
         run = store.latest_run()
         games = store.games(run.participant_ids)
         env_steps = sum(g.length for g in games)
-        pos = {pid: i for i, pid in enumerate(run.participant_ids)}
-        from dataclasses import replace
-        games = [replace(g, p1=pos[g.p1], p2=pos[g.p2]) for g in games]
+        outcomes = store.outcomes(run.participant_ids)  # what the report rates: league positions as players
         t = time.perf_counter()
-        trueskill_ratings(games, len(participants), RatingConfig())
+        trueskill_ratings(outcomes, len(participants), RatingConfig())
         ts_s = time.perf_counter() - t
         t = time.perf_counter()
-        bradley_terry(games, len(participants), rounds=1000)
+        bradley_terry(outcomes, len(participants), rounds=1000)
         bt_s = time.perf_counter() - t
         db_mb = os.path.getsize(Path(tmp) / "results.sqlite") / 1e6
         store.close()
@@ -123,10 +123,13 @@ def main() -> None:
         ("env steps stepped per game", f"{work['env_steps'] / report.games:,.0f}"),
         ("agent calls per batch step", f"{work['calls'] / max(work['steps'], 1):,.1f}"),
         ("game-steps / s", f"{env_steps / r['wall_s']:,.0f}"),
-        ("rating + reports (s)", f"{r['rating_s']:.2f}"),
+        ("rating + reports (s)", f"{r['rating_s'] + r['reports_s']:.2f}"),
+        ("  rating: games read back, TrueSkill, Bradley-Terry, tables (s)", f"{r['rating_s']:.2f}"),
+        ("  reports written: CSVs, report.md, pictures (s)", f"{r['reports_s']:.2f}"),
         ("  TrueSkill alone (s)", f"{ts_s:.2f}"),
         ("  Bradley-Terry + 1000 bootstrap (s)", f"{bt_s:.2f}"),
         ("whole run incl. agent loading (s)", f"{total:.1f}"),
+        ("whole run games / s", f"{report.games / total:,.0f}"),
         ("results.sqlite (MB)", f"{db_mb:.1f}"),
     ]
     width = max(len(k) for k, _ in rows)

@@ -19,7 +19,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from arena.tournament.results import DRAW, P1_WINS, P2_WINS, GameResult
+from arena.tournament.outcomes import Games, as_outcomes
+from arena.tournament.results import DRAW, P1_WINS, P2_WINS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,22 +54,25 @@ def match_stats(wins: int, draws: int, losses: int) -> dict[str, float]:
     return {"score": s, "elo_diff": elo_from_score(s), "elo_error": error, "los": los, "draw_ratio": draws / n}
 
 
-def matchups(games: Sequence[GameResult], names: Sequence[str], candidates: Sequence[int]) -> "pd.DataFrame":
-    """One row per (candidate, opponent) that played, counted from the candidate's side."""
+def matchups(games: Games, names: Sequence[str], candidates: Sequence[int]) -> "pd.DataFrame":
+    """One row per (candidate, opponent) that played, counted from the candidate's side; candidates in
+    their order, opponents by number."""
+    import numpy as np
     import pandas as pd
 
-    tally: dict[tuple[int, int], list[int]] = {}
-    wanted = set(candidates)
-    for g in games:
-        for me, other, mine in ((g.p1, g.p2, P1_WINS), (g.p2, g.p1, P2_WINS)):
-            if me not in wanted:
-                continue
-            row = tally.setdefault((me, other), [0, 0, 0])
-            row[0 if g.winner == mine else 1 if g.winner == DRAW else 2] += 1
+    games = as_outcomes(games)
+    width = max([len(names), *(int(side.max()) + 1 for side in (games.p1, games.p2) if len(side))])
     rows = []
-    for (me, other), (w, d, l_) in sorted(tally.items(), key=lambda kv: (candidates.index(kv[0][0]), kv[0][1])):
-        rows.append({"candidate": names[me], "opponent": names[other], "games": w + d + l_, "wins": w, "draws": d,
-                     "losses": l_, **match_stats(w, d, l_)})
+    for me in dict.fromkeys(candidates):  # W, D, L against each opponent, from either side
+        counts = np.zeros((3, width), dtype=np.int64)
+        for side, other, mine in ((games.p1, games.p2, P1_WINS), (games.p2, games.p1, P2_WINS)):
+            mask = side == me
+            result = np.where(games.winner[mask] == mine, 0, np.where(games.winner[mask] == DRAW, 1, 2))
+            np.add.at(counts, (result, other[mask]), 1)
+        for opponent in np.flatnonzero(counts.sum(0)).tolist():
+            w, d, l_ = (int(c) for c in counts[:, opponent])
+            rows.append({"candidate": names[me], "opponent": names[opponent], "games": w + d + l_, "wins": w,
+                         "draws": d, "losses": l_, **match_stats(w, d, l_)})
     return pd.DataFrame(rows, columns=list(MATCHUP_COLUMNS))
 
 

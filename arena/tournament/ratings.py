@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from arena.tournament.league_config import RatingConfig
-from arena.tournament.results import DRAW, P1_WINS, GameResult
+from arena.tournament.outcomes import Games, as_outcomes
+from arena.tournament.results import DRAW, P1_WINS
 
 ELO_BASE = 1000.0  # the league average
 ELO_SCALE = 400.0 / math.log(10.0)  # natural-log strength → Elo points: 400 Elo = 10:1 odds
@@ -66,11 +67,11 @@ class EloFit:
 # -- TrueSkill ---------------------------------------------------------------------------------------
 
 
-def rating_order(games: Sequence[GameResult], keys: Sequence[str], seed: int) -> np.ndarray:
+def rating_order(games: Games, keys: Sequence[str], seed: int) -> np.ndarray:
     """Indices into ``games`` in the fixed, seeded order TrueSkill sees them in; ``keys[p]`` is a stable
     identity of participant ``p`` (its database key)."""
-    p1, p2, _ = game_arrays(games)
-    index = np.fromiter((g.game_index for g in games), dtype=np.int64, count=len(games))
+    games = as_outcomes(games)
+    p1, p2, index = games.p1, games.p2, games.game_index
     rank = {k: r for r, k in enumerate(sorted(set(keys)))}
     key_rank = np.array([rank[k] for k in keys], dtype=np.int64)
     ordered = np.lexsort((index, key_rank[p2], key_rank[p1])) if len(games) else np.zeros(0, dtype=np.int64)
@@ -85,13 +86,14 @@ def trueskill_env(settings: RatingConfig):  # -> trueskill.TrueSkill
                                draw_probability=settings.draw_probability, backend=None)
 
 
-def trueskill_ratings(games: Sequence[GameResult], num_participants: int, settings: RatingConfig,
+def trueskill_ratings(games: Games, num_participants: int, settings: RatingConfig,
                       keys: Sequence[str] | None = None, seed: int = 0) -> list[Skill]:
     """TrueSkill of each participant after all ``games`` (positions as ids) in :func:`rating_order`.
     A forfeit is rated as the loss it is scored as."""
     import trueskill
     from trueskill.backends import cdf, pdf  # the package's own functions: the same numbers, bit for bit
 
+    games = as_outcomes(games)
     env = trueskill_env(settings)
     keys = list(keys) if keys is not None else [f"{i:09d}" for i in range(num_participants)]
     mu = [settings.mu] * num_participants
@@ -155,26 +157,24 @@ def update_1vs1(env, mu_a: float, sigma_a: float, mu_b: float, sigma_b: float, d
 # -- Bradley-Terry -----------------------------------------------------------------------------------
 
 
-def game_arrays(games: Sequence[GameResult]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(p1, p2, winner)`` of every game as integer arrays: one pass over the Python objects."""
-    n = len(games)
-    p1 = np.fromiter((g.p1 for g in games), dtype=np.int64, count=n)
-    p2 = np.fromiter((g.p2 for g in games), dtype=np.int64, count=n)
-    winner = np.fromiter((g.winner for g in games), dtype=np.int64, count=n)
-    return p1, p2, winner
+def game_arrays(games: Games) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(p1, p2, winner)`` of every game as integer arrays."""
+    games = as_outcomes(games)
+    return games.p1, games.p2, games.winner
 
 
-def pairwise(games: Sequence[GameResult], num_participants: int) -> tuple[np.ndarray, np.ndarray]:
+def pairwise(games: Games, num_participants: int) -> tuple[np.ndarray, np.ndarray]:
     """``(score, count)``: ``score[i, j]`` points of i against j (win 1, draw ½), ``count[i, j]`` games."""
     score, count, _ = pair_tables(games, num_participants)
     return score, count
 
 
-def pair_tables(games: Sequence[GameResult], num_participants: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def pair_tables(games: Games, num_participants: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(score, count, draws)`` matrices, counted with ``bincount`` rather than a loop over games."""
     n = num_participants
-    p1, p2, winner = game_arrays(games)
-    first = np.where(winner == P1_WINS, 1.0, np.where(winner == DRAW, 0.5, 0.0))
+    games = as_outcomes(games)
+    p1, p2, winner = games.p1, games.p2, games.winner
+    first = games.points_p1()
     cells = n * n
 
     def table(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
@@ -188,22 +188,24 @@ def pair_tables(games: Sequence[GameResult], num_participants: int) -> tuple[np.
 
 
 def components(count: np.ndarray) -> tuple[tuple[int, ...], ...]:
-    """Groups of participants (with games) linked by games, largest first."""
-    n = count.shape[0]
-    parent = list(range(n))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i, j in zip(*np.nonzero(np.triu(count, 1))):
-        parent[root(int(i))] = root(int(j))
-    groups: dict[int, list[int]] = {}
-    for i in np.nonzero(count.sum(1) > 0)[0]:
-        groups.setdefault(root(int(i)), []).append(int(i))
-    return tuple(sorted((tuple(g) for g in groups.values()), key=lambda g: (-len(g), g)))
+    """Groups of participants (with games) linked by games, largest first (equal sizes by their first
+    member). Each group is grown from its lowest participant a whole frontier at a time, with matrix
+    operations: a league is one group reached in a step or two, not a loop over its pairs."""
+    linked = np.triu(count, 1) > 0
+    linked |= linked.T
+    left = count.sum(1) > 0
+    groups = []
+    while left.any():
+        start = int(np.argmax(left))
+        group = np.zeros(len(left), dtype=bool)
+        group[start] = True
+        frontier = group.copy()
+        while frontier.any():
+            frontier = linked[frontier].any(0) & ~group
+            group |= frontier
+        groups.append(tuple(int(i) for i in np.flatnonzero(group)))
+        left &= ~group
+    return tuple(sorted(groups, key=lambda g: (-len(g), g)))
 
 
 def fit_strengths(score: np.ndarray, count: np.ndarray, ridge: float = RIDGE, iterations: int = 100,
@@ -250,7 +252,7 @@ def record_flags(score: np.ndarray, count: np.ndarray, anchor: int | None = None
     return tuple(flags)
 
 
-def bradley_terry(games: Sequence[GameResult], num_participants: int, rounds: int = 1000, seed: int = 0,
+def bradley_terry(games: Games, num_participants: int, rounds: int = 1000, seed: int = 0,
                   ridge: float = RIDGE, anchor: int | None = None, anchor_elo: float = ELO_BASE) -> EloFit:
     """Elo ratings with bootstrap 95 % intervals and rank bounds over ``rounds`` resamples.
 
@@ -260,6 +262,7 @@ def bradley_terry(games: Sequence[GameResult], num_participants: int, rounds: in
     from shifting everyone else, and its flag and open interval say what its Elo is worth.
     """
     n = num_participants
+    games = as_outcomes(games)
     score, count, draw_table = pair_tables(games, n)
     played = count.sum(1) > 0
     mixed = np.array([f == "" for f in record_flags(score, count)]) & played
@@ -401,7 +404,7 @@ class ReferencesUnlinked(ValueError):
         super().__init__(f"the references form {len(groups)} groups that never played each other")
 
 
-def reference_elo(games: Sequence[GameResult], num_participants: int, references: Sequence[int],
+def reference_elo(games: Games, num_participants: int, references: Sequence[int],
                   rounds: int = 1000, seed: int = 0, anchor: int | None = None, anchor_elo: float = ELO_BASE,
                   ridge: float = RIDGE) -> ReferenceFit:
     """Rate the references by Bradley-Terry on their games among themselves (scale and intervals as
@@ -413,7 +416,11 @@ def reference_elo(games: Sequence[GameResult], num_participants: int, references
     if len(refs) < 2:
         raise ValueError(f"expected at least 2 references, got {len(refs)}")
     local = {p: i for i, p in enumerate(refs)}
-    among = [replace(g, p1=local[g.p1], p2=local[g.p2]) for g in games if g.p1 in local and g.p2 in local]
+    games = as_outcomes(games)
+    top = max([num_participants - 1, *refs, *(int(side.max()) for side in (games.p1, games.p2) if len(side))])
+    number = np.full(top + 1, -1, dtype=np.int64)  # participant → its number among the references, or -1
+    number[refs] = np.arange(len(refs))
+    among = games.select((number[games.p1] >= 0) & (number[games.p2] >= 0)).relabel(number)
     _, ref_count, _ = pair_tables(among, len(refs))
     groups = components(ref_count)
     if len(groups) != 1 or len(groups[0]) != len(refs):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from arena.tournament.league_config import RankBy, RatingConfig
 from arena.tournament.matchups import format_matchups, matchups
 from arena.tournament.ordering import ordered
+from arena.tournament.outcomes import NO_FORFEIT, Games, as_outcomes
 from arena.tournament.over_training import RunProgress, training_runs
 from arena.tournament.ratings import (
     ELO_BASE,
@@ -27,9 +28,10 @@ from arena.tournament.ratings import (
     reference_elo,
     trueskill_ratings,
 )
-from arena.tournament.results import DRAW, P1_WINS, GameResult
+from arena.tournament.results import DRAW, P1_WINS
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 LEADERBOARD_COLUMNS = ("rank", "name", "agent", "checkpoint", "elo", "elo_low", "elo_high", "rank_low", "rank_high",
@@ -108,7 +110,7 @@ class TournamentReport:
 
 
 def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequence[Entrant],
-                 games: Sequence[GameResult], rating: RatingConfig, seed: int = 0,
+                 games: Games, rating: RatingConfig, seed: int = 0,
                  expected_games: int | None = None, candidates: Sequence[int] = (),
                  references: Sequence[int] = (), source: str = "") -> TournamentReport:
     """Rate ``games`` (participant positions as ids) and tabulate them; ``candidates`` (a gauntlet's)
@@ -116,9 +118,11 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
     rated against them alone (:func:`reference_elo`). ``rating.rank_by`` says which Elo ranks the rows
     (the Elo of all games when the references fix no scale). ``source`` (the league file) names where
     the references were declared when their games cannot fix a scale."""
+    import numpy as np
     import pandas as pd
 
     n = len(entrants)
+    games = as_outcomes(games)  # columns once, for every table below
     keys = [e.key or e.name for e in entrants]
     skills = trueskill_ratings(games, n, rating, keys, seed)
     names = [e.name for e in entrants]
@@ -164,26 +168,16 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
     ref_elo, ref_low, ref_high, ref_flags = ((by_reference.elo, by_reference.low, by_reference.high, by_reference.flags)
                                              if by_reference is not None else (None, None, None, ("",) * n))
     points, played = pairwise(games, n)  # [i, j]: i's points (draw ½) and games against j
-    tally = [dict(games=0, wins=0, draws=0, losses=0, forfeits=0) for _ in range(n)]
+    tally = record_counts(games, n)
     forfeit_rows: dict[tuple[str, str], int] = {}
-    for g in games:
-        tally[g.p1]["games"] += 1
-        tally[g.p2]["games"] += 1
-        if g.winner == DRAW:
-            tally[g.p1]["draws"] += 1
-            tally[g.p2]["draws"] += 1
-        else:
-            win, lose = (g.p1, g.p2) if g.winner == P1_WINS else (g.p2, g.p1)
-            tally[win]["wins"] += 1
-            tally[lose]["losses"] += 1
-        if g.forfeit_by is not None:
-            tally[g.forfeit_by]["forfeits"] += 1
-            key = (entrants[g.forfeit_by].name, g.forfeit_reason or "")
-            forfeit_rows[key] = forfeit_rows.get(key, 0) + 1
+    forfeited = games.forfeit_by != NO_FORFEIT
+    for who, why in zip(games.forfeit_by[forfeited].tolist(), games.forfeit_reason[forfeited]):
+        key = (entrants[who].name, why or "")
+        forfeit_rows[key] = forfeit_rows.get(key, 0) + 1
 
     rows = []
     for i, e in enumerate(entrants):
-        t = tally[i]
+        t = {column: int(counts[i]) for column, counts in tally.items()}
         rows.append({
             "name": e.name, "agent": e.agent, "checkpoint": _show_path(e.checkpoint),
             "mu": skills[i].mu, "sigma": skills[i].sigma, "mu_minus_3sigma": skills[i].conservative,
@@ -200,11 +194,15 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
     board.insert(0, "rank", range(1, n + 1))
     board = board.reset_index(drop=True)[list(LEADERBOARD_COLUMNS)]
 
-    order = [next(i for i, e in enumerate(entrants) if e.name == nm) for nm in board["name"]]
-    h2h = pd.DataFrame(
-        [[float(points[i, j] / played[i, j]) if played[i, j] else math.nan for j in order] for i in order],
-        index=pd.Index([entrants[i].name for i in order], name="player"),
-        columns=[entrants[j].name for j in order])
+    first: dict[str, int] = {}
+    for i, e in enumerate(entrants):
+        first.setdefault(e.name, i)
+    order = np.array([first[nm] for nm in board["name"]], dtype=np.int64)
+    cell = np.ix_(order, order)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(played[cell] > 0, points[cell] / played[cell], math.nan)
+    h2h = pd.DataFrame(share, index=pd.Index([entrants[i].name for i in order], name="player"),
+                       columns=[entrants[j].name for j in order])
     forfeits = pd.DataFrame([{"participant": who, "reason": why, "games": count}
                              for (who, why), count in sorted(forfeit_rows.items())],
                             columns=["participant", "reason", "games"])
@@ -212,6 +210,27 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
                             expected_games if expected_games is not None else len(games), warnings=warnings,
                             scale=scale, matchups=matchups(games, names, list(candidates)) if candidates else None,
                             rank_by=rank_by, over_training=training_runs(board))
+
+
+def record_counts(games: Games, num_participants: int) -> dict[str, "np.ndarray"]:
+    """Each participant's games, wins, draws, losses and forfeits (arrays over participants), counted with
+    ``bincount``; a game whose winner is neither a draw nor side 1 is side 2's win."""
+    import numpy as np
+
+    games = as_outcomes(games)
+    n = num_participants
+
+    def count(who: "np.ndarray") -> "np.ndarray":
+        return np.bincount(who, minlength=n)[:n]
+
+    drawn = games.winner == DRAW
+    first = games.winner == P1_WINS
+    second = ~drawn & ~first
+    return {"games": count(games.p1) + count(games.p2),
+            "wins": count(games.p1[first]) + count(games.p2[second]),
+            "draws": count(games.p1[drawn]) + count(games.p2[drawn]),
+            "losses": count(games.p2[first]) + count(games.p1[second]),
+            "forfeits": count(games.forfeit_by[games.forfeit_by != NO_FORFEIT])}
 
 
 def _reference_scale(anchor: str, rating: RatingConfig) -> str:
@@ -426,7 +445,7 @@ def markdown_report(report: TournamentReport) -> str:
         *sprt_section(report.run),
         "## Head to head",
         "",
-        "Score of the row's player against the column's player.",
+        "Score of the row's player against the column's player." + _picture_note(len(report.head_to_head)),
         "",
         markdown_table(h2h, index=True),
         "",
@@ -450,6 +469,14 @@ def markdown_report(report: TournamentReport) -> str:
             watch = f"[html]({r.html}) · [acmi]({r.acmi})" if r.html else f"not recorded: {r.skipped}"
             parts.append(f"| {_cell(r.p1)} | {_cell(r.p2)} | {r.game} | {_cell(r.reason)} | {watch} |")
     return "\n".join(parts) + "\n"
+
+
+def _picture_note(n: int) -> str:
+    """What head_to_head.png leaves out at this size, where that is more than the numbers in its cells."""
+    if n <= NAMES_MAX:
+        return ""
+    return (f" The picture (head_to_head.png) shows these scores as colours only, its axes marked with "
+            f"leaderboard ranks: more than {NAMES_MAX} names would not be legible there.")
 
 
 SPRT_NOTE = ("Each candidate's sequential test against the field: H0 says its logistic Elo advantage is elo0, H1 "
@@ -611,34 +638,68 @@ def plot_rating_over_training(runs: dict[str, RunProgress], path: str | os.PathL
     fig.savefig(str(path), dpi=110)
 
 
+# The head-to-head picture: a small league's cells are 0.45 inch with the score written in them; a
+# large league's picture stops growing at PICTURE_MAX_IN inches (at 100 participants the small-league
+# cell size would make it 47 inches, 5,000 pixels a side, and 10 s of drawing; at 500, 25,000 pixels).
+PICTURE_DPI = 110
+PICTURE_MAX_IN = 20.0
+CELL_TEXT_MAX = 24  # participants up to which each cell shows its score in percent
+NAMES_MAX = 200  # participants up to which the axes name them; above, the ticks are leaderboard ranks
+
+
 def plot_head_to_head(h2h: "pd.DataFrame", path: str | os.PathLike[str], title: str = "") -> None:
-    """A red-to-blue matrix of scores. Uses the Agg canvas directly: no display, no global backend."""
+    """A red-to-blue matrix of scores, one image (the cells coloured here, not by matplotlib at the
+    picture's resolution). Up to :data:`CELL_TEXT_MAX` participants each cell also shows its score; up
+    to :data:`NAMES_MAX` the axes name the participants, above that they give leaderboard ranks (the
+    names would be under 4 points tall). Uses the Agg canvas directly: no display, no global backend."""
+    import matplotlib
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
     from matplotlib.figure import Figure
 
     n = len(h2h)
-    size = max(4.0, 0.45 * n + 2.5)
+    size = min(max(4.0, 0.45 * n + 2.5), PICTURE_MAX_IN)
     fig = Figure(figsize=(size + 1.0, size))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     values = h2h.to_numpy(dtype=float)
-    image = ax.imshow(np.ma.masked_invalid(values), cmap="RdBu", vmin=0.0, vmax=1.0)
-    ax.set_xticks(range(n), labels=[_label(c) for c in h2h.columns], rotation=60, ha="right", fontsize=8)
-    ax.set_yticks(range(n), labels=[_label(i) for i in h2h.index], fontsize=8)
-    ax.set_xlabel("opponent")
-    ax.set_ylabel("player")
-    if n <= 24:
+    colours = ScalarMappable(Normalize(0.0, 1.0), matplotlib.colormaps["RdBu"])
+    rgba = colours.to_rgba(values, bytes=True)
+    rgba[~np.isfinite(values)] = 0  # no games: transparent, as a masked cell
+    ax.imshow(rgba, interpolation="none")
+    if n <= NAMES_MAX:
+        fontsize = min(8.0, 900.0 / max(n, 1))
+        ax.set_xticks(range(n), labels=[_label(c) for c in h2h.columns], rotation=60, ha="right", fontsize=fontsize)
+        ax.set_yticks(range(n), labels=[_label(i) for i in h2h.index], fontsize=fontsize)
+        ax.set_xlabel("opponent")
+        ax.set_ylabel("player")
+    else:
+        ranks = rank_ticks(n)
+        ax.set_xticks([r - 1 for r in ranks], labels=[str(r) for r in ranks], fontsize=8)
+        ax.set_yticks([r - 1 for r in ranks], labels=[str(r) for r in ranks], fontsize=8)
+        ax.set_xlabel("opponent (leaderboard rank)")
+        ax.set_ylabel("player (leaderboard rank)")
+    if n <= CELL_TEXT_MAX:
         for i in range(n):
             for j in range(n):
                 if values[i, j] == values[i, j]:
                     ax.text(j, i, percent(values[i, j]).rstrip("%"), ha="center", va="center", fontsize=7,
                             color="white" if abs(values[i, j] - 0.5) > 0.3 else "black")
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="score (draw = ½)")
+    fig.colorbar(colours, ax=ax, fraction=0.046, pad=0.04, label="score (draw = ½)")
     if title:
         ax.set_title(_label(title, 80))
     fig.tight_layout()
-    fig.savefig(str(path), dpi=110)
+    fig.set_layout_engine(None)  # laid out: else savefig draws the whole picture once more to lay it out again
+    fig.savefig(str(path), dpi=PICTURE_DPI)
+
+
+def rank_ticks(n: int) -> list[int]:
+    """Leaderboard ranks to mark on an axis of ``n``: 1 and every multiple of a round step, at most 13."""
+    step = next((s for s in (10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000) if n / s <= 12),
+                -(-n // 12))
+    return [1, *range(step, n + 1, step)]
 
 
 def _label(text: object, limit: int = 40) -> str:

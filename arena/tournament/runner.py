@@ -22,7 +22,7 @@ from arena.tournament.participants import Participant, build_agents, resolve_par
 from arena.tournament.ray_backend import LeagueSpec, RaySettings, play_on_ray, ray_cluster
 from arena.tournament.report import Entrant, TournamentReport, build_report, write_report
 from arena.tournament.results import GameResult
-from arena.tournament.schedule import Unit, missing, pairings, total_games, units
+from arena.tournament.schedule import Unit, games_per_side, missing, pairings, scheduled_pairs, total_games, units
 from arena.tournament.sprt import SPRTState
 from arena.tournament.store import SCHEMA_VERSION, FolderLock, ResultStore, RunRecord, StoreError, db_path
 
@@ -277,7 +277,9 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
 
             report.warnings.append(f"replays not recorded: {first_line(exc)}")
         report.run["replays_s"] = round(time.perf_counter() - t0, 3)
+    t0 = time.perf_counter()
     write_report(report)
+    report.run["reports_s"] = round(time.perf_counter() - t0, 3)  # the CSVs, report.md and pictures
     return report
 
 
@@ -325,17 +327,15 @@ def _league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
                                        f"runs[{run.id}].games_per_pairing")
     cand = [names.index(c) for c in cfg.get("candidates", []) if c in names]
     refs = [names.index(r) for r in cfg.get("references", []) if r in names]
-    planned = schedule_units(len(ids), cfg.get("format", "round-robin"), cand, games_per_pairing, refs)
-    wanted = {(ids[u.p1], ids[u.p2]) for u in planned}
-    position = {pid: i for i, pid in enumerate(ids)}
-    wanted_pos = {(position[a], position[b]) for a, b in wanted}
-    games = [g for g in store.games(ids, max_index=games_per_pairing // 2, outcomes_only=True, relabel=position)
-             if (g.p1, g.p2) in wanted_pos]
+    wanted = scheduled_pairs(len(ids), cfg.get("format", "round-robin"), cand, refs)
+    half = games_per_side(games_per_pairing)
+    games = store.outcomes(ids, max_index=half)
+    games = games.select(wanted[games.p1, games.p2])
     entrants = [Entrant(r.name, r.agent, r.checkpoint, r.key) for r in records]
     rating = RatingConfig.from_dict(cfg.get("rating") or {}, store.path, f"runs[{run.id}].rating")
     seed = stored_setting("seed", cfg.get("seed", 0), store.path, f"runs[{run.id}].seed")
     return build_report(cfg.get("name", "tournament"), Path(cfg.get("output", store.path.parent)), entrants, games,
-                        rating, seed, total_games(planned), candidates=cand, references=refs,
+                        rating, seed, int(wanted.sum()) * half, candidates=cand, references=refs,
                         source=str(cfg.get("file") or store.path))
 
 

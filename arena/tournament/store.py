@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena.tournament.outcomes import Outcomes, from_columns
 from arena.tournament.results import GameResult
 
 DB_NAME = "results.sqlite"
@@ -465,6 +466,27 @@ class ResultStore:
                                   None if forfeit_by is None else name(forfeit_by), reason, team or 1,
                                   None if k1 is None else float(k1), None if k2 is None else float(k2)))
         return out
+
+    def outcomes(self, participant_ids: Sequence[int], max_index: int | None = None) -> Outcomes:
+        """The games :meth:`games` gives with ``outcomes_only`` and ``relabel`` by position in
+        ``participant_ids``, in the same order, as columns (:mod:`arena.tournament.outcomes`): what rating
+        reads, without a :class:`GameResult` per game."""
+        import numpy as np
+
+        order = " ORDER BY p1, p2, game_index"
+        rows = self.conn.execute("SELECT p1, p2, game_index, winner, COALESCE(forfeit_by, -1) FROM games" + order)
+        table = np.array(rows.fetchall(), dtype=np.int64).reshape(-1, 5)
+        reasons = [r for (r,) in self.conn.execute(
+            "SELECT forfeit_reason FROM games WHERE forfeit_by IS NOT NULL" + order)]
+        games = from_columns(table[:, 0], table[:, 1], table[:, 2], table[:, 3], table[:, 4], reasons)
+        ids = np.asarray(list(participant_ids), dtype=np.int64)
+        top = max(int(table[:, :2].max(initial=0)), int(ids.max(initial=0)))
+        position = np.full(top + 1, -1, dtype=np.int64)
+        position[ids] = np.arange(len(ids))
+        keep = (position[games.p1] >= 0) & (position[games.p2] >= 0)
+        if max_index is not None:
+            keep &= games.game_index < max_index
+        return games.select(keep).relabel(position)
 
     def side_records(self, participant_ids: Sequence[int] | None = None) -> list[tuple[int, int, int, float]]:
         """``(game id, side, participant, score)`` of every side of every stored game: what a participant

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
@@ -40,6 +41,25 @@ def test_counted_from_the_candidates_side_whichever_side_it_flew() -> None:
     frame = matchups(games, ["cand", "b", "c"], [0])
     rows = {r.opponent: (r.wins, r.draws, r.losses) for r in frame.itertuples()}
     assert rows == {"b": (1, 0, 1), "c": (0, 1, 1)}
+
+
+def test_the_counts_are_a_loop_over_the_games() -> None:
+    rng = random.Random(4)
+    games = [GameResult(a, b, k, rng.choice([0, 1, 2]), 10, 0, 0)
+             for a in range(6) for b in range(6) if a != b and rng.random() < 0.7 for k in range(rng.randrange(1, 5))]
+    candidates = [4, 1, 5]
+    tally: dict[tuple[int, int], list[int]] = {}
+    for g in games:
+        for me, other, mine in ((g.p1, g.p2, 1), (g.p2, g.p1, 2)):
+            if me in candidates:
+                row = tally.setdefault((me, other), [0, 0, 0])
+                row[0 if g.winner == mine else 1 if g.winner == 0 else 2] += 1
+    expected = [(me, other, *wdl) for (me, other), wdl in
+                sorted(tally.items(), key=lambda kv: (candidates.index(kv[0][0]), kv[0][1]))]
+    names = [f"p{i}" for i in range(6)]
+    frame = matchups(games, names, candidates)
+    got = [(names.index(r.candidate), names.index(r.opponent), r.wins, r.draws, r.losses) for r in frame.itertuples()]
+    assert got == expected and (frame["games"] == frame["wins"] + frame["draws"] + frame["losses"]).all()
 
 
 def test_a_gauntlet_reports_its_candidates(write_league, registry) -> None:

@@ -156,6 +156,38 @@ def test_a_split_league_is_reported_as_groups() -> None:
     assert fit.components == ((0, 1), (2, 3))
 
 
+def union_find_groups(count: np.ndarray) -> tuple[tuple[int, ...], ...]:
+    """Linked groups the plain way: union every pair that played, then list the groups largest first."""
+    n = len(count)
+    parent = list(range(n))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i in range(n):
+        for j in range(i + 1, n):
+            if count[i, j] > 0:
+                parent[root(i)] = root(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        if count[i].sum() > 0:
+            groups.setdefault(root(i), []).append(i)
+    return tuple(sorted((tuple(g) for g in groups.values()), key=lambda g: (-len(g), g)))
+
+
+def test_linked_groups_are_those_of_a_union_find() -> None:
+    from arena.tournament.ratings import components
+
+    rng = np.random.default_rng(0)
+    for density in (0.0, 0.02, 0.05, 0.1, 0.5):
+        for _ in range(5):
+            upper = np.triu(rng.random((30, 30)) < density, 1) * rng.integers(1, 4, (30, 30))
+            count = (upper + upper.T).astype(float)
+            assert components(count) == union_find_groups(count)
+
+
 def test_rank_bounds_cover_the_rank_and_narrow_with_clear_gaps() -> None:
     games = synthetic([0.0, 3.0, -3.0, 6.0], 50, seed=5)
     fit = bradley_terry(games, 4, rounds=200, seed=0)

@@ -40,6 +40,7 @@ def test_report_files_columns_and_forfeits(write_league, registry) -> None:
     assert "## Forfeits" in md and "returned NaN" in md and "shaky" in md
     assert report.forfeits["games"].sum() == 12
     assert report.to_json()["leaderboard"][0]["rank"] == 1
+    assert report.run["reports_s"] > 0 and report.to_json()["reports_s"] == report.run["reports_s"]
     assert list(csv["note"].fillna("")) == [r["note"] for r in report.to_json()["leaderboard"]]
 
 
@@ -137,3 +138,55 @@ def test_ranked_by_reference_elo_the_console_shows_that_rating(tmp_path) -> None
     ace = shown.iloc[0]
     assert ace["name"] == "ace" and ace["ref elo"].startswith("> ") and ace["note"].startswith("above every reference")
     assert list(display_frame(report.leaderboard, report.rank_by).columns[2:4]) == ["ref elo", "ref 95% CI"]
+
+
+def test_record_counts_are_a_loop_over_the_games() -> None:
+    from arena.tournament.report import record_counts
+    from arena.tournament.results import DRAW
+
+    rng = np.random.default_rng(3)
+    games = []
+    for k in range(300):
+        a, b = (int(x) for x in rng.choice(6, 2, replace=False))
+        forfeit = [None, None, a, b][int(rng.integers(4))]
+        winner = int(rng.integers(3)) if forfeit is None else (P2_WINS if forfeit == a else P1_WINS)
+        games.append(GameResult(a, b, k, winner, 10, 0.0, 0.0, forfeit_by=forfeit, forfeit_reason="x"))
+    expected = {c: [0] * 7 for c in ("games", "wins", "draws", "losses", "forfeits")}  # participant 6 never plays
+    for g in games:
+        for me, mine in ((g.p1, P1_WINS), (g.p2, P2_WINS)):
+            expected["games"][me] += 1
+            column = "draws" if g.winner == DRAW else "wins" if g.winner == mine else "losses"
+            expected[column][me] += 1
+        if g.forfeit_by is not None:
+            expected["forfeits"][g.forfeit_by] += 1
+    assert {c: v.tolist() for c, v in record_counts(games, 7).items()} == expected
+
+
+def big_head_to_head(n: int) -> pd.DataFrame:
+    values = np.random.default_rng(0).random((n, n))
+    np.fill_diagonal(values, np.nan)
+    names = [f"participant-{i}" for i in range(n)]
+    return pd.DataFrame(values, index=pd.Index(names, name="player"), columns=names)
+
+
+def test_a_large_leagues_picture_stops_growing_and_marks_ranks(tmp_path) -> None:
+    """At 0.45 inch a cell, 250 participants would be a picture of 12,700 pixels a side."""
+    from PIL import Image
+
+    from arena.tournament.report import NAMES_MAX, PICTURE_DPI, PICTURE_MAX_IN, plot_head_to_head, rank_ticks
+
+    n = NAMES_MAX + 50
+    plot_head_to_head(big_head_to_head(n), tmp_path / "h2h.png", title="big")
+    width, height = Image.open(tmp_path / "h2h.png").size
+    assert width <= (PICTURE_MAX_IN + 1.0) * PICTURE_DPI and height <= PICTURE_MAX_IN * PICTURE_DPI
+    assert rank_ticks(n) == [1, 25, 50, 75, 100, 125, 150, 175, 200, 225, 250]
+
+
+def test_report_md_says_when_the_picture_gives_ranks_instead_of_names(tmp_path) -> None:
+    from arena.tournament.report import NAMES_MAX
+
+    small = markdown_report(upset_league(tmp_path))
+    assert "head_to_head.png" not in small
+    report = upset_league(tmp_path)
+    report.head_to_head = big_head_to_head(NAMES_MAX + 1)
+    assert "axes marked with leaderboard ranks" in markdown_report(report)

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import pytest
 
 from arena.tournament.executor import allocate, plan_batches
-from arena.tournament.schedule import Unit, missing, pairings, total_games, units
+from arena.tournament.schedule import Unit, games_per_side, missing, pairings, scheduled_pairs, total_games, units
 
 
 def test_round_robin_every_pairing_from_both_sides() -> None:
@@ -32,6 +33,30 @@ def test_bad_schedules() -> None:
         pairings(3, "gauntlet", [])
     with pytest.raises(ValueError):
         pairings(3, "swiss")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_pair_matrix_is_the_units_ordered_pairs(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.randrange(2, 12)
+    candidates = rng.sample(range(n), rng.randrange(1, n))
+    references = rng.sample(range(n), rng.randrange(0, n))
+    for fmt in ("round-robin", "gauntlet"):
+        wanted = scheduled_pairs(n, fmt, candidates, references)
+        us = units(pairings(n, fmt, candidates, references), 4)
+        assert {(int(a), int(b)) for a, b in zip(*wanted.nonzero())} == {(u.p1, u.p2) for u in us}
+        assert int(wanted.sum()) * games_per_side(4) == total_games(us)
+
+
+def test_the_pair_matrix_refuses_what_pairings_refuses() -> None:
+    for args in ((3, "gauntlet", []), (3, "swiss")):
+        with pytest.raises(ValueError) as matrix:
+            scheduled_pairs(*args)
+        with pytest.raises(ValueError) as listed:
+            pairings(*args)
+        assert str(matrix.value) == str(listed.value)
+    with pytest.raises(ValueError, match="must be even and >= 2, got 3"):
+        games_per_side(3)
 
 
 def test_missing_subtracts_stored_games() -> None:
