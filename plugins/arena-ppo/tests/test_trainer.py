@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import functools
+import io
 import json
 import math
 
@@ -356,17 +358,49 @@ def test_every_trainer_logs_to_tensorboard_when_it_is_installed(tmp_path, traine
 
 
 @pytest.mark.parametrize("trainer", ["ppo", "mappo"])
-def test_the_progress_line_names_the_trainer_and_shows_missing_statistics_once(tmp_path, trainer):
-    """Piped output (not a terminal): 16 steps end no battle, so win and return are not known yet and
-    read "-", never nan; the meter is labelled with the algorithm trained, and its one line is not
-    repeated when the run closes."""
-    args = ["--vs", "crank", "--num-envs", "8", "--max-steps", "128", "--eval-games", "0", "--threads", "1",
+def test_piped_training_prints_one_progress_line_a_moment(tmp_path, trainer):
+    """Piped output (not a terminal), progress on: the update lines are the only progress lines (no meter
+    line beside them, none at the close), and each says how far the run is. 16 steps end no battle, so
+    win and return are not known yet and read "-", never nan."""
+    args = ["--vs", "crank", "--num-envs", "8", "--max-steps", "256", "--eval-games", "0", "--threads", "1",
             "--progress", "--out", str(tmp_path / "run"), *settings(ppo__n_steps=16, ppo__batch_size=64,
-                                                                     ppo__n_epochs=1)]
+                                                                     ppo__n_epochs=1, run__log_interval=1)]
     result = CliRunner().invoke(main, ["train", trainer, *args] + (["--team-size", "2"] if trainer == "mappo" else []))
     assert result.exit_code == 0, result.output
     assert "nan" not in result.output
-    assert "win -  draw -  return -  length -" in result.output  # the console line of update 1
-    meter = [line for line in result.output.splitlines() if line.startswith(f"{trainer} ")]
-    assert len(meter) == 1, result.output
-    assert meter[0].startswith(f"{trainer} 128/128 steps (100.0%)") and meter[0].endswith("win -  draw -  ret -")
+    lines = result.output.splitlines()
+    assert not [line for line in lines if line.startswith(f"{trainer} ") or "steps/s" in line], result.output
+    updates = [line for line in lines if line.startswith("update ")]
+    assert [line.split()[1] for line in updates] == ["1", "2"], result.output
+    assert "steps         128/256 ( 50.0%)  eta " in updates[0], updates[0]
+    assert "steps         256/256 (100.0%)  eta 00:00" in updates[1], updates[1]
+    assert "win -  draw -  return -  length -" in updates[0]
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_update_lines_go_above_the_live_line(tmp_path, monkeypatch):
+    """The live meter (labelled with the trainer) and the update lines share the screen: every update
+    line starts a line of its own instead of being glued to the end of the live one."""
+    import arena_ppo.runners.on_policy_runner as on_policy_runner
+    from arena.progress import Progress
+    from arena_ppo.prepare import opponent_factory, resolve_reward
+    from arena_ppo.runners import OnPolicyRunner
+    from arena_ppo.train_config import TrainConfig
+
+    screen = Terminal()
+    monkeypatch.setattr(on_policy_runner, "Progress", functools.partial(Progress, stream=screen))
+    cfg = TrainConfig()
+    cfg.run.num_envs, cfg.run.eval_games, cfg.run.device, cfg.run.threads = 8, 0, "cpu", 1
+    cfg.run.max_steps, cfg.run.log_interval, cfg.ppo.n_steps, cfg.ppo.batch_size = 192, 1, 8, 32
+    runner = OnPolicyRunner(cfg, tmp_path, opponent_factory("cpu", cfg.run.env_config()),
+                            reward_fn=resolve_reward(cfg.run.reward), console=lambda text: screen.write(text + "\n"))
+    runner.learn()
+    rows = screen.getvalue().split("\n")
+    shown = [row.split("\r\033[K")[-1] for row in rows]  # what each screen row shows once redrawn
+    assert [row.split()[1] for row in shown if row.startswith("update ")] == ["1", "2", "3"], rows
+    assert not [row for row in rows if "update " in row and not row.split("\r\033[K")[-1].startswith("update ")]
+    assert shown[-2].startswith("ppo 192/192 steps (100.0%)") and shown[-1] == "", rows
