@@ -29,21 +29,22 @@ def rows(path):
     return list(csv.DictReader(path.open()))
 
 
-def test_seed_smoke_test_finishes_exactly_one_update(tmp_path):
+@pytest.mark.parametrize("short_battles", [60.0], indirect=True)
+def test_seed_smoke_test_finishes_exactly_one_update(tmp_path, short_battles):
+    """--max-steps 1000 with updates of 8 x 128 steps: one whole update (1,024 steps), never a partial one."""
     out = tmp_path / "run"
-    result = run(["--vs", "rule_based", "--reward", "zero", "--num-envs", "8", "--set", "ppo.n_steps=256",
-                  "--max-steps",
-                  "1000", "--eval-games", "16", "--no-progress", "--threads", "1"], out)
+    result = run(["--vs", "rule_based", "--reward", "zero", "--num-envs", "8", "--set", "ppo.n_steps=128",
+                  "--max-steps", "1000", "--eval-games", "16", "--no-progress", "--threads", "1"], out)
     assert result.exit_code == 0, result.output
     metrics = rows(out / "metrics.csv")
-    assert len(metrics) == 1 and int(metrics[0]["step"]) == 2048
+    assert len(metrics) == 1 and int(metrics[0]["step"]) == 1024
     for key in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "learning_rate"):
         value = float(metrics[0][key])
         assert math.isfinite(value) and -100 <= value <= 100, (key, value)
     for key in ("episode_return", "episode_length", "win_rate"):
         assert key in metrics[0]
     ckpts = list_checkpoints(out)
-    assert [p.name for p in ckpts] == ["ckpt_000002048.pt"]
+    assert [p.name for p in ckpts] == ["ckpt_000001024.pt"]
     data = torch.load(ckpts[0], weights_only=True)
     assert data["agent"] == "ppo" and data["counters"]["updates"] == 1
     assert {"algorithm", "rng", "env", "opponents", "obs_normalizer"} <= set(data)
@@ -124,15 +125,16 @@ def test_team_training_flies_every_seat_and_its_checkpoints_play_teams_only(tmp_
     data = torch.load(ckpt, weights_only=True)
     assert data["env_config"]["team_size"] == 2 and data["network"]["obs_dim"] > 10  # own and neighbour slots
     for size in (2, 4):  # a team policy reads its nearest neighbours, which any larger team has too
-        cfg = EnvConfig(team_size=size)
+        cfg = EnvConfig(team_size=size, max_time=60.0)  # short battles: who plays, not how well
         match = play_match(build_agent(str(ckpt), env_config=cfg), build_agent("crank", env_config=cfg), 4,
                            env_config=cfg)
         assert match.games == 4
     with pytest.raises(AgentSpecError, match="trained in team battles of 2"):
         build_agent(str(ckpt), env_config=EnvConfig())
-    played = CliRunner().invoke(main, ["play", str(ckpt), "crank", "-n", "4", "-q"])
+    short = ["-n", "4", "-q", "--env", "max_time=60"]
+    played = CliRunner().invoke(main, ["play", str(ckpt), "crank", *short])
     assert played.exit_code == 0 and "4 2-v-2 games" in played.output  # its own team size by default
-    refused = CliRunner().invoke(main, ["play", str(ckpt), "crank", "-n", "4", "-q", "--team-size", "1"])
+    refused = CliRunner().invoke(main, ["play", str(ckpt), "crank", *short, "--team-size", "1"])
     assert refused.exit_code != 0 and "lacks the observation keys ally1_" in refused.output
 
 
@@ -140,7 +142,7 @@ def test_a_duel_checkpoint_flies_any_seat_of_a_team(tmp_path):
     out = tmp_path / "duel"
     assert run(["--vs", "crank", "--num-envs", "8", "--max-steps", "128", *TINY], out).exit_code == 0
     played = CliRunner().invoke(main, ["play", str(list_checkpoints(out)[-1]), "crank", "-n", "4", "-q",
-                                       "--team-size", "3"])
+                                       "--team-size", "3", "--env", "max_time=60"])
     assert played.exit_code == 0, played.output
     assert "4 3-v-3 games" in played.output
 
@@ -198,17 +200,20 @@ def test_a_saved_config_reads_back_and_damage_is_named():
         saved_config({**saved, "ppo": {**saved["ppo"], "lr_anneal": 0.2}}, "ppo")
 
 
+@pytest.mark.parametrize("short_battles", [60.0], indirect=True)
 def test_league_training_plays_the_ladder_and_evaluates_against_every_rung(tmp_path, short_battles):
     """--vs league: the ladder and the training partners drawn by PFSP with the run's own checkpoints; some
     rungs read the extended observation, and a learner told to keep the standard one keeps it; eval.csv has
-    every rung and no partner."""
+    every rung and no partner. One evaluation (the final one) shows who is evaluated: the references'
+    games among themselves and each evaluation play every rung."""
     from arena.training import league_agents, league_partners
 
     out = tmp_path / "league"
-    result = run(["--vs", "league", "--num-envs", "16", "--max-steps", str(16 * 16 * 3), "--save-interval",
+    steps = 16 * 16 * 3
+    result = run(["--vs", "league", "--num-envs", "16", "--max-steps", str(steps), "--save-interval",
                   str(16 * 16), "--eval-games", "4", "--no-progress", "--threads", "1", "--obs-mode", "default",
                   *settings(run__self_slots=8, ppo__n_steps=16, ppo__batch_size=64, ppo__n_epochs=1,
-                            run__warm_up_steps=0)], out)
+                            run__warm_up_steps=0, run__eval_interval=steps)], out)
     assert result.exit_code == 0, result.output
     header = rows(out / "eval.csv")[0]
     for name in league_agents():
@@ -277,6 +282,7 @@ def test_the_evaluated_weights_with_the_best_rating_are_kept(tmp_path, short_bat
     assert not (tmp_path / "none" / "best.pt").exists() and not (tmp_path / "none" / "best.json").exists()
 
 
+@pytest.mark.parametrize("short_battles", [60.0], indirect=True)
 def test_a_resumed_run_keeps_the_same_best_weights(tmp_path, short_battles):
     common = ["--vs", "crank", "--num-envs", "12", "--seed", "4", "--save-interval", "192", *TINY, "--eval-games", "6"]
     a, b = straight_and_resumed(common, tmp_path)
@@ -292,6 +298,7 @@ def test_a_resumed_run_keeps_the_same_best_weights(tmp_path, short_battles):
     assert torch.load(branch / "best.pt", weights_only=True)["best"] == older
 
 
+@pytest.mark.parametrize("short_battles", [60.0], indirect=True)
 def test_best_weights_in_no_checkpoint_of_the_folder_start_again(tmp_path, short_battles):
     """Evaluated between checkpoints, the kept weights may be in no file a resumed run can reach: it says so
     and keeps the best of its own evaluations instead of naming a best.pt it cannot write."""
@@ -339,8 +346,9 @@ def test_a_slot_drawn_again_restarts_its_battles_and_credits_only_whole_games(tm
     assert time[2:6].eq(16).all() and time[:2].eq(32).all() and time[6:].eq(32).all()
 
 
+@pytest.mark.parametrize("short_battles", [60.0], indirect=True)
 @pytest.mark.parametrize("trainer", ["ppo", "mappo"])
-def test_every_trainer_logs_to_tensorboard_when_it_is_installed(tmp_path, trainer):
+def test_every_trainer_logs_to_tensorboard_when_it_is_installed(tmp_path, trainer, short_battles):
     pytest.importorskip("tensorboard", reason="the optional tensorboard extra")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
