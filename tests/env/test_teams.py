@@ -165,31 +165,44 @@ def test_swapping_two_teammates_permutes_everything() -> None:
 
 
 def test_mirroring_the_world_swaps_the_sides() -> None:
-    cfg = EnvConfig(team_size=2, obs_mode="extended")
+    """Battles spawned at half their distances and stepped to their 50 s limit: each is compared through
+    its fights, its kills and its outcome (a wiped-out side, or more aircraft alive at the limit), won by
+    either side."""
+    cfg = EnvConfig(team_size=2, obs_mode="extended", max_time=50.0)
     a, b = TensorEnv(32, seed=3, config=cfg), TensorEnv(32, seed=3, config=cfg)
-    obs_a, _ = a.reset(), b.reset()
+    a.reset()
+    b.reset()
     size = cfg.arena_size
     s, m = a.state, b.state  # b is a turned 180° with p1 and p2 exchanged
+    s.x, s.y = size / 2 + (s.x - size / 2) / 2, size / 2 + (s.y - size / 2) / 2  # closer: fights within 50 s
     roll = lambda v: v.roll(2, -1)  # noqa: E731
     m.x, m.y = roll(size - s.x), roll(size - s.y)
     m.heading = roll(torch.remainder(s.heading + math.pi, 2 * math.pi))
     m.speed, m.alive, m.missiles_left = roll(s.speed), roll(s.alive), roll(s.missiles_left)
-    obs_b = b.observe()
+    obs_a, obs_b = a.observe(), b.observe()
     same = torch.ones(32, dtype=torch.bool)  # battles in their first episode: a new spawn is not mirrored
     for key in obs_a["p1"]:
         assert torch.allclose(obs_a["p1"][key], obs_b["p2"][key], atol=2e-4), key
-    for _ in range(80):
+    winners: list[int] = []
+    kills = 0.0
+    for _ in range(50):
         obs_a, ra, da, ia = a.step(pursue(obs_a["p1"]), pursue(obs_a["p2"]))
         obs_b, rb, db, ib = b.step(pursue(obs_b["p1"]), pursue(obs_b["p2"]))
         fa, fb = ia["final_obs"], ib["final_obs"]
+        # Mirrored coordinates round differently, and a missile's bearing at close range magnifies it.
         for key in fa["p1"]:
-            assert torch.allclose(fa["p1"][key][same], fb["p2"][key][same], atol=2e-4), key
-            assert torch.allclose(fa["p2"][key][same], fb["p1"][key][same], atol=2e-4), key
+            assert torch.allclose(fa["p1"][key][same], fb["p2"][key][same], atol=5e-3), key
+            assert torch.allclose(fa["p2"][key][same], fb["p1"][key][same], atol=5e-3), key
         assert torch.equal(ra["p1"][same], rb["p2"][same])
+        assert torch.equal(ia["kills"]["p1"][same], ib["kills"]["p2"][same])
+        assert torch.equal(da[same], db[same])
         flipped = torch.where(ib["winner"] > 0, 3 - ib["winner"], ib["winner"])
         assert torch.equal(ia["winner"][same], flipped[same])
+        winners += ia["winner"][same & da].tolist()
+        kills += float(ia["kills"]["p1"][same].sum() + ia["kills"]["p2"][same].sum())
         same &= ~da
-    assert 0 < int(same.sum()) < 32 or bool(same.all())
+    assert not bool(same.any()) and len(winners) == 32, "every battle ended within the steps compared"
+    assert {0, 1, 2} <= set(winners) and kills > 0, (winners, kills)
 
 
 def test_a_missile_locks_the_enemy_nearest_the_nose_and_only_hits_it() -> None:
