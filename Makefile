@@ -11,24 +11,35 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 PLUGINS := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
-STAMP := $(VENV)/.installed
+# Two steps, each remembered by a stamp file: the core and the built-in plugins (all `make demo` and
+# `make bench` need), then the development extras on top (pytest, ruff, mypy, and the optional
+# Gymnasium, PettingZoo, ONNX, TensorBoard, Ray and Stable-Baselines3 that the tests exercise).
+CORE_STAMP := $(VENV)/.installed-core
+DEV_STAMP := $(VENV)/.installed-dev
 # tournaments/league.yaml picks up the checkpoints written here.
 DEMO_DIR := runs/demo
 DEMO_TRAIN_SECONDS ?= 120
 # The suite runs in one worker process per core (pytest-xdist); TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= auto
 
-.PHONY: install browser lint test demo bench clean
+.PHONY: install install-core browser lint test demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): $(BIN)/python pyproject.toml $(wildcard plugins/*/pyproject.toml)
+$(CORE_STAMP): $(BIN)/python pyproject.toml $(wildcard plugins/*/pyproject.toml)
 	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
-	$(BIN)/pip install -e ".[dev]" $(foreach p,$(PLUGINS),-e $(p))
-	@touch $(STAMP)
+	$(BIN)/pip install -e . $(foreach p,$(PLUGINS),-e $(p))
+	@touch $(CORE_STAMP)
 
-install: $(STAMP)
+# Redone whenever the core step is (a changed pyproject.toml may have changed the extras too).
+$(DEV_STAMP): $(CORE_STAMP)
+	$(BIN)/pip install -e ".[dev]"
+	@touch $(DEV_STAMP)
+
+install-core: $(CORE_STAMP)
+
+install: $(DEV_STAMP)
 
 # The replay viewer's browser test needs Debian's chromium: installed when missing, where possible.
 browser:
@@ -42,12 +53,12 @@ lint: install
 test: install browser lint
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-demo: install
+demo: install-core
 	rm -rf $(DEMO_DIR)
 	$(BIN)/arena train ppo --vs crank --max-time $(DEMO_TRAIN_SECONDS) --out $(DEMO_DIR)
 	$(BIN)/arena tournament tournaments/league.yaml --fresh
 
-bench: install
+bench: install-core
 	$(BIN)/python benchmarks/env_throughput.py
 
 clean:

@@ -1,13 +1,17 @@
 """Progress display for long runs: a live line on a terminal, plain log lines elsewhere.
 
 CI logs and ``| tee`` get one line every ``log_every`` seconds instead of carriage-return noise,
-and a forced line (a batch's end, the close) only when it says something new.
+and a forced line (a batch's end, the close) only when it says something new. A caller that logs
+lines of its own (training's update lines) turns the plain lines off and puts :meth:`Progress.eta` in
+its own, so a log gets one line a moment; on a terminal it prints them through :meth:`Progress.echo`,
+above the live line rather than glued to its end.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 # The first units of a run carry its warm-up (imports, compilation, the first batch): a rate measured
@@ -38,17 +42,20 @@ class Progress:
 
     ``update(done, **fields)`` sets the absolute count; extra fields (win rate, loss, …) are shown
     after the rate, NaN as ``-``. Use as a context manager so the live line is closed cleanly.
+    ``plain`` False: off a terminal nothing is printed (the caller's own lines say how far it is).
     """
 
     def __init__(self, total: int, unit: str = "steps", label: str = "", stream: TextIO | None = None,
-                 log_every: float = 10.0, enabled: bool = True, time_limit: float | None = None) -> None:
+                 log_every: float = 10.0, enabled: bool = True, time_limit: float | None = None,
+                 plain: bool = True) -> None:
         self.total = max(int(total), 1)
         self.time_limit = time_limit  # s; a run that stops on time as well shows the nearer of the two ETAs
         self.unit, self.label = unit, label
         self.stream = stream if stream is not None else sys.stderr
         self.live = bool(getattr(self.stream, "isatty", lambda: False)())
         self.log_every = log_every if not self.live else 0.2
-        self.enabled = enabled
+        self.enabled = enabled and (self.live or plain)
+        self.drawn = False  # a live line is on the screen, not ended by a newline
         self.start = time.perf_counter()
         self.last_print = -float("inf")
         self.done = 0
@@ -119,9 +126,21 @@ class Progress:
     def _emit(self, text: str) -> None:
         if self.live:
             self.stream.write("\r\033[K" + text)
+            self.drawn = True
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
+
+    def echo(self, text: str, write: Callable[[str], None]) -> None:
+        """Print ``text`` with ``write`` (a line of the caller's, on any stream): on a terminal the live
+        line is erased first and drawn again below it, so the two never share a line."""
+        if not self.drawn:
+            write(text)
+            return
+        self.stream.write("\r\033[K")
+        self.stream.flush()
+        write(text)
+        self._emit(self.line())
 
     def close(self) -> None:
         """The final state, unless a plain line already showed it; ends the live line."""
@@ -130,6 +149,7 @@ class Progress:
             if self.live:
                 self.stream.write("\n")
                 self.stream.flush()
+                self.drawn = False
 
     def __enter__(self) -> "Progress":
         return self

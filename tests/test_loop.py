@@ -223,9 +223,15 @@ class Stuck(Echo):
         return super().act(observation)
 
 
+# The move limit of these tests: the well-behaved agents' moves take milliseconds, and a loaded machine
+# still leaves them far inside it.
+LIMIT_S = 0.5
+
+
 @pytest.fixture
 def quick_bounds(monkeypatch):
-    """Hang bounds of a fraction of a second, so these tests take no longer."""
+    """Hang bounds of about a second (a move of LIMIT_S is abandoned after 1 s, a first move after 0.8 s),
+    so the tests that wait for one take no longer."""
     import arena.loop
 
     monkeypatch.setattr(arena.loop, "HANG_GRACE_MIN_S", 0.5)
@@ -265,16 +271,20 @@ def test_untimed_moves_run_in_the_callers_thread_and_timed_ones_on_a_daemon_unde
     seats.close()
 
 
-def test_a_move_over_the_limit_is_measured_and_the_first_move_is_not_timed(release, quick_bounds):
+def test_a_move_over_the_limit_is_measured_and_the_first_move_is_not_timed(release):
+    from arena.loop import hang_bound
+
     env = TensorEnv(2, seed=1)
     obs = env.reset()
-    slow = Stuck(0, release, delay_s=0.4)  # over the limit, well within the hang bound (0.7 s)
-    seats = timed([slow, Echo()], [[0, 1], [1, 0]], 0.2)
+    # Sleeping makes it over the limit whatever the load; the hang bounds (the defaults) leave it room.
+    slow = Stuck(0, release, delay_s=LIMIT_S + 0.1)
+    assert hang_bound(LIMIT_S, first=False) - slow.delay_s >= 0.9
+    seats = timed([slow, Echo()], [[0, 1], [1, 0]], LIMIT_S)
     assert seats.act(obs)[1] == []  # the first move may take its time
     actions, failures = seats.act(obs)
     assert [(f.index, f.agent) for f in failures] == [(0, "agent0")]
     assert failures[0].reason.startswith("ran out of time: one move took ")
-    assert failures[0].reason.endswith(" s on 2 battles (time_per_move 0.2 s)")
+    assert failures[0].reason.endswith(" s on 2 battles (time_per_move 0.5 s)")
     assert not abandoned(slow)  # it answered: it may play again (a tournament's next batch)
 
 
@@ -282,14 +292,15 @@ def test_a_move_that_never_returns_is_a_time_forfeit_and_its_agent_is_never_call
     env = TensorEnv(2, seed=1)
     obs = env.reset()
     stuck, other = Stuck(2, release), Echo(-0.5)
-    seats = timed([stuck, other], [[0, 1], [1, 0]], 0.2)
+    seats = timed([stuck, other], [[0, 1], [1, 0]], LIMIT_S)
     seats.act(obs)
     start = time.perf_counter()
     actions, failures = seats.act(obs)
-    assert time.perf_counter() - start < 2.0
+    waited = time.perf_counter() - start
+    assert 0.95 <= waited < 11.0, "abandoned at its bound (1 s), not before and not never"
     assert [(f.index, f.agent) for f in failures] == [(0, "agent0")]
-    assert failures[0].reason == ("ran out of time: a move on 2 battles did not return within 0.7 s, so it is "
-                                  "abandoned and not called again (time_per_move 0.2 s)")
+    assert failures[0].reason == ("ran out of time: a move on 2 battles did not return within 1 s, so it is "
+                                  "abandoned and not called again (time_per_move 0.5 s)")
     assert actions["p2"]["rudder"].tolist() == [-0.5, 0.0] and len(other.seen) == 2  # the others played on
     assert abandoned(stuck) and not abandoned(other)
     release.set()  # the hung move returns at last: its action must not reach any later step
@@ -307,9 +318,10 @@ def test_a_hang_on_the_very_first_move_is_bounded_too(release, quick_bounds):
     env = TensorEnv(2, seed=1)
     obs = env.reset()
     stuck = Stuck(1, release)
-    seats = timed([stuck, Echo()], [[0, 1], [1, 0]], 0.2)
+    seats = timed([stuck, Echo()], [[0, 1], [1, 0]], LIMIT_S)
     start = time.perf_counter()
     _, failures = seats.act(obs)
-    assert time.perf_counter() - start < 2.0
+    waited = time.perf_counter() - start
+    assert 0.75 <= waited < 10.8, "abandoned at its bound (0.8 s), not before and not never"
     assert [f.reason for f in failures] == ["ran out of time: its first move on 2 battles did not return within "
-                                            "0.8 s, so it is abandoned and not called again (time_per_move 0.2 s)"]
+                                            "0.8 s, so it is abandoned and not called again (time_per_move 0.5 s)"]

@@ -141,3 +141,31 @@ def test_time_limit_caps_the_eta(clock: FakeClock) -> None:
     meter.done = 1000  # at this rate the step budget would take hours; the time limit ends it in 40 s
     assert "eta 00:40" in meter.line()
     assert "eta --:--" in Progress(10, stream=io.StringIO()).line()
+
+
+def test_a_meter_without_plain_lines_prints_nothing_off_a_terminal(clock: FakeClock) -> None:
+    """The caller's own lines carry the ETA: a log gets one line a moment, not the meter's beside them."""
+    out = io.StringIO()
+    meter = Progress(100, stream=out, label="ppo", plain=False)
+    meter.update(10)
+    clock.now += 30.0
+    meter.update(50, force=True)
+    meter.close()
+    assert out.getvalue() == "" and meter.eta() == pytest.approx(37.5)  # 40 in 30 s, 50 left
+    said: list[str] = []
+    meter.echo("update 2", said.append)
+    assert said == ["update 2"] and out.getvalue() == ""
+
+
+def test_a_line_echoed_on_a_terminal_goes_above_the_live_line(clock: FakeClock) -> None:
+    screen = Terminal()
+    meter = Progress(100, stream=screen, label="ppo", plain=False)
+    meter.update(10)
+    meter.echo("update 1", lambda text: screen.write(text + "\n"))
+    rows = screen.getvalue().split("\n")
+    assert rows[0].endswith("\r\033[Kupdate 1")  # the live line erased first
+    assert rows[1].startswith("\r\033[Kppo 10/100 steps")  # and drawn again below
+    meter.close()
+    said: list[str] = []
+    meter.echo("done", said.append)  # the live line has ended: nothing to erase
+    assert said == ["done"] and screen.getvalue().endswith("\n")

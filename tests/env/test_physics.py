@@ -162,18 +162,27 @@ def test_both_dead_in_the_same_step_is_a_draw(place, action) -> None:
 
 
 def test_missile_keeps_flying_after_its_shooter_dies(place, action) -> None:
-    env = TensorEnv(1)
-    env.reset()
-    place(env, (50_000, 50_000, 0.0, 300.0), (60_000, 50_000, math.pi, 300.0))
-    env.step(action(1, fire=True), action(1, fire=True))
-    # Both missiles are in flight; the aircraft close at 600 m/s and the missiles hit within seconds.
-    winners = []
-    for _ in range(20):
-        _, _, dones, infos = env.step(action(1), action(1))
-        if bool(dones[0]):
-            winners.append(int(infos["winner"][0]))
-            break
-    assert winners == [0], "both missiles hit in the same step: a draw"
+    """Head-on, p2 fires a second before p1: p2's missile strikes p1 first, and p1's missile, flying on
+    without its shooter, strikes p2 later in the same decision step. A draw, a kill each; had p1's
+    missile gone with p1, p2 would have won."""
+
+    def battle(cfg: EnvConfig, p1_fires_at: int) -> tuple[int, int, float, float]:
+        """(step the battle ends, winner, p1's kills, p2's kills)."""
+        env = TensorEnv(1, config=cfg)
+        env.reset()
+        place(env, (50_000, 50_000, 0.0, 300.0), (64_000, 50_000, math.pi, 300.0))
+        for t in range(200):
+            _, _, dones, infos = env.step(action(1, fire=t == p1_fires_at), action(1, fire=t == 0))
+            if bool(dones[0]):
+                return t, int(infos["winner"][0]), float(infos["kills"]["p1"][0]), float(infos["kills"]["p2"][0])
+        raise AssertionError("no missile hit")
+
+    # The same flight decided every quarter second (one substep a step): p1 is hit first, and p2 wins.
+    quarter, winner, p1_kills, p2_kills = battle(EnvConfig(dt=0.25, substeps=1), p1_fires_at=4)
+    assert (winner, p1_kills, p2_kills) == (2, 0.0, 1.0)
+    assert quarter % 4 != 3, "p1 is hit before the last quarter of its step: p2 can still be hit after it"
+    # In steps of 1 s (four substeps), p2 is hit in the step p1 was, by the missile of the dead p1.
+    assert battle(EnvConfig(), p1_fires_at=1) == (quarter // 4, 0, 1.0, 1.0)
 
 
 def test_rewards_parts(place, action) -> None:

@@ -27,18 +27,30 @@ def test_frames_are_the_envs_states_until_the_end(team_size):
                 assert np.array_equal(got, expected[name].numpy()), (k, f, name)
 
 
-@pytest.mark.parametrize("team_size", [1, 2])
-def test_last_frame_is_the_decided_battle(team_size):
-    battles, trace = first_battle(team_size=team_size, num_envs=4)
-    t = team_size
+def outcome_of(alive: np.ndarray, team_size: int, length: int, max_steps: int) -> int:
+    """The winner a battle's last frame shows: a side destroyed before the time limit, or at the limit the
+    side with more aircraft alive (0: a draw)."""
+    left = int(alive[:team_size].sum()), int(alive[team_size:].sum())
+    if length < max_steps:
+        assert 0 in left, f"ended after {length} steps with {left} aircraft alive: no side was destroyed"
+    return 0 if left[0] == left[1] else 1 if left[0] > left[1] else 2
+
+
+@pytest.mark.parametrize("team_size, max_time, num_envs", [(1, 300.0, 4), (2, 300.0, 4), (2, 150.0, 6)])
+def test_last_frame_is_the_decided_battle(team_size, max_time, num_envs):
+    """The last frame is the battle as it was decided, not the restarted one: every battle's winner is
+    the one its last frame shows. The seed's battles hold wins and draws, and with battles of 150 s a
+    win at the time limit by the count of aircraft alive."""
+    cfg = EnvConfig(team_size=team_size, max_time=max_time)
+    battles, trace = first_battle(team_size=team_size, num_envs=num_envs, config=cfg)
     for battle in battles:
-        alive = battle.alive[-1]
-        side_dead = (not alive[:t].any(), not alive[t:].any())
-        if battle.winner in (1, 2):
-            assert side_dead[2 - battle.winner] or battle.length == EnvConfig().max_steps
-        if battle.length < EnvConfig().max_steps:
-            assert any(side_dead), "a battle that ended early ended because a side was destroyed"
+        expected = outcome_of(battle.alive[-1], team_size, battle.length, cfg.max_steps)
+        assert battle.winner == expected, (battle.winner, battle.length)
         assert battle.alive[0].all() and battle.m_active[0].sum() == 0
+    winners = {battle.winner for battle in battles}
+    assert 0 in winners and winners & {1, 2}, winners
+    if max_time < 300.0:
+        assert any(b.length == cfg.max_steps and b.winner > 0 for b in battles), "a win at the time limit"
 
 
 @pytest.mark.parametrize("team_size", [1, 2])

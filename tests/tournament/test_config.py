@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from arena.tournament import ConfigError, load_config, run_tournament
+from cli_checks import refused
 from tourney_helpers import LEAGUE
 
 
@@ -121,7 +122,7 @@ def test_the_tournament_command_refuses_a_key_given_twice(tmp_path: Path, write_
     path = write_league(LEAGUE)
     path.write_text(path.read_text() + "max_envs: 32\n")  # write_league wrote max_envs: 64 on line 5
     result = CliRunner().invoke(main, ["tournament", str(path), "-q"])
-    assert result.exit_code == 2 and "Traceback" not in result.output
+    refused(result)
     assert result.output == f"Error: {path}: line {len(path.read_text().splitlines())}: key 'max_envs' appears " \
                             f"twice (first on line 5)\n"
     assert not (tmp_path / "out").exists()

@@ -99,11 +99,20 @@ def test_a_resumed_team_league_replays_games_of_both_runs(write_league, registry
                                            "spawn_band": 10000.0}))
     run_tournament(config, registry=registry, progress=False, notify=False, max_batches=2)
     run_tournament(config, registry=registry, progress=False, notify=False)
+    entries = check_recordings(config.output, expected=3, team_size=2)
     store = ResultStore(db_path(config.output), create=False)
-    batches = store.batch_count()
-    store.close()
-    assert batches > 2
-    check_recordings(config.output, expected=3, team_size=2)
+    try:
+        run_of = {}  # (p1, p2, game) by name -> the run that played and stored it
+        names = {r.id: r.name for r in store.participants(store.latest_run().participant_ids)}
+        for batch in range(1, store.batch_count() + 1):
+            record = store.batch_record(batch)
+            assert record is not None
+            for p1, p2, game, *_ in store.batch_games(batch):
+                run_of[names[p1], names[p2], game] = record[0]
+    finally:
+        store.close()
+    assert sorted(set(run_of.values())) == [1, 2]
+    assert sorted({run_of[e.p1, e.p2, e.game] for e in entries}) == [1, 2], "replays of games of both runs"
 
 
 class Drifting(Pursuer):

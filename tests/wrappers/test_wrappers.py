@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import runpy
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +23,25 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 def test_single_env_passes_the_gymnasium_checker():
     from gymnasium.utils.env_checker import check_env
 
-    check_env(gymnasium.make(ENV_ID).unwrapped, skip_render_check=True)
-    check_env(ArenaEnv(opponent="defender"), skip_render_check=True)  # an opponent reading the extended obs
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", category=UserWarning, module="gymnasium")  # its checks that only warn
+        check_env(gymnasium.make(ENV_ID).unwrapped, skip_render_check=True)
+        check_env(ArenaEnv(opponent="defender"), skip_render_check=True)  # an opponent reading the extended obs
+
+
+def test_the_gymnasium_checker_fails_an_observation_outside_its_box():
+    """What the checker test relies on: an observation leaving its Box after a step is an error here."""
+    from gymnasium.utils.env_checker import check_env
+
+    class Outside(ArenaEnv):
+        def step(self, action):
+            obs, *rest = super().step(action)
+            return obs + 2.0, *rest
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", category=UserWarning, module="gymnasium")
+        with pytest.raises(UserWarning, match="not within the observation space"):
+            check_env(Outside(), skip_render_check=True)
 
 
 def test_single_env_seeds_replay_the_battle_and_done_needs_a_reset():
@@ -70,7 +88,9 @@ def test_teams_are_for_pettingzoo():
 def test_parallel_env_passes_the_pettingzoo_api_test(team_size):
     from pettingzoo.test import parallel_api_test
 
-    parallel_api_test(ArenaParallelEnv(team_size=team_size), num_cycles=400)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", category=UserWarning, module="pettingzoo")  # its checks that only warn
+        parallel_api_test(ArenaParallelEnv(team_size=team_size), num_cycles=400)
 
 
 def test_parallel_env_removes_the_lost_and_ends_with_the_battle():

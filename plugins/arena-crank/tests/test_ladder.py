@@ -1,5 +1,5 @@
 """The ladder's doctrines: the agent contract, the extended observation they ask for, each rung beating
-the one below, every team size, the wall guard that keeps a dragging aircraft in the arena, and the
+the one below, team battles, the wall guard that keeps a dragging aircraft in the arena, and the
 salvo training partner."""
 
 from __future__ import annotations
@@ -74,12 +74,25 @@ def test_each_rung_beats_the_one_below(lower, upper):
     assert result.wins >= 70, result
 
 
+@pytest.mark.parametrize("team_size", [2, 8])
 @pytest.mark.parametrize("name", ["sniper", "defender", "ace"])
-def test_every_team_size(name):
-    cfg = EnvConfig(team_size=3, max_time=120.0)
-    result = play_match(build_agent(name, env_config=cfg), build_agent("crank", env_config=cfg), 8, env_config=cfg,
-                        seed=1)
-    assert result.games == 8
+def test_in_team_battles_every_seat_flies_and_crank_wins_no_game(name, team_size):
+    """The smallest and the largest team: each seat of the rung's side is flown on its own (the seats'
+    rudders differ), and CrankAgent's team wins none of the 8 games (the 1-v-1 ladder, in teams)."""
+    cfg = EnvConfig(team_size=team_size, max_time=120.0)
+    games = 8
+    rung_is_p1 = torch.arange(games) < (games + 1) // 2  # play_match: A flies p1 in the first half
+    own_rudders = []
+
+    def watch(turn):
+        for side, mine in (("p1", rung_is_p1), ("p2", ~rung_is_p1)):
+            rudder = turn.actions[side]["rudder"].reshape(games, team_size)[mine]
+            own_rudders.append(bool((rudder[:, 1:] != rudder[:, :1]).any()))
+
+    result = play_match(build_agent(name, env_config=cfg), build_agent("crank", env_config=cfg), games,
+                        env_config=cfg, seed=1, observers=[watch])
+    assert any(own_rudders), "every seat flew the same rudder: the team was flown as one aircraft"
+    assert result.losses == 0, result
 
 
 def test_a_drag_that_would_leave_the_arena_turns_to_a_beam():

@@ -19,13 +19,16 @@ SHORT_BATTLE_S = 150.0  # the default is 300 s: evaluations play every battle to
 
 
 @pytest.fixture
-def short_battles(monkeypatch: pytest.MonkeyPatch) -> float:
-    """Runs in battles of ``SHORT_BATTLE_S``: for the end-to-end tests of what evaluations decide (the
-    kept weights, going back, the duel), whose cost is the evaluations' battles, not the updates."""
+def short_battles(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> float:
+    """Runs in battles of ``SHORT_BATTLE_S`` (or the seconds a test passes with ``indirect=True``): for the
+    end-to-end tests of evaluations (the kept weights, going back, the duel, the ladder), whose cost is
+    the evaluations' battles, not the updates. The tests that compare evaluations need battles long
+    enough for them to differ; the others take shorter ones."""
     from dataclasses import replace
 
     from arena_ppo.train_config import RunConfig
 
+    seconds = float(getattr(request, "param", SHORT_BATTLE_S))
     env_config = RunConfig.env_config
-    monkeypatch.setattr(RunConfig, "env_config", lambda self: replace(env_config(self), max_time=SHORT_BATTLE_S))
-    return SHORT_BATTLE_S
+    monkeypatch.setattr(RunConfig, "env_config", lambda self: replace(env_config(self), max_time=seconds))
+    return seconds

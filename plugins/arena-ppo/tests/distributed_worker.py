@@ -7,7 +7,8 @@ normalization, adaptive learning rate) and a MAPPO run (ValueNorm) through the p
 then saves what must be equal on every process (weights, normalizers, optimizer, learning rate,
 PFSP records) and what must not (its envs) to ``TMP_DIR/<run>-rank<R>.pt``. Last it disturbs one
 weight on process 1 and saves again, which must fail on every process with a DivergenceError.
-What each process printed and raised goes to ``TMP_DIR/rank<R>.json``.
+What each process printed and raised, and the games it played in each evaluation match (its share,
+before the processes' results are summed), go to ``TMP_DIR/rank<R>.json``.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 import torch
 
+import arena_ppo.runners.evaluator as evaluator
 from arena.guard import end_process
-from arena.training import DivergenceError, Group
+from arena.training import DivergenceError, EvalResult, Group
 from arena_ppo.prepare import opponent_factory, resolve_reward
 from arena_ppo.process_sync import GroupSync, shared_tensors
 from arena_ppo.runners import MAPPORunner, OnPolicyRunner
@@ -33,7 +36,7 @@ def config(name: str) -> TrainConfig:
     cfg = TrainConfig()
     run, ppo = cfg.run, cfg.ppo
     run.num_envs, run.max_steps, run.save_interval = ENVS, ENVS * STEPS * 3, ENVS * STEPS
-    run.eval_games, run.eval_interval = (2 if name == "ppo" else 0), ENVS * STEPS * 3  # 1 game per process
+    run.eval_games, run.eval_interval = (3 if name == "ppo" else 0), ENVS * STEPS * 3  # 2 games, then 1
     run.device, run.seed, run.threads = "cpu", 7, 1
     ppo.n_steps, ppo.batch_size, ppo.n_epochs = STEPS, 32, 2
     if name == "ppo":
@@ -50,6 +53,16 @@ def main(tmp: Path) -> None:
     group = Group.join()
     rank = group.rank.rank
     report: dict[str, object] = {}
+    played: list[list[int]] = []  # [games, wins, draws, losses] of this process's share of each match
+    evaluate = evaluator.evaluate
+
+    def recorded(*args: Any, **kwargs: Any) -> EvalResult:
+        result = evaluate(*args, **kwargs)
+        played.append([result.games, result.wins, result.draws, result.losses])
+        return result
+
+    evaluator.evaluate = recorded
+    report["evaluated"] = played
     runner = None
     for name, runner_class in (("ppo", OnPolicyRunner), ("mappo", MAPPORunner)):
         out = tmp / name

@@ -223,9 +223,11 @@ class OnPolicyRunner:
         self.sync.broadcast_weights(self.agent)  # whatever each process initialized or loaded, they start equal
         start = time.perf_counter()
         start_steps, start_updates = self.counters.env_steps, self.counters.updates
-        # The meter counts this session's steps, so its rate and ETA stay right on a resumed run.
+        # The meter counts this session's steps, so its rate and ETA stay right on a resumed run. Off a
+        # terminal it prints nothing: the update lines carry its ETA, one line a moment in a log.
         meter = Progress(max(run.max_steps - start_steps, 1), unit="steps", label=self.agent_class.name,
-                         enabled=self.ctx.progress, time_limit=max_time)
+                         enabled=self.ctx.progress, time_limit=max_time, plain=False)
+        self.outputs.meter = meter
         try:
             while self.counters.env_steps < run.max_steps:
                 asked = stop.requested or (max_time is not None and time.perf_counter() - start >= max_time)
@@ -238,13 +240,13 @@ class OnPolicyRunner:
                     self.open_league()
                 self.schedule_learning_rate()
                 metrics = self.step(start)
-                first = self.counters.updates == start_updates + 1
-                if first or self.counters.env_steps - self.counters.last_log >= run.log_interval:
-                    self.counters.last_log = self.counters.env_steps
-                    self.outputs.update_line(metrics)
                 meter.total = max(meter.total, self.counters.env_steps - start_steps)  # the last rollout may overshoot
                 meter.update(self.counters.env_steps - start_steps, win=metrics["win_rate"], draw=metrics["draw_rate"],
                              ret=metrics["episode_return"])
+                first = self.counters.updates == start_updates + 1
+                if first or self.counters.env_steps - self.counters.last_log >= run.log_interval:
+                    self.counters.last_log = self.counters.env_steps
+                    self.outputs.update_line(metrics, run.max_steps, meter.eta())
                 # Evaluate first, so that a checkpoint holds its own evaluation (metrics, the best record).
                 eval_every = run.eval_interval or run.save_interval
                 if run.eval_games > 0 and self.counters.env_steps - self.counters.last_eval >= eval_every:

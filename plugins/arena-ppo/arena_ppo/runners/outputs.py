@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from arena.progress import format_stat
+from arena.progress import Progress, format_duration, format_stat
 from arena.training import MetricLogger, clean_stale_temp_files, tensorboard_writer, write_config
 
 
@@ -19,6 +19,7 @@ class RunOutputs:
     def __init__(self, out_dir: Path, console: Callable[[str], None] | None, main: bool = True) -> None:
         self.out_dir, self.main = Path(out_dir), main
         self.console = console if main else None
+        self.meter: Progress | None = None  # while a run trains: lines go above its live line
         self.metrics: MetricLogger | None = None
         self.evals: MetricLogger | None = None
 
@@ -35,7 +36,11 @@ class RunOutputs:
         self.evals = MetricLogger(self.out_dir / "eval.csv", tensorboard=tb)
 
     def echo(self, text: str) -> None:
-        if self.console is not None:
+        if self.console is None:
+            return
+        if self.meter is not None:
+            self.meter.echo(text, self.console)
+        else:
             self.console(text)
 
     def log_update(self, metrics: dict[str, float], step: int) -> None:
@@ -46,9 +51,13 @@ class RunOutputs:
         if self.evals is not None:
             self.evals.log(row, step=step, prefix="eval/")
 
-    def update_line(self, m: dict[str, float]) -> None:
-        """One console line of an update; episode statistics are NaN until an episode ends: shown as "-"."""
-        self.echo(f"update {m['update']:>5}  steps {m['step']:>11,}  sps {m['sps']:>7,.0f}  "
+    def update_line(self, m: dict[str, float], max_steps: int, eta: float) -> None:
+        """One console line of an update; episode statistics are NaN until an episode ends: shown as "-".
+        It says how far the run is (of ``max_steps``, ``eta`` seconds left, NaN: not known yet), since
+        off a terminal it is the run's only progress line."""
+        done = 100.0 * min(m["step"] / max(max_steps, 1), 1.0)
+        self.echo(f"update {m['update']:>5}  steps {m['step']:>11,}/{max_steps:,} ({done:5.1f}%)  "
+                  f"eta {format_duration(eta)}  sps {m['sps']:>7,.0f}  "
                   f"win {format_stat(m['win_rate'], '.3f')}  draw {format_stat(m['draw_rate'], '.3f')}  "
                   f"return {format_stat(m['episode_return'], '+.3f')}  "
                   f"length {format_stat(m['episode_length'], '.0f')}  "
