@@ -334,25 +334,18 @@ class Seating:
 
     def reset(self, dones: "torch.Tensor | None" = None) -> list[AgentFailure]:
         """Reset every active controller where ``dones`` [N] is set (everything when None)."""
-        import torch
 
-        both = None if dones is None else (dones, dones)
         failures = []
         for troupe in self.troupes:
-            if any(self.controllers[k].active for k in troupe.members):
-                mask = None if dones is None else self._troupe_rows(troupe, [dones, dones])
+            if self._plays(troupe):
+                mask = None if dones is None else self._rows_of(troupe, dones)
                 failures += self._blame(troupe, checked_call(troupe.family.reset, *self._troupe_who(troupe),
                                                              "reset", mask))
         for k, (c, rows) in enumerate(zip(self.controllers, self.rows)):
             if (not c.active or rows.count == 0 or k in self.troupe_of or abandoned(c.agent)
                     or not callable(getattr(c.agent, "reset", None))):
                 continue
-            mask = None
-            if both is not None:
-                parts = [self._select(both[s], sel) for s, sel in enumerate(rows.sides) if sel is not None]
-                mask = parts[0] if len(parts) == 1 else torch.cat(parts)
-                if rows.flat:
-                    mask = mask.repeat_interleave(self.team_size)
+            mask = None if dones is None else self._rows_of(rows, dones)
             failure = checked_call(c.agent.reset, c.name, c.role, "reset", mask)
             if failure is not None:
                 failure.index = k
@@ -362,7 +355,7 @@ class Seating:
     def can_keep_envs(self) -> bool:
         """Whether every agent still playing here can drop rows of its memory (``keep_rows``), so that the
         batch can drop its finished battles (:meth:`keep_envs`)."""
-        agents = [t.family for t in self.troupes if any(self.controllers[k].active for k in t.members)]
+        agents = [t.family for t in self.troupes if self._plays(t)]
         agents += [c.agent for k, (c, rows) in enumerate(zip(self.controllers, self.rows))
                    if c.active and rows.count and k not in self.troupe_of]
         return all(callable(getattr(a, "keep_rows", None)) for a in agents)
@@ -384,7 +377,7 @@ class Seating:
 
         failures: list[AgentFailure] = []
         for troupe in self.troupes:
-            if any(self.controllers[k].active for k in troupe.members):
+            if self._plays(troupe):
                 failures += self._blame(troupe, checked_call(troupe.family.keep_rows, *self._troupe_who(troupe),
                                                              "keep_rows", rows_kept(troupe.members, troupe.flat)))
         for k, (c, rows) in enumerate(zip(self.controllers, self.rows)):
@@ -399,8 +392,6 @@ class Seating:
         self.covered = bool((self.owner >= 0).all())
         self.troupes = [self._troupe(t.members, t.family) for t in self.troupes]
         self.troupe_of = {k: t for t in self.troupes for k in t.members}
-        for troupe in self.troupes:
-            troupe.inactive_rows = self._inactive(troupe)
         return failures
 
     def nan_failures(self) -> list[AgentFailure]:
@@ -523,20 +514,26 @@ class Seating:
         if family is None:
             streams = [lambda call, c=self.controllers[k]: self._own_rng(c, call) for k in members]
             family = act_together([self.controllers[k].agent for k in members], rows, streams)
-        return Troupe(members, family, (sides[0], sides[1]), counts, order, back, row_controller,
-                      self.rows[members[0]].flat, self.rows[members[0]].standard)
+        troupe = Troupe(members, family, (sides[0], sides[1]), counts, order, back, row_controller,
+                        self.rows[members[0]].flat, self.rows[members[0]].standard)
+        troupe.inactive_rows = self._inactive(troupe)
+        return troupe
 
-    def _troupe_rows(self, troupe: Troupe, per_side: Sequence["torch.Tensor"]) -> "torch.Tensor":
-        """The family's rows of per-env, per-side tensors ([N, ...] each), in member order, seat by seat if flat."""
+    def _rows_of(self, rows: "Rows | Troupe", per_env: "torch.Tensor") -> "torch.Tensor":
+        """A per-env [N] tensor (the battles that ended) on the rows of a controller or a family, in the
+        order they act: each side's rows, p1's first (a family's then in member order), a row per seat if
+        flown seat by seat."""
         import torch
 
-        parts = [per_side[s].index_select(0, sel) for s, sel in enumerate(troupe.sides) if sel is not None]
+        parts = [self._select(per_env, sel) for sel in rows.sides if sel is not None]
         local = parts[0] if len(parts) == 1 else torch.cat(parts)
-        if troupe.order is not None:
-            local = local.index_select(0, troupe.order)
-        if troupe.flat:
-            local = local.repeat_interleave(self.team_size) if local.dim() == 1 else local.reshape(-1)
-        return local
+        if isinstance(rows, Troupe) and rows.order is not None:
+            local = local.index_select(0, rows.order)
+        return local.repeat_interleave(self.team_size) if rows.flat else local
+
+    def _plays(self, troupe: Troupe) -> bool:
+        """Whether any member of ``troupe`` still plays."""
+        return any(self.controllers[k].active for k in troupe.members)
 
     def _troupe_who(self, troupe: Troupe) -> tuple[str, str]:
         first = self.controllers[troupe.members[0]]
@@ -565,7 +562,7 @@ class Seating:
                       nans: list[tuple[Any, "torch.Tensor"]]) -> None:
         """One call for a family: gather its rows once, check the action once, scatter it once."""
 
-        if not any(self.controllers[k].active for k in troupe.members):
+        if not self._plays(troupe):
             return
         stuck = [k for k in troupe.members if self.controllers[k].active and abandoned(self.controllers[k].agent)]
         if stuck:
