@@ -117,7 +117,7 @@ class ScriptedFamily:
         import torch
 
         first = members[0]
-        self.rows = MemberRows(rows, first.device)
+        spans = MemberRows(rows, first.device)
         self.agent = copy.copy(first)
         self.agent.reset(None)
         self.varying: dict[str, torch.Tensor] = {}
@@ -125,7 +125,7 @@ class ScriptedFamily:
             values = [getattr(m, name) for m in members]
             if any(v != values[0] for v in values):
                 dtype = torch.float32 if any(isinstance(v, float) for v in values) else torch.int64
-                self.varying[name] = self.rows.per_row(values, dtype)
+                self.varying[name] = spans.per_row(values, dtype)
                 setattr(self.agent, name, self.varying[name])
 
     def act(self, observation: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
@@ -135,10 +135,9 @@ class ScriptedFamily:
         self.agent.reset(env_mask)
 
     def keep_rows(self, rows: "torch.Tensor") -> None:
-        self.rows.keep(rows)
+        self.varying = keep_memory_rows(self.varying, rows)
         for name, value in self.varying.items():
-            self.varying[name] = value[rows.to(value.device)]
-            setattr(self.agent, name, self.varying[name])
+            setattr(self.agent, name, value)
         self.agent.keep_rows(rows)
 
 
