@@ -199,11 +199,9 @@ class PPOAgent(BaseAgent):
         the sampling policy would have launched along the same states. A p above 0.5 still fires at
         once. Per-env memory, cleared by :meth:`reset` and by each launch.
         """
-        from arena_ppo.policy_family import median_trigger
+        from arena_ppo.policy_family import played_trigger
 
-        if self.fire_rule == "threshold":
-            return logit > 0.0
-        fire, self.fire_hazard = median_trigger(self.fire_hazard, logit)
+        fire, self.fire_hazard = played_trigger(self.fire_rule, self.fire_hazard, logit)
         return fire
 
     def reset(self, env_mask: "torch.Tensor | None" = None) -> None:

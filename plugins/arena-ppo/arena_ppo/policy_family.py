@@ -40,6 +40,15 @@ def median_trigger(hazard: "torch.Tensor | None", logit: "torch.Tensor") -> tupl
     return fire, hazard.masked_fill(fire, 0.0)
 
 
+def played_trigger(rule: str, hazard: "torch.Tensor | None", logit: "torch.Tensor"
+                   ) -> tuple["torch.Tensor", "torch.Tensor | None"]:
+    """Eval mode's trigger by ``rule``: "threshold" (p > 0.5, no memory) or "median"
+    (:func:`median_trigger`); returns the trigger and the hazard to keep."""
+    if rule == "threshold":
+        return logit > 0.0, hazard
+    return median_trigger(hazard, logit)
+
+
 def sampled_controls(mean: "torch.Tensor", log_std: "torch.Tensor", logit: "torch.Tensor", noise: "torch.Tensor",
                      uniform: "torch.Tensor") -> tuple["torch.Tensor", "torch.Tensor"]:
     """Rudder and trigger drawn as in training, from a standard normal ``noise`` and a ``uniform`` a row."""
@@ -81,7 +90,7 @@ class PolicyFamily:
         import torch
 
         first = members[0]
-        self.members, self.streams = list(members), list(streams)
+        self.streams = list(streams)
         self.rows = MemberRows(rows, first.device)
         self.obs_keys, self.training, self.fire_rule = first.obs_keys, first.training, first.fire_rule
         self.normalized = first.obs_normalizer is not None
@@ -91,8 +100,9 @@ class PolicyFamily:
             self.member_scale = torch.stack([torch.sqrt(m.obs_normalizer.var + m.obs_normalizer.eps) for m in members])
         self.fire_hazard: torch.Tensor | None = None
         self.stacked = first.device.type == "cuda" if stacked is None else stacked
-        self.actors = [m.model.actor.plain() for m in members]
-        if self.stacked:
+        if not self.stacked:
+            self.actors = [m.model.actor.plain() for m in members]
+        else:
             from torch.func import stack_module_state
 
             actors = [m.model.actor for m in members]
@@ -130,10 +140,7 @@ class PolicyFamily:
                 rudder, fire = sampled_controls(mean, log_std, logit, noise, uniform)
             else:
                 rudder = torch.tanh(mean)
-                if self.fire_rule == "threshold":
-                    fire = logit > 0.0
-                else:
-                    fire, self.fire_hazard = median_trigger(self.fire_hazard, logit)
+                fire, self.fire_hazard = played_trigger(self.fire_rule, self.fire_hazard, logit)
         return {"rudder": rudder, "throttle": torch.ones_like(rudder), "fire": fire}
 
     def heads(self, x: "torch.Tensor") -> tuple["torch.Tensor", "torch.Tensor", "torch.Tensor"]:
