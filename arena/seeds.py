@@ -30,4 +30,4 @@ def check_seed(seed: object, what: str = "seed") -> int:
 
 def text_seed(text: str) -> int:
     """A 63-bit seed from ``text`` (the first 8 bytes of its sha256)."""
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") & (2**63 - 1)
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") & MAX_SEED

@@ -188,13 +188,13 @@ class BattleRecorder:
         fields.update({name: flags[:, i] for i, name in enumerate(MISSILE_FLAGS)})
         return Battle(meta=meta, alive=alive, winner=int(self.last_winner[k]), **fields)
 
-    def keep_envs(self, envs: torch.Tensor, num_envs: int) -> None:
-        """The env of ``num_envs`` battles keeps only ``envs`` (increasing, renumbered in that order): follow
+    def keep_envs(self, envs: torch.Tensor) -> None:
+        """The env about to keep only ``envs`` (increasing, renumbered in that order): follow
         the watched battles to their new places. One not kept is recorded no further; what it finished
         stays to be taken. The caller points the env's watch at :attr:`index` again."""
         if self.env is None:
             raise RuntimeError("BattleRecorder.keep_envs: not attached to an env yet")
-        position = torch.full((num_envs,), -1, dtype=torch.long, device=self.index.device)
+        position = torch.full((self.env.num_envs,), -1, dtype=torch.long, device=self.index.device)
         position[envs.to(self.index.device)] = torch.arange(envs.numel(), device=self.index.device)
         moved = position[self.index]
         self.dropped = self.dropped | (moved < 0)

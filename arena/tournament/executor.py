@@ -422,7 +422,7 @@ class _BatchRun:
         keep = [s for s in range(self.num_envs) if self.game[s] >= 0]
         envs = torch.tensor(keep, dtype=torch.long)
         if self.recorder is not None:
-            self.recorder.keep_envs(envs, self.num_envs)
+            self.recorder.keep_envs(envs)
             env.watch(None)
         failures = self.seating.keep_envs(envs)
         obs = env.keep_envs(envs)
@@ -432,7 +432,6 @@ class _BatchRun:
             values = getattr(self, name)
             setattr(self, name, [values[s] for s in keep])
         self.num_envs = len(keep)
-        self.owner = self.owner[:, envs]
         self.unit_slots = slot_ranges(self.slot_unit, len(self.batch.units))
         self._faults(failures)
         return obs

@@ -34,6 +34,7 @@ from arena.declared_settings import (
     setting,
     shown,
 )
+from arena.seeds import MAX_SEED, SEED_RANGE
 from arena.tournament.sprt import SPRTConfig
 
 Format = Literal["round-robin", "gauntlet"]
@@ -46,7 +47,6 @@ RANK_BY: tuple[str, ...] = get_args(RankBy)
 # stored (see docs/hostile-input.md). The file's own size, nesting and alias expansion are bounded where
 # every YAML file is read, in arena.yaml_file.
 MAX_NAME = 200  # characters of the league's and each participant's display name
-MAX_SEED = 2**63 - 1
 MAX_ENVS = 1 << 22  # battles stepped at once
 MAX_GAMES_PER_PAIRING = 100_000
 MAX_TOTAL_GAMES = 10_000_000  # games of the whole schedule: its game numbers are held in memory
@@ -133,7 +133,7 @@ class TournamentConfig:
     output: Path = setting(help="folder for `results.sqlite` and the reports; by default `reports/<name>`",
                            blank=False, expect="a folder path")
     seed: int = setting(0, "seeds each batch's battles and the order TrueSkill sees the games in", low=0,
-                        high=MAX_SEED, expect="an integer in [0, 2**63 - 1]")
+                        high=MAX_SEED, expect=SEED_RANGE)
     device: str = setting("auto", "where the battles and the agents run")
     max_envs: int = setting(16384, "battles stepped at once; lower it when memory is short", low=1, high=MAX_ENVS,
                             expect=f"a positive integer up to {MAX_ENVS}")

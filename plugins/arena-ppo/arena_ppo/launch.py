@@ -14,13 +14,11 @@ others exit quietly.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from arena.errors import ArenaError
-
-T = TypeVar("T")
 
 
 def fail(message: str, status: int = 2) -> ArenaError:

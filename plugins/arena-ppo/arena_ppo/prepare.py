@@ -62,7 +62,7 @@ def given_settings(params: dict[str, Any], algorithm: str) -> tuple[dict[str, An
     if algorithm == "mappo":
         given.pop("run.privileged_critic", None)  # the central critic is what makes it MAPPO
     if data is not None:
-        check_recorded_env(data, (file_values, given), algorithm, f"--config {params['config_file']}")
+        check_recorded_env(data, (file_values, given), algorithm, where)
     return given, notes
 
 
@@ -168,8 +168,9 @@ def prepare(params: dict[str, Any], algorithm: str, rank: Any = None) -> Setup:
         check_together(cfg)
     except ValueError as exc:
         raise fail(str(exc)) from None
-    if minibatch_note(cfg):
-        notes.append(minibatch_note(cfg))
+    note = minibatch_note(cfg)
+    if note:
+        notes.append(note)
     if rank is not None:
         check_split(cfg, world)
 
