@@ -40,6 +40,14 @@ class Outcomes:
         return Outcomes(self.p1[keep], self.p2[keep], self.game_index[keep], self.winner[keep],
                         self.forfeit_by[keep], self.forfeit_reason[keep])
 
+    def among(self, ids: Sequence[int]) -> "Outcomes":
+        """The games between participants ``ids`` only, each participant numbered by its place in ``ids``."""
+        places = np.asarray(list(ids), dtype=np.int64)
+        top = max(int(self.p1.max(initial=0)), int(self.p2.max(initial=0)), int(places.max(initial=0)))
+        number = np.full(top + 1, -1, dtype=np.int64)
+        number[places] = np.arange(len(places))
+        return self.select((number[self.p1] >= 0) & (number[self.p2] >= 0)).relabel(number)
+
     def relabel(self, number: np.ndarray) -> "Outcomes":
         """The same games with participant ``p`` numbered ``number[p]``."""
         forfeit = self.forfeit_by != NO_FORFEIT

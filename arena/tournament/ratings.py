@@ -101,7 +101,7 @@ def trueskill_ratings(games: Games, num_participants: int, settings: RatingConfi
     margin = trueskill.calc_draw_margin(settings.draw_probability, 2, env)
     beta2, tau2 = settings.beta**2, settings.tau**2
     order = rating_order(games, keys, seed)
-    p1, p2, winner = (a[order].tolist() for a in game_arrays(games))
+    p1, p2, winner = (a[order].tolist() for a in (games.p1, games.p2, games.winner))
     sqrt = math.sqrt
     # update_1vs1 written out in the loop (a million games take seconds, not tens of seconds).
     for x1, x2, won in zip(p1, p2, winner):
@@ -155,12 +155,6 @@ def update_1vs1(env, mu_a: float, sigma_a: float, mu_b: float, sigma_b: float, d
 
 
 # -- Bradley-Terry -----------------------------------------------------------------------------------
-
-
-def game_arrays(games: Games) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(p1, p2, winner)`` of every game as integer arrays."""
-    games = as_outcomes(games)
-    return games.p1, games.p2, games.winner
 
 
 def pairwise(games: Games, num_participants: int) -> tuple[np.ndarray, np.ndarray]:
@@ -417,10 +411,7 @@ def reference_elo(games: Games, num_participants: int, references: Sequence[int]
         raise ValueError(f"expected at least 2 references, got {len(refs)}")
     local = {p: i for i, p in enumerate(refs)}
     games = as_outcomes(games)
-    top = max([num_participants - 1, *refs, *(int(side.max()) for side in (games.p1, games.p2) if len(side))])
-    number = np.full(top + 1, -1, dtype=np.int64)  # participant → its number among the references, or -1
-    number[refs] = np.arange(len(refs))
-    among = games.select((number[games.p1] >= 0) & (number[games.p2] >= 0)).relabel(number)
+    among = games.among(refs)
     _, ref_count, _ = pair_tables(among, len(refs))
     groups = components(ref_count)
     if len(groups) != 1 or len(groups[0]) != len(refs):

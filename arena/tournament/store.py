@@ -479,14 +479,9 @@ class ResultStore:
         reasons = [r for (r,) in self.conn.execute(
             "SELECT forfeit_reason FROM games WHERE forfeit_by IS NOT NULL" + order)]
         games = from_columns(table[:, 0], table[:, 1], table[:, 2], table[:, 3], table[:, 4], reasons)
-        ids = np.asarray(list(participant_ids), dtype=np.int64)
-        top = max(int(table[:, :2].max(initial=0)), int(ids.max(initial=0)))
-        position = np.full(top + 1, -1, dtype=np.int64)
-        position[ids] = np.arange(len(ids))
-        keep = (position[games.p1] >= 0) & (position[games.p2] >= 0)
         if max_index is not None:
-            keep &= games.game_index < max_index
-        return games.select(keep).relabel(position)
+            games = games.select(games.game_index < max_index)
+        return games.among(participant_ids)
 
     def side_records(self, participant_ids: Sequence[int] | None = None) -> list[tuple[int, int, int, float]]:
         """``(game id, side, participant, score)`` of every side of every stored game: what a participant
