@@ -36,16 +36,11 @@ def pairings(num_participants: int, fmt: str = "round-robin", candidates: Sequen
     """Round-robin: every pair once. Gauntlet: every candidate against every non-candidate (candidates
     do not meet each other, as in fastchess's gauntlet, so each game says something about a candidate
     against the reference field), and the ``references`` against each other: their games fix the
-    scale the candidates are rated on."""
-    if fmt == "round-robin":
-        return [Pairing(a, b) for a in range(num_participants) for b in range(a + 1, num_participants)]
-    if fmt == "gauntlet":
-        cands, refs = set(candidates), set(references)
-        if not cands:
-            raise ValueError("a gauntlet needs at least one candidate")
-        return [Pairing(a, b) for a in range(num_participants) for b in range(a + 1, num_participants)
-                if (a in cands) != (b in cands) or (a in refs and b in refs)]
-    raise ValueError(f"unknown format {fmt!r}; expected round-robin or gauntlet")
+    scale the candidates are rated on. The pairs of :func:`scheduled_pairs`, each once, in order."""
+    import numpy as np
+
+    played = np.triu(scheduled_pairs(num_participants, fmt, candidates, references), 1)
+    return [Pairing(int(a), int(b)) for a, b in zip(*np.nonzero(played))]
 
 
 def scheduled_pairs(num_participants: int, fmt: str = "round-robin", candidates: Sequence[int] = (),
