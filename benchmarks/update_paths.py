@@ -57,7 +57,7 @@ def measure(envs: int, args: argparse.Namespace, out: Path) -> dict[str, float]:
             rollouts[name].append((time.perf_counter() - t0) / each.storage.n_steps)
     launches = count_launches(runner) if args.count_launches else float("nan")
     updates: dict[str, list[float]] = {"eager": [], "compiled": []}
-    algorithms, first = {}, float("nan")
+    algorithms = {}
     for name in updates:
         model = copy.deepcopy(runner.agent.model)
         algorithms[name] = PPO(model, runner.algorithm.cfg, copy.deepcopy(runner.agent.value_normalizer),
