@@ -708,9 +708,9 @@ class GameLoop:
     on_fault: Callable[[list[AgentFailure]], None] = raise_failures
     steps: int = 0
 
-    def reset_agents(self) -> None:
-        """Every agent forgets everything: new battles everywhere."""
-        self._judge(self.seating.reset(None))
+    def reset_agents(self, envs: "torch.Tensor | None" = None) -> None:
+        """Every agent forgets the battles of the [N] bool mask ``envs`` (None: everything), which start anew."""
+        self._judge(self.seating.reset(envs))
 
     def step(self, obs: dict[str, dict[str, "torch.Tensor"]],
              given: dict[str, dict[str, "torch.Tensor"]] | None = None) -> Turn:

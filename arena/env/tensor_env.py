@@ -208,8 +208,16 @@ class TensorEnv:
             self.game_seeds[envs] = seeds.to(self.device)
         mask = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         mask[envs] = True
-        self._auto_reset(mask)
+        self.restart_mask(mask)
         return self.observe()
+
+    def restart_mask(self, mask: torch.Tensor) -> None:
+        """Start the battles where ``mask`` ([N] bool) is set over, as an auto-reset would: with no host
+        sync, so a caller on a GPU may pass a mask that no battle is set in."""
+        if tuple(mask.shape) != (self.num_envs,) or mask.dtype != torch.bool:
+            raise ValueError(f"restart_mask: expected a bool tensor of shape [{self.num_envs}], "
+                             f"got {mask.dtype} of shape {list(mask.shape)}")
+        self._auto_reset(mask.to(self.device))
 
     def keep_envs(self, envs: torch.Tensor) -> Obs:
         """Keep only the battles ``envs`` ([K] increasing env indices), renumbered 0..K-1 in that order, and

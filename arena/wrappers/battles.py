@@ -1,12 +1,14 @@
-"""The learner's side of a batch of battles: TensorEnv plus an opponent flying p2 through the game loop.
+"""The learner's side of a batch of battles: TensorEnv plus opponents flying p2 through the game loop.
 
-Shared by the Gymnasium wrappers: actions come in as one ``[n, 3]`` array (rudder, throttle, fire > 0)
-and observations go out as one ``[n, K]`` float32 array in the canonical key order, as any RL library
-expects; the opponent is any agent spec ``arena play`` accepts.
+Shared by every wrapper (Gymnasium, TorchRL, rsl_rl): actions come in as one ``[n, 3]`` tensor (``[n, T,
+3]`` in team battles: rudder, throttle, fire > 0) and observations go out as one ``[n, K]`` (``[n, T,
+K]``) float32 tensor in the canonical key order, as any RL library expects, on the env's device. The
+opponents are agent specs ``arena play`` accepts, or agent objects; several share the envs in blocks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -15,6 +17,7 @@ import torch
 from arena.env import EnvConfig, TensorEnv, obs_vector
 from arena.env.observations import obs_keys
 from arena.loop import Controller, GameLoop, Seating, observation_config
+from arena.seeds import MAX_SEED
 
 OBS_LOW, OBS_HIGH = -1.0, 2.0  # every standard and extended feature lies in this range (docs/env.md)
 ACTION_LOW = np.array([-1.0, 0.0, -1.0], dtype=np.float32)  # rudder, throttle, fire (fires above 0)
@@ -53,47 +56,87 @@ def action_array(action: Any, shape: tuple[int, ...], who: str) -> np.ndarray | 
 
 
 class LearnerStep(NamedTuple):
-    """What one step gives the learner (p1); every tensor is ``[n]`` but the observations ``[n, K]``."""
+    """What one step gives the learner (p1). Per battle ``[n]``, per aircraft ``[n]`` in a duel and ``[n, T]``
+    in a team battle (reward, NaN counts); observations ``[n, K]`` or ``[n, T, K]``, global states ``[n, S]``."""
 
     obs: torch.Tensor  # after the step; finished battles have already restarted
     reward: torch.Tensor
     terminated: torch.Tensor
     truncated: torch.Tensor
     final_obs: torch.Tensor  # before the restart
-    nan_actions: torch.Tensor  # int32: NaN values in each battle's action, flown as 0 (no fire)
+    nan_actions: torch.Tensor  # int32: NaN values in each aircraft's action, flown as 0 (no fire)
+    state: torch.Tensor | None = None  # p1's global state after the step (with ``global_state=True``)
+    final_state: torch.Tensor | None = None  # and before the restart
+
+
+def opponent_blocks(num_envs: int, count: int) -> torch.Tensor:
+    """[num_envs] index of the opponent flying each env: ``count`` contiguous blocks as even as can be."""
+    if count > num_envs:
+        raise ValueError(f"{count} opponents need at least {count} envs, got num_envs={num_envs}")
+    return torch.arange(num_envs) * count // num_envs
 
 
 class LearnerBattles:
-    """``num_envs`` duels: the caller flies p1, ``opponent`` (an agent spec or object) flies p2."""
+    """``num_envs`` battles: the caller flies p1 (all ``team_size`` aircraft), the opponents fly p2.
+
+    ``opponent`` is one agent spec (``crank``, ``ace``, ``NAME:CHECKPOINT``, a checkpoint file) or agent
+    object, or a sequence of them: the envs are then split into as many even blocks, in order (the
+    whole ladder at once, say). With ``global_state`` every step also returns p1's global state
+    (:meth:`TensorEnv.global_state`), before and after a restart, for centralised critics.
+    """
 
     def __init__(self, num_envs: int, opponent: Any = "crank", env_config: EnvConfig | None = None,
-                 device: str | torch.device = "cpu", seed: int = 0) -> None:
+                 device: str | torch.device = "cpu", seed: int = 0, global_state: bool = False) -> None:
         from arena.agents import build_agent
 
         config = env_config or EnvConfig()
-        if config.team_size != 1:
-            raise ValueError("the Gymnasium wrappers fly one aircraft a side; use the PettingZoo env for teams")
-        self.opponent = build_agent(opponent, device, config) if isinstance(opponent, str) else opponent
-        self.opponent.eval()
+        many = isinstance(opponent, Sequence) and not isinstance(opponent, str)
+        specs = list(opponent) if many else [opponent]
+        if not specs:
+            raise ValueError("opponent: expected an agent spec or a non-empty sequence of them, got an empty one")
+        owner = torch.stack((torch.full((num_envs,), -1), opponent_blocks(num_envs, len(specs))))
+        self.opponents = [build_agent(o, device, config) if isinstance(o, str) else o for o in specs]
+        for agent in self.opponents:
+            agent.eval()
+        self.opponent = self.opponents[0]
+        self.team_size = config.team_size
         self.keys = obs_keys(config)  # what the learner sees; the env may carry more for the opponent
-        self.env = TensorEnv(num_envs, device=device, seed=seed, config=observation_config(config, [self.opponent]))
+        self.global_state = global_state
+        self.env = TensorEnv(num_envs, device=device, seed=seed, config=observation_config(config, self.opponents),
+                             final_global_state=global_state)
         self.num_envs, self.device = num_envs, self.env.device
-        owner = torch.stack((torch.full((num_envs,), -1), torch.zeros(num_envs, dtype=torch.long)))
-        self.controller = Controller(self.opponent, str(opponent) if isinstance(opponent, str) else "opponent",
-                                     "opponent", rng_seed=seed)
-        self.loop = GameLoop(self.env, Seating([self.controller], owner, 1, self.device))
+        self.controllers = [Controller(agent, spec if isinstance(spec, str) else "opponent", "opponent",
+                                       rng_seed=self.stream_seed(seed, i))
+                            for i, (agent, spec) in enumerate(zip(self.opponents, specs))]
+        self.loop = GameLoop(self.env, Seating(self.controllers, owner, self.team_size, self.device))
         self.obs: dict[str, dict[str, torch.Tensor]] | None = None
+
+    @staticmethod
+    def stream_seed(seed: int, index: int) -> int:
+        """The random stream of opponent ``index``: the env's seed for the first, the next ones after."""
+        return (seed + index) % (MAX_SEED + 1)
 
     def reset(self, seed: int | None = None) -> torch.Tensor:
         """Restart every battle; the env checks ``seed`` first (:func:`arena.seeds.check_seed`)."""
         self.obs = self.env.reset(seed=seed)
-        if seed is not None:  # the opponent's own random stream restarts too: a seed fixes the battles
-            self.controller.rng_seed, self.controller.rng_state = self.env.seed, None
+        if seed is not None:  # the opponents' own random streams restart too: a seed fixes the battles
+            for i, controller in enumerate(self.controllers):
+                controller.rng_seed, controller.rng_state = self.stream_seed(self.env.seed, i), None
         self.loop.reset_agents()
         return self.vector(self.obs["p1"])
 
+    def restart(self, envs: torch.Tensor) -> torch.Tensor:
+        """Start the battles of the ``[n]`` bool mask ``envs`` over (their opponents forget them too); returns
+        every battle's observation. No host sync: a mask with no battle set changes nothing."""
+        if self.obs is None:
+            raise RuntimeError("call reset() before restart()")
+        self.env.restart_mask(envs)
+        self.obs = self.env.observe()
+        self.loop.reset_agents(envs)
+        return self.vector(self.obs["p1"])
+
     def step(self, actions: np.ndarray | torch.Tensor) -> LearnerStep:
-        """Step p1's ``[n, 3]`` actions (checked by :func:`action_array`); finished battles restart at once.
+        """Step p1's ``[n, 3]`` (``[n, T, 3]``) actions (checked by the caller); finished battles restart at once.
 
         NaNs are counted here: the fire value becomes a bool below, where the core env can no longer see
         a NaN in it. The env replaces the rest (NaN fire compares False: no fire).
@@ -102,13 +145,16 @@ class LearnerBattles:
             raise RuntimeError("call reset() before step()")
         a = torch.as_tensor(actions, dtype=torch.float32, device=self.device)
         nan_actions = torch.isnan(a).sum(-1, dtype=torch.int32)
-        given = {"p1": {"rudder": a[:, 0], "throttle": a[:, 1], "fire": a[:, 2] > 0}}
+        given = {"p1": {"rudder": a[..., 0], "throttle": a[..., 1], "fire": a[..., 2] > 0}}
         with torch.no_grad():
             turn = self.loop.step(self.obs, given=given)
         self.obs = turn.next_obs
         infos = turn.infos
+        state = final_state = None
+        if self.global_state:
+            state, final_state = self.env.global_state("p1"), infos["final_global_state"]["p1"]
         return LearnerStep(self.vector(turn.next_obs["p1"]), turn.rewards["p1"], infos["terminated"],
-                           infos["truncated"], self.vector(infos["final_obs"]["p1"]), nan_actions)
+                           infos["truncated"], self.vector(infos["final_obs"]["p1"]), nan_actions, state, final_state)
 
     def vector(self, observation: dict[str, torch.Tensor]) -> torch.Tensor:
         return obs_vector(observation, self.keys)

@@ -23,6 +23,13 @@ from arena.wrappers.battles import (
 )
 
 
+def one_a_side(env_config: EnvConfig | None) -> EnvConfig:
+    config = env_config or EnvConfig()
+    if config.team_size != 1:
+        raise ValueError("the Gymnasium wrappers fly one aircraft a side; use the PettingZoo env for teams")
+    return config
+
+
 def observation_space(size: int) -> spaces.Box:
     return spaces.Box(OBS_LOW, OBS_HIGH, shape=(size,), dtype=np.float32)
 
@@ -48,7 +55,7 @@ class ArenaVectorEnv(VectorEnv):
 
     def __init__(self, num_envs: int = 1024, opponent: Any = "crank", env_config: EnvConfig | None = None,
                  device: str = "cpu", seed: int = 0, as_torch: bool = False) -> None:
-        self.battles = LearnerBattles(num_envs, opponent, env_config, device, seed)
+        self.battles = LearnerBattles(num_envs, opponent, one_a_side(env_config), device, seed)
         self.num_envs = num_envs
         self.as_torch = as_torch
         self.single_observation_space = observation_space(len(self.battles.keys))
@@ -89,7 +96,7 @@ class ArenaEnv(gymnasium.Env):
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode: expected None or 'rgb_array', got {render_mode!r}")
         self.render_mode = render_mode
-        self.battles = LearnerBattles(1, opponent, env_config, device, seed)
+        self.battles = LearnerBattles(1, opponent, one_a_side(env_config), device, seed)
         self.observation_space = observation_space(len(self.battles.keys))
         self.action_space = action_space()
         self._done = True

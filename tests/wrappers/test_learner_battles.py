@@ -1,0 +1,59 @@
+"""The learner's side shared by every wrapper: team shapes, opponents in blocks, global states, restarts."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from arena.env import EnvConfig
+from arena.wrappers.battles import LearnerBattles, opponent_blocks
+
+
+def test_opponents_share_the_envs_in_even_blocks_in_order():
+    assert opponent_blocks(7, 3).tolist() == [0, 0, 0, 1, 1, 2, 2]
+    with pytest.raises(ValueError, match="3 opponents need at least 3 envs"):
+        opponent_blocks(2, 3)
+    battles = LearnerBattles(6, ["crank", "placeholder"])
+    assert battles.loop.seating.owner[1].tolist() == [0, 0, 0, 1, 1, 1]
+    assert [c.name for c in battles.controllers] == ["crank", "placeholder"]
+
+
+def test_team_battles_come_per_aircraft_with_the_global_state_before_the_restart():
+    config = EnvConfig(team_size=2)
+    battles = LearnerBattles(16, "crank", config, global_state=True)
+    obs = battles.reset(seed=3)
+    assert obs.shape == (16, 2, len(battles.keys))
+    ended = torch.zeros(16, dtype=torch.bool)
+    for _ in range(400):
+        out = battles.step(torch.zeros(16, 2, 3))
+        assert out.reward.shape == out.nan_actions.shape == (16, 2)
+        assert out.state.shape == out.final_state.shape == (16, battles.env.global_state_size)
+        done = out.terminated | out.truncated
+        # Where a battle goes on, the state before and after the restart is one and the same.
+        assert torch.equal(out.state[~done], out.final_state[~done])
+        assert torch.equal(out.obs[~done], out.final_obs[~done])
+        ended |= done
+        if ended.any() and not torch.equal(out.state[done], out.final_state[done]):
+            break
+    else:
+        pytest.fail("no battle ended with a state different from its restart in 400 steps")
+
+
+def test_a_restart_mask_restarts_only_its_battles_and_is_seeded():
+    def run() -> tuple[torch.Tensor, torch.Tensor]:
+        battles = LearnerBattles(8, "crank")
+        before = battles.reset(seed=5)
+        for _ in range(20):
+            moved = battles.step(torch.zeros(8, 3)).obs
+        mask = torch.zeros(8, dtype=torch.bool)
+        mask[[1, 6]] = True
+        after = battles.restart(mask)
+        assert torch.equal(after[~mask], moved[~mask])
+        assert not torch.equal(after[mask], moved[mask])
+        assert not torch.equal(after[mask], before[mask])  # a fresh start, not the first one again
+        return after, battles.step(torch.zeros(8, 3)).obs
+
+    first, second = run(), run()
+    assert all(torch.equal(a, b) for a, b in zip(first, second))
+    with pytest.raises(ValueError, match="restart_mask: expected a bool tensor of shape"):
+        LearnerBattles(4, "crank").env.restart_mask(torch.zeros(3, dtype=torch.bool))
