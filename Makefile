@@ -13,7 +13,8 @@ TORCH_PIP_ARGS ?=
 PLUGINS := $(patsubst %/pyproject.toml,%,$(wildcard plugins/*/pyproject.toml))
 # Two steps, each remembered by a stamp file: the core and the built-in plugins (all `make demo` and
 # `make bench` need), then the development extras on top (pytest, ruff, mypy, and the optional
-# Gymnasium, PettingZoo, ONNX, TensorBoard, Ray and Stable-Baselines3 that the tests exercise).
+# Gymnasium, PettingZoo, TorchRL, rsl_rl, ONNX, TensorBoard, Ray and Stable-Baselines3 that the tests
+# exercise).
 CORE_STAMP := $(VENV)/.installed-core
 DEV_STAMP := $(VENV)/.installed-dev
 # tournaments/league.yaml picks up the checkpoints written here.
