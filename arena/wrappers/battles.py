@@ -8,12 +8,13 @@ opponents are agent specs ``arena play`` accepts, or agent objects; several shar
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
+from arena.agents import BaseAgent
 from arena.env import EnvConfig, TensorEnv, obs_vector
 from arena.env.observations import obs_keys
 from arena.loop import Controller, GameLoop, Seating, observation_config
@@ -158,3 +159,32 @@ class LearnerBattles:
 
     def vector(self, observation: dict[str, torch.Tensor]) -> torch.Tensor:
         return obs_vector(observation, self.keys)
+
+
+class VectorPolicyAgent(BaseAgent):
+    """A policy trained through a wrapper, as an arena agent: ``policy`` maps the ``[n, K]`` observation
+    vector to ``[n, 3]`` actions, as the wrappers take them, so that a TorchRL or rsl_rl policy plays
+    ``arena.match.play_match`` (and so is scored against any agent) without an adapter of the caller's.
+    In team battles it is flown seat by seat (``[n·T, K]``), right for a policy shared by every
+    aircraft; :class:`TeamVectorPolicyAgent` hands it whole sides (``[n, T, K]``) instead."""
+
+    name = "vector-policy"
+
+    def __init__(self, policy: Callable[[torch.Tensor], torch.Tensor], env_config: EnvConfig | None = None,
+                 device: str | torch.device = "cpu") -> None:
+        super().__init__(device, env_config)
+        self.policy = policy
+        self.keys = obs_keys(self.env_config)
+
+    def act(self, observation: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        with torch.no_grad():
+            a = self.policy(obs_vector(observation, self.keys))
+        return {"rudder": a[..., 0], "throttle": a[..., 1], "fire": a[..., 2] > 0}
+
+
+class TeamVectorPolicyAgent(VectorPolicyAgent):
+    """:class:`VectorPolicyAgent` of a policy that reads a whole side, ``[n, T, K]`` to ``[n, T, 3]`` (a
+    centralised actor, say)."""
+
+    name = "team-vector-policy"
+    plays_team = True

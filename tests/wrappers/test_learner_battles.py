@@ -57,3 +57,27 @@ def test_a_restart_mask_restarts_only_its_battles_and_is_seeded():
     assert all(torch.equal(a, b) for a, b in zip(first, second))
     with pytest.raises(ValueError, match="restart_mask: expected a bool tensor of shape"):
         LearnerBattles(4, "crank").env.restart_mask(torch.zeros(3, dtype=torch.bool))
+
+
+def test_a_vector_policy_is_scored_like_any_agent():
+    from arena.agents import build_agent
+    from arena.match import play_match
+    from arena.wrappers.battles import TeamVectorPolicyAgent, VectorPolicyAgent
+
+    crank = build_agent("crank")
+    shapes = []
+
+    def straight(obs: torch.Tensor) -> torch.Tensor:
+        shapes.append(tuple(obs.shape))
+        return torch.zeros(*obs.shape[:-1], 3)
+
+    idle = play_match(VectorPolicyAgent(straight), crank, 8)
+    assert idle.games == 8 and idle.losses >= 6  # flying straight without firing loses to crank
+    assert shapes[0] == (8, 10)  # both its sides, one call
+    teams = EnvConfig(team_size=2)
+    shapes.clear()
+    play_match(VectorPolicyAgent(straight, teams), build_agent("crank", env_config=teams), 2, env_config=teams)
+    assert len(shapes[0]) == 2 and shapes[0][0] == 4  # seat by seat: [n·T, K]
+    shapes.clear()
+    play_match(TeamVectorPolicyAgent(straight, teams), build_agent("crank", env_config=teams), 2, env_config=teams)
+    assert len(shapes[0]) == 3 and shapes[0][:2] == (2, 2)  # whole sides: [n, T, K]
