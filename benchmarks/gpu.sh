@@ -45,15 +45,23 @@ echo "== machine"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 "$PYTHON" -c "import torch, sys; print('torch', torch.__version__, '| python', sys.version.split()[0])"
 
-step "GPU tests: the env, PPO and its update, tournaments, the ladder" 100 \
+step "GPU tests: the env, PPO and its update, tournaments, the ladder" 85 \
   "$PYTHON" -m pytest -q -p no:cacheprovider tests/env/test_env_cuda.py plugins/arena-ppo/tests/test_ppo_cuda.py \
   tests/tournament/test_tournament_cuda.py plugins/arena-crank/tests/test_ladder_cuda.py
 
-step "env step, eager and compiled" 60 \
+# Skipped where torchrl or rsl_rl is not installed.
+step "GPU tests: the TorchRL and rsl_rl interfaces step with no copy to the host" 30 \
+  "$PYTHON" -m pytest -q -p no:cacheprovider tests/wrappers/test_torchrl_env.py tests/wrappers/test_rsl_rl_env.py \
+  -k cuda
+
+step "the interfaces against the native game loop" 25 \
+  "$PYTHON" benchmarks/wrappers.py --device cuda --sizes 16384,65536 --steps 50 --rounds 3
+
+step "env step, eager and compiled" 50 \
   "$PYTHON" benchmarks/env_throughput.py --device cuda --sizes 16384,65536,262144,1048576 --paths eager,compiled \
   --repeats 3
 
-step "rollout step and update, eager and compiled; kernel launches a rollout step" 70 \
+step "rollout step and update, eager and compiled; kernel launches a rollout step" 65 \
   "$PYTHON" benchmarks/update_paths.py --device cuda --envs 16384,65536,262144 --repeats 3 --count-launches
 
 train_sps() {  # train_sps ENVS: arena train ppo's own env-steps/s at ENVS envs (median over its updates), with
@@ -68,14 +76,14 @@ print(f"{int(sys.argv[2]):>9,} envs: {statistics.median(float(r['sps']) for r in
       f"(median of {len(rows)} updates; rollout alone {statistics.median(float(r['collect_sps']) for r in rows):,.0f})")
 EOF
 }
-step "training env-steps/s, 4 minibatches an epoch" 70 bash -c "$(declare -f train_sps); \
+step "training env-steps/s, 4 minibatches an epoch" 65 bash -c "$(declare -f train_sps); \
   PYTHON=$PYTHON OUT_DIR=$OUT_DIR; for n in 16384 65536 262144; do train_sps \$n; done"
 
 # The learning run's batch: GPU_LEARN_ARGS overrides it (the trainer's CUDA defaults when empty).
 GPU_LEARN_ARGS=${GPU_LEARN_ARGS-"--num-envs 16384 --set ppo.batch_size=32768"}
 # shellcheck disable=SC2086  # GPU_LEARN_ARGS is a list of options
-step "a 100-second learning run against crank ($GPU_LEARN_ARGS)" 130 \
-  "$PYTHON" -m arena train ppo --vs crank --device cuda --max-time 100 --eval-games 200 --save-interval 50000000 \
+step "a 90-second learning run against crank ($GPU_LEARN_ARGS)" 115 \
+  "$PYTHON" -m arena train ppo --vs crank --device cuda --max-time 90 --eval-games 200 --save-interval 50000000 \
   $GPU_LEARN_ARGS --no-progress --out "$OUT_DIR/learn"
 
 # 60 PPO participants from the learning run's checkpoints, 11 CrankAgent variants, 29 placeholders: 79,200 games
