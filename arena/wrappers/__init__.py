@@ -2,7 +2,9 @@
 
 - :class:`ArenaVectorEnv` — a Gymnasium 1.x ``VectorEnv`` of many duels against any agent spec;
 - :class:`ArenaEnv` — one duel as a plain Gymnasium ``Env``;
-- :class:`ArenaParallelEnv` — a PettingZoo ``ParallelEnv``: one battle, every aircraft an agent.
+- :class:`ArenaParallelEnv` — a PettingZoo ``ParallelEnv``: one battle, every aircraft an agent;
+- :class:`ArenaTorchRLEnv` — a TorchRL ``EnvBase`` of many battles (duels, or team battles grouped as
+  VMAS groups its agents), tensors on the env's device (optional extra: ``torchrl``).
 
 Importing this module registers ``Arena/Duel-v0`` (``gymnasium.make`` gives :class:`ArenaEnv`,
 ``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`` :class:`ArenaVectorEnv`);
@@ -33,12 +35,16 @@ def register_envs() -> None:
 register_envs()
 
 
-def __getattr__(name: str):  # the PettingZoo env only when asked for: pettingzoo is a heavier import
+def __getattr__(name: str):  # the PettingZoo and TorchRL envs only when asked for: heavier imports
     if name == "ArenaParallelEnv":
         from arena.wrappers.pettingzoo_env import ArenaParallelEnv
 
         return ArenaParallelEnv
+    if name == "ArenaTorchRLEnv":
+        from arena.wrappers.torchrl_env import ArenaTorchRLEnv
+
+        return ArenaTorchRLEnv
     raise AttributeError(name)
 
 
-__all__ = ["ENV_ID", "ArenaEnv", "ArenaParallelEnv", "ArenaVectorEnv", "register_envs"]
+__all__ = ["ENV_ID", "ArenaEnv", "ArenaParallelEnv", "ArenaTorchRLEnv", "ArenaVectorEnv", "register_envs"]
