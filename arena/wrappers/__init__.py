@@ -2,7 +2,9 @@
 
 - :class:`ArenaVectorEnv` — a Gymnasium 1.x ``VectorEnv`` of many duels against any agent spec;
 - :class:`ArenaEnv` — one duel as a plain Gymnasium ``Env``;
-- :class:`ArenaParallelEnv` — a PettingZoo ``ParallelEnv``: one battle, every aircraft an agent.
+- :class:`ArenaParallelEnv` — a PettingZoo ``ParallelEnv``: one battle, every aircraft an agent;
+- :class:`ArenaRslRlEnv` — an rsl_rl ``VecEnv`` of many duels, the global state as the critic's
+  observation group, on the env's device (optional extra: ``rsl_rl``).
 
 Importing this module registers ``Arena/Duel-v0`` (``gymnasium.make`` gives :class:`ArenaEnv`,
 ``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`` :class:`ArenaVectorEnv`);
@@ -33,12 +35,16 @@ def register_envs() -> None:
 register_envs()
 
 
-def __getattr__(name: str):  # the PettingZoo env only when asked for: pettingzoo is a heavier import
+def __getattr__(name: str):  # these only when asked for: pettingzoo and rsl_rl are heavier imports
     if name == "ArenaParallelEnv":
         from arena.wrappers.pettingzoo_env import ArenaParallelEnv
 
         return ArenaParallelEnv
+    if name == "ArenaRslRlEnv":
+        from arena.wrappers.rsl_rl_env import ArenaRslRlEnv
+
+        return ArenaRslRlEnv
     raise AttributeError(name)
 
 
-__all__ = ["ENV_ID", "ArenaEnv", "ArenaParallelEnv", "ArenaVectorEnv", "register_envs"]
+__all__ = ["ENV_ID", "ArenaEnv", "ArenaParallelEnv", "ArenaRslRlEnv", "ArenaVectorEnv", "register_envs"]
