@@ -132,11 +132,15 @@ class ArenaRslRlEnv(VecEnv):
     def _see(self, turn: Turn) -> None:  # a game-loop observer: keeps the step's winners for _log
         self._winner = turn.infos["winner"]
 
+    def outcome_shares(self) -> dict[str, torch.Tensor]:
+        """0-dim tensors ``won``, ``drawn``, ``lost``: the learner's shares among the battles finished over
+        roughly the last 100 steps (NaN before any), as ``extras["log"]`` gives them."""
+        return dict(zip(OUTCOMES, (self._tally / self._tally.sum()).unbind()))
+
     def _log(self) -> dict[str, torch.Tensor]:
         assert self._winner is not None
         finished = (self._winner.unsqueeze(-1) == self._codes).sum(0)  # [3] won, drawn, lost this step
         self._tally.mul_(DECAY).add_(finished)
-        shares = self._tally / self._tally.sum()
-        log = {f"/arena/{name}": share for name, share in zip(OUTCOMES, shares.unbind())}
+        log = {f"/arena/{name}": share for name, share in self.outcome_shares().items()}
         log["/arena/finished_per_step"] = finished.sum().float()
         return log

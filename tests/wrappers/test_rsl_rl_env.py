@@ -78,6 +78,7 @@ def test_the_log_gives_the_shares_of_finished_battles_won_drawn_and_lost():
     assert {k: float(v) for k, v in log.items()} == {"/arena/won": 0.0, "/arena/drawn": 1.0, "/arena/lost": 0.0,
                                                     "/arena/finished_per_step": 16.0}
     assert all(v.dim() == 0 for v in log.values())
+    assert {k: float(v) for k, v in env.outcome_shares().items()} == {"won": 0.0, "drawn": 1.0, "lost": 0.0}
 
 
 def test_seeds_replay_the_same_battles():
