@@ -5,6 +5,8 @@
 - :class:`ArenaParallelEnv` — a PettingZoo ``ParallelEnv``: one battle, every aircraft an agent;
 - :class:`ArenaTorchRLEnv` — a TorchRL ``EnvBase`` of many battles (duels, or team battles grouped as
   VMAS groups its agents), tensors on the env's device (optional extra: ``torchrl``).
+- :class:`ArenaRslRlEnv` — an rsl_rl ``VecEnv`` of many duels, the global state as the critic's
+  observation group, on the env's device (optional extra: ``rsl_rl``).
 
 Importing this module registers ``Arena/Duel-v0`` (``gymnasium.make`` gives :class:`ArenaEnv`,
 ``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`` :class:`ArenaVectorEnv`);
@@ -35,7 +37,7 @@ def register_envs() -> None:
 register_envs()
 
 
-def __getattr__(name: str):  # the PettingZoo and TorchRL envs only when asked for: heavier imports
+def __getattr__(name: str):  # these only when asked for: pettingzoo, torchrl and rsl_rl are heavier imports
     if name == "ArenaParallelEnv":
         from arena.wrappers.pettingzoo_env import ArenaParallelEnv
 
@@ -44,7 +46,12 @@ def __getattr__(name: str):  # the PettingZoo and TorchRL envs only when asked f
         from arena.wrappers.torchrl_env import ArenaTorchRLEnv
 
         return ArenaTorchRLEnv
+    if name == "ArenaRslRlEnv":
+        from arena.wrappers.rsl_rl_env import ArenaRslRlEnv
+
+        return ArenaRslRlEnv
     raise AttributeError(name)
 
 
-__all__ = ["ENV_ID", "ArenaEnv", "ArenaParallelEnv", "ArenaTorchRLEnv", "ArenaVectorEnv", "register_envs"]
+__all__ = ["ENV_ID", "ArenaEnv", "ArenaParallelEnv", "ArenaRslRlEnv", "ArenaTorchRLEnv", "ArenaVectorEnv",
+           "register_envs"]
