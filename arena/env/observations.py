@@ -270,27 +270,26 @@ def global_state(state: WorldState, cfg: EnvConfig, player: int) -> torch.Tensor
     """
     if cfg.team_size > 1:
         return team_global_state(state, cfg, player)
-    me, foe = player, 1 - player
+    me = player
     planes = aircraft_features(state, cfg, player)
-    # Own missiles chase the enemy (target index ``foe``); list them first, then the enemy's.
     sign = 1.0 if player == 0 else -1.0  # the 180° turn flips both vector components
-    m_order = [foe, me]
-    active = state.m_active[:, :, m_order].float()  # [M, N, 2]
-    m_head = state.m_heading[:, :, m_order] + (0.0 if player == 0 else math.pi)
-    m_speed = state.m_speed[:, :, m_order] / MISSILE_SPEED_SCALE * active
-    owner = torch.zeros_like(active)
-    owner[:, :, 0] = 1.0
-    missiles = torch.stack(
-        [
-            sign * (state.mx[:, :, m_order] - state.x[:, me].view(1, -1, 1)) / cfg.diagonal * active,
-            sign * (state.my[:, :, m_order] - state.y[:, me].view(1, -1, 1)) / cfg.diagonal * active,
-            m_speed * torch.cos(m_head),
-            m_speed * torch.sin(m_head),
-            active,
-            state.m_locked[:, :, m_order].float(),
-            owner,
-        ],
-        dim=-1,
-    ).permute(1, 2, 0, 3).flatten(1)  # [N, owner, slot, feature] -> [N, S]
+    # Every feature is computed on the [M, N, 2] slots by target; the owners are then put in order (own
+    # missiles, those chasing the enemy, first) and each feature laid out as [N, owner, slot] as it is
+    # stacked, which reads the slots once instead of moving the stacked features about.
+    active = state.m_active.float()
+    m_head = state.m_heading + (0.0 if player == 0 else math.pi)
+    m_speed = state.m_speed / MISSILE_SPEED_SCALE * active
+    features = [
+        sign * (state.mx - state.x[:, me].view(1, -1, 1)) / cfg.diagonal * active,
+        sign * (state.my - state.y[:, me].view(1, -1, 1)) / cfg.diagonal * active,
+        m_speed * torch.cos(m_head),
+        m_speed * torch.sin(m_head),
+        active,
+        state.m_locked.float(),
+    ]
+    laid_out = [(f.flip(-1) if player == 0 else f).permute(1, 2, 0) for f in features]  # [N, owner, slot]
+    owner = torch.zeros_like(laid_out[0])
+    owner[:, 0] = 1.0
+    missiles = torch.stack([*laid_out, owner], dim=-1).flatten(1)  # [N, owner, slot, feature] -> [N, S]
     elapsed = (state.time * cfg.dt / cfg.max_time).unsqueeze(-1)
     return torch.cat([elapsed, planes, missiles], dim=-1)

@@ -32,7 +32,7 @@ class StepPlan:
 
     config: EnvConfig
     packed: bool  # integrate only the missiles in flight (eager CPU); False: every slot, static shapes
-    final_global_state: bool = False  # also the global states before auto-reset (privileged critics)
+    final_global_state: tuple[str, ...] = ()  # also these players' global states before auto-reset (critics)
     keep_world: bool = False  # also the world before auto-reset (watched battles)
     observe_subsets: bool = False  # after auto-reset observe only the restarted battles (a host sync)
 
@@ -90,7 +90,7 @@ def step_battles(world: Tensors, actions: tuple[dict[str, torch.Tensor], dict[st
         "episode": (ep_return, s.time, ep_missiles, ep_kills),
     }
     if plan.final_global_state:
-        out["final_global_state"] = {p: global_state(s, cfg, i) for i, p in enumerate(PLAYERS)}
+        out["final_global_state"] = {p: global_state(s, cfg, PLAYERS.index(p)) for p in plan.final_global_state}
     if plan.keep_world:
         out["final_world"] = s.as_tuple()
 

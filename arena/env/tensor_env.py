@@ -41,7 +41,7 @@ class TensorEnv:
 
     def __init__(self, num_envs: int, device: str | torch.device | None = "cpu", seed: int = 0,
                  config: EnvConfig | None = None, packed_missiles: bool | None = None,
-                 final_global_state: bool = False, compile: bool | str | None = None) -> None:
+                 final_global_state: bool | str = False, compile: bool | str | None = None) -> None:
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         seed = check_seed(seed)
@@ -52,7 +52,15 @@ class TensorEnv:
         self.config = config if config is not None else EnvConfig()
         self.obs_keys = obs_keys(self.config)
         # Also hand back the global state before auto-reset: privileged critics bootstrap time-outs from it.
-        self.final_global_state = final_global_state
+        # A player's name asks for that side's alone (a learner's critic): each costs about a third of a step.
+        self.final_global_state: tuple[str, ...]
+        if final_global_state is True or final_global_state is False:
+            self.final_global_state = tuple(PLAYERS) if final_global_state else ()
+        elif final_global_state in PLAYERS:
+            self.final_global_state = (final_global_state,)
+        else:
+            raise ValueError(f"final_global_state: expected True, False or one of {', '.join(PLAYERS)}, "
+                             f"got {final_global_state!r}")
         self.compiled, self.eager_reason = resolve_compile(compile, self.device, num_envs)
         if self.compiled and packed_missiles:
             raise ValueError("packed_missiles lists the missiles in flight, a shape that changes every step; "

@@ -104,7 +104,7 @@ class LearnerBattles:
         self.keys = obs_keys(config)  # what the learner sees; the env may carry more for the opponent
         self.global_state = global_state
         self.env = TensorEnv(num_envs, device=device, seed=seed, config=observation_config(config, self.opponents),
-                             final_global_state=global_state)
+                             final_global_state="p1" if global_state else False)
         self.num_envs, self.device = num_envs, self.env.device
         self.controllers = [Controller(agent, spec if isinstance(spec, str) else "opponent", "opponent",
                                        rng_seed=self.stream_seed(seed, i))

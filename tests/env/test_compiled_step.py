@@ -10,6 +10,7 @@ import torch
 import arena.env.compiled as compiled
 from arena.env import EnvConfig, TensorEnv
 from arena.env.compiled import CompileSettingError, StepRunner, compile_setting, missing_compiler
+from arena.env.observations import PLAYERS
 from arena.env.step import StepPlan, step_battles
 
 
@@ -37,7 +38,7 @@ def test_the_static_step_is_one_graph(team_size: int, obs_mode: str, extras: boo
     # The "eager" backend only traces, so this costs seconds, not a compilation.
     cfg = EnvConfig(team_size=team_size, obs_mode=obs_mode)  # type: ignore[arg-type]
     env = TensorEnv(6, seed=1, config=cfg, compile=False, packed_missiles=False)
-    plan = StepPlan(cfg, packed=False, final_global_state=extras, keep_world=extras)
+    plan = StepPlan(cfg, packed=False, final_global_state=PLAYERS if extras else (), keep_world=extras)
     args = step_inputs(env, torch.Generator().manual_seed(0))
     torch._dynamo.reset()
     traced = torch.compile(step_battles, backend="eager", fullgraph=True, dynamic=False)

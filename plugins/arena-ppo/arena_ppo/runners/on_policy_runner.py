@@ -147,7 +147,7 @@ class OnPolicyRunner:
         players = self.opponents.agents() + ([self.teacher.agent] if self.teacher is not None else [])
         return TensorEnv(self.ctx.local_envs, self.device, seed=self.ctx.seed,
                          config=observation_config(self.env_config, players),
-                         final_global_state=self.cfg.run.privileged_critic)
+                         final_global_state="p1" if self.cfg.run.privileged_critic else False)
 
     def build_storage(self) -> RolloutStorage:
         net, run = self.agent.network, self.cfg.run
