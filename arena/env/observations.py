@@ -273,12 +273,14 @@ def global_state(state: WorldState, cfg: EnvConfig, player: int) -> torch.Tensor
     me = player
     planes = aircraft_features(state, cfg, player)
     sign = 1.0 if player == 0 else -1.0  # the 180° turn flips both vector components
-    # Every feature is computed on the [M, N, 2] slots by target; the owners are then put in order (own
-    # missiles, those chasing the enemy, first) and each feature laid out as [N, owner, slot] as it is
-    # stacked, which reads the slots once instead of moving the stacked features about.
+    # Every feature is computed on the [M, N, 2] slots by target and laid out as [N, target, slot] as it
+    # is stacked (one pass over the slots); the two targets are then put in owner order, own missiles
+    # (those chasing the enemy) first. Cheaper than moving the stacked features about, or a flip.
     active = state.m_active.float()
     m_head = state.m_heading + (0.0 if player == 0 else math.pi)
     m_speed = state.m_speed / MISSILE_SPEED_SCALE * active
+    owner = torch.zeros_like(active)
+    owner[:, :, 1 - player] = 1.0
     features = [
         sign * (state.mx - state.x[:, me].view(1, -1, 1)) / cfg.diagonal * active,
         sign * (state.my - state.y[:, me].view(1, -1, 1)) / cfg.diagonal * active,
@@ -286,10 +288,10 @@ def global_state(state: WorldState, cfg: EnvConfig, player: int) -> torch.Tensor
         m_speed * torch.sin(m_head),
         active,
         state.m_locked.float(),
+        owner,
     ]
-    laid_out = [(f.flip(-1) if player == 0 else f).permute(1, 2, 0) for f in features]  # [N, owner, slot]
-    owner = torch.zeros_like(laid_out[0])
-    owner[:, 0] = 1.0
-    missiles = torch.stack([*laid_out, owner], dim=-1).flatten(1)  # [N, owner, slot, feature] -> [N, S]
+    by_target = torch.stack([f.permute(1, 2, 0) for f in features], dim=-1)  # [N, target, slot, feature]
+    by_owner = torch.stack((by_target[:, 1], by_target[:, 0]), 1) if player == 0 else by_target
+    missiles = by_owner.flatten(1)
     elapsed = (state.time * cfg.dt / cfg.max_time).unsqueeze(-1)
     return torch.cat([elapsed, planes, missiles], dim=-1)

@@ -386,6 +386,17 @@ def test_final_global_state_is_the_state_before_auto_reset() -> None:
     assert "final_global_state" not in plain.step(good(2), good(2))[3]
 
 
+def test_one_side_s_final_global_state_is_the_same_as_both_sides_give() -> None:
+    both, one = (TensorEnv(8, seed=3, final_global_state=which) for which in (True, "p1"))
+    both.reset(), one.reset()
+    for _ in range(5):
+        infos_both, infos_one = both.step(good(8), good(8))[3], one.step(good(8), good(8))[3]
+        assert list(infos_one["final_global_state"]) == ["p1"]
+        assert torch.equal(infos_one["final_global_state"]["p1"], infos_both["final_global_state"]["p1"])
+    with pytest.raises(ValueError, match="final_global_state: expected True, False or one of p1, p2, got 'p3'"):
+        TensorEnv(2, final_global_state="p3")
+
+
 @pytest.mark.parametrize("seed, error, message", [
     (-1, ValueError, r"^seed: expected an integer in \[0, 2\*\*63 - 1\], got -1$"),
     (2**63, ValueError, r"^seed: expected an integer in \[0, 2\*\*63 - 1\], got 9223372036854775808$"),
