@@ -2,8 +2,10 @@
 way (CrankAgent flying p2 through the game loop, random actions for p1).
 
 - Gymnasium's ``ArenaVectorEnv``, numpy and torch (``as_torch=True``);
-- TorchRL's ``ArenaTorchRLEnv``, stepped as its collectors step it (``step_and_maybe_reset``);
-- rsl_rl's ``ArenaRslRlEnv``, stepped as its ``OnPolicyRunner`` steps it.
+- TorchRL's ``ArenaTorchRLEnv``, stepped as its collectors step it (``step_and_maybe_reset``), as a duel
+  is by default and with p1's global state (``+state``);
+- rsl_rl's ``ArenaRslRlEnv``, stepped as its ``OnPolicyRunner`` steps it, with its default ``"critic"``
+  group (p1's global state) and without (``-critic``).
 
 An interface whose library is not installed is left out of the table.
 
@@ -64,10 +66,10 @@ def gymnasium(n: int, steps: int, device: str, actions: torch.Tensor, as_torch: 
     return timed(n, steps, device, env.step, feed)
 
 
-def torchrl(n: int, steps: int, device: str, actions: torch.Tensor) -> float:
+def torchrl(n: int, steps: int, device: str, actions: torch.Tensor, global_state: bool = False) -> float:
     from arena.wrappers import ArenaTorchRLEnv
 
-    env = ArenaTorchRLEnv(n, "crank", device=device, seed=0)
+    env = ArenaTorchRLEnv(n, "crank", device=device, seed=0, global_state=global_state)
     td = env.reset()
 
     def step(a: torch.Tensor) -> None:
@@ -78,10 +80,10 @@ def torchrl(n: int, steps: int, device: str, actions: torch.Tensor) -> float:
     return timed(n, steps, device, step, actions)
 
 
-def rsl_rl(n: int, steps: int, device: str, actions: torch.Tensor) -> float:
+def rsl_rl(n: int, steps: int, device: str, actions: torch.Tensor, privileged: bool = True) -> float:
     from arena.wrappers import ArenaRslRlEnv
 
-    env = ArenaRslRlEnv(n, "crank", device=device, seed=0)
+    env = ArenaRslRlEnv(n, "crank", device=device, seed=0, privileged=privileged)
     env.get_observations()
     return timed(n, steps, device, env.step, actions)
 
@@ -94,8 +96,10 @@ def interfaces() -> dict[str, Callable[..., float]]:
     }
     if importlib.util.find_spec("torchrl") is not None:
         out["torchrl"] = torchrl
+        out["torchrl +state"] = lambda n, s, d, a: torchrl(n, s, d, a, global_state=True)
     if importlib.util.find_spec("rsl_rl") is not None:
         out["rsl_rl"] = rsl_rl
+        out["rsl_rl -critic"] = lambda n, s, d, a: rsl_rl(n, s, d, a, privileged=False)
     return out
 
 

@@ -58,13 +58,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--envs", type=int, default=4096, help="duels stepped at once")
     parser.add_argument("--steps-per-env", type=int, default=32, help="rollout length per update")
     parser.add_argument("--opponent", default="crank")
+    parser.add_argument("--reward", default="pursuit", help="shaping added to the env's reward (arena_rewards), "
+                                                            "as arena train's --reward; zero: none")
     parser.add_argument("--games", type=int, default=200, help="deterministic games to score at the end")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
 
     torch.manual_seed(args.seed)  # the networks' initial weights and the actions sampled
-    env = ArenaRslRlEnv(args.envs, args.opponent, device=args.device, seed=args.seed)
+    env = ArenaRslRlEnv(args.envs, args.opponent, device=args.device, seed=args.seed, reward=args.reward)
     runner = OnPolicyRunner(env, train_cfg(args.envs, args.steps_per_env), log_dir=None, device=str(env.device))
     start, iterations, shown = time.perf_counter(), 0, 0.0
     while (iterations < args.iterations if args.iterations is not None

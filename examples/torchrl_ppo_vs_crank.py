@@ -112,13 +112,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--epochs", type=int, default=4, help="passes over each rollout")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--opponent", default="crank")
+    parser.add_argument("--reward", default="pursuit", help="shaping added to the env's reward (arena_rewards), "
+                                                            "as arena train's --reward; zero: none")
     parser.add_argument("--games", type=int, default=100, help="deterministic games to score at the end")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--log", action="store_true", help="a line per update: the outcome of the battles that ended")
     args = parser.parse_args(argv)
 
     torch.manual_seed(args.seed)
-    env = ArenaTorchRLEnv(args.envs, args.opponent, seed=args.seed)
+    env = ArenaTorchRLEnv(args.envs, args.opponent, seed=args.seed, reward=args.reward)
     actor, critic, norm = build(env)
     frames_per_batch = args.envs * args.steps
     budget = args.frames if args.frames > 0 else -1

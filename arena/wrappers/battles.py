@@ -17,6 +17,7 @@ import torch
 from arena.agents import BaseAgent
 from arena.env import EnvConfig, TensorEnv, obs_vector
 from arena.env.observations import obs_keys
+from arena.env.teams import flatten_seats
 from arena.loop import Controller, GameLoop, Seating, observation_config
 from arena.seeds import MAX_SEED
 
@@ -77,6 +78,18 @@ def opponent_blocks(num_envs: int, count: int) -> torch.Tensor:
     return torch.arange(num_envs) * count // num_envs
 
 
+def shaping(reward: str | Callable[..., torch.Tensor] | None) -> Callable[..., torch.Tensor] | None:
+    """The reward function ``reward`` names (``arena_rewards``), a function as it is, or None."""
+    if reward is None or callable(reward):
+        return reward
+    from arena.agents import UnknownNameError, reward_registry
+
+    try:
+        return reward_registry().get(reward)
+    except UnknownNameError as exc:
+        raise ValueError(f"reward: {exc}") from None
+
+
 class LearnerBattles:
     """``num_envs`` battles: the caller flies p1 (all ``team_size`` aircraft), the opponents fly p2.
 
@@ -84,12 +97,19 @@ class LearnerBattles:
     object, or a sequence of them: the envs are then split into as many even blocks, in order (the
     whole ladder at once, say). With ``global_state`` every step also returns p1's global state
     (:meth:`TensorEnv.global_state`), before and after a restart, for centralised critics.
+
+    ``reward`` adds shaping to p1's env reward, as ``arena train --reward`` does: a name from the
+    ``arena_rewards`` plugins (``pursuit``, the built-in trainer's default; ``zero``) or a function of
+    the same signature, ``fn(obs, next_obs, rewards, dones, infos) -> [n·T]`` (one row per aircraft).
+    None: the env's reward alone (a win or loss, a survival bonus, a missile's cost).
     """
 
     def __init__(self, num_envs: int, opponent: Any = "crank", env_config: EnvConfig | None = None,
-                 device: str | torch.device = "cpu", seed: int = 0, global_state: bool = False) -> None:
+                 device: str | torch.device = "cpu", seed: int = 0, global_state: bool = False,
+                 reward: str | Callable[..., torch.Tensor] | None = None) -> None:
         from arena.agents import build_agent
 
+        self.reward_fn = shaping(reward)
         config = env_config or EnvConfig()
         many = isinstance(opponent, Sequence) and not isinstance(opponent, str)
         specs = list(opponent) if many else [opponent]
@@ -147,14 +167,20 @@ class LearnerBattles:
         a = torch.as_tensor(actions, dtype=torch.float32, device=self.device)
         nan_actions = torch.isnan(a).sum(-1, dtype=torch.int32)
         given = {"p1": {"rudder": a[..., 0], "throttle": a[..., 1], "fire": a[..., 2] > 0}}
+        before = self.obs["p1"]
         with torch.no_grad():
             turn = self.loop.step(self.obs, given=given)
-        self.obs = turn.next_obs
-        infos = turn.infos
+            self.obs = turn.next_obs
+            infos = turn.infos
+            reward = turn.rewards["p1"]
+            if self.reward_fn is not None:  # as the trainer calls it: a row per aircraft, next_obs before restarts
+                dones = turn.dones if self.team_size == 1 else turn.dones.repeat_interleave(self.team_size)
+                reward = reward + self.reward_fn(flatten_seats(before), flatten_seats(infos["final_obs"]["p1"]),
+                                                 reward.reshape(-1), dones, infos).view_as(reward)
         state = final_state = None
         if self.global_state:
             state, final_state = self.env.global_state("p1"), infos["final_global_state"]["p1"]
-        return LearnerStep(self.vector(turn.next_obs["p1"]), turn.rewards["p1"], infos["terminated"],
+        return LearnerStep(self.vector(turn.next_obs["p1"]), reward, infos["terminated"],
                            infos["truncated"], self.vector(infos["final_obs"]["p1"]), nan_actions, state, final_state)
 
     def vector(self, observation: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -46,6 +46,7 @@ class ArenaVectorEnv(VectorEnv):
     the returned observation is already the next battle's and ``info["final_obs"]`` (with the mask
     ``info["_final_obs"]``) holds the last one. ``as_torch=True`` returns torch tensors on ``device``
     instead of numpy arrays and takes torch actions, with no copy to the host.
+    ``reward`` adds shaping to the env's reward (``"pursuit"``, the trainer's; :class:`LearnerBattles`).
 
     Actions of any other shape, or not real numbers, raise ``ValueError``. NaN values fly as 0 (no fire)
     and are counted per battle in ``info["nan_actions"]``, as the core env counts them.
@@ -54,8 +55,8 @@ class ArenaVectorEnv(VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
     def __init__(self, num_envs: int = 1024, opponent: Any = "crank", env_config: EnvConfig | None = None,
-                 device: str = "cpu", seed: int = 0, as_torch: bool = False) -> None:
-        self.battles = LearnerBattles(num_envs, opponent, one_a_side(env_config), device, seed)
+                 device: str = "cpu", seed: int = 0, as_torch: bool = False, reward: Any = None) -> None:
+        self.battles = LearnerBattles(num_envs, opponent, one_a_side(env_config), device, seed, reward=reward)
         self.num_envs = num_envs
         self.as_torch = as_torch
         self.single_observation_space = observation_space(len(self.battles.keys))
@@ -92,11 +93,11 @@ class ArenaEnv(gymnasium.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
 
     def __init__(self, opponent: Any = "crank", env_config: EnvConfig | None = None, device: str = "cpu",
-                 seed: int = 0, render_mode: str | None = None) -> None:
+                 seed: int = 0, render_mode: str | None = None, reward: Any = None) -> None:
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode: expected None or 'rgb_array', got {render_mode!r}")
         self.render_mode = render_mode
-        self.battles = LearnerBattles(1, opponent, one_a_side(env_config), device, seed)
+        self.battles = LearnerBattles(1, opponent, one_a_side(env_config), device, seed, reward=reward)
         self.observation_space = observation_space(len(self.battles.keys))
         self.action_space = action_space()
         self._done = True

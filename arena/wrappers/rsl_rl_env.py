@@ -5,7 +5,7 @@ whose observations come as a TensorDict of groups. Here the group ``"policy"`` i
 ``[n, K]`` observation and ``"critic"`` p1's ``[n, S]`` global state (privileged: both aircraft and
 every missile), so ``obs_groups={"actor": ["policy"], "critic": ["critic"]}`` gives PPO an
 asymmetric critic. Every tensor stays on the env's device and ``step`` never waits for the host.
-The global state costs about a third of a CPU step at a few thousand envs; ``privileged=False``
+The global state costs about a fifth of a CPU step at a few thousand envs; ``privileged=False``
 leaves the ``"critic"`` group out (a critic then reads ``"policy"``).
 """
 
@@ -49,6 +49,7 @@ class ArenaRslRlEnv(VecEnv):
     per battle.
 
     ``privileged=False`` leaves the ``"critic"`` group out, and its cost with it.
+    ``reward`` adds shaping to the env's reward (``"pursuit"``, the trainer's; :class:`LearnerBattles`).
 
     ``episode_length_buf`` ([n] int64) is the decision steps into each battle, updated on the device.
     Assigning to it sets each battle's clock: the battle itself goes on from where it stands, and
@@ -58,10 +59,11 @@ class ArenaRslRlEnv(VecEnv):
     """
 
     def __init__(self, num_envs: int = 4096, opponent: Any = "crank", env_config: EnvConfig | None = None,
-                 device: str | torch.device = "cpu", seed: int = 0, privileged: bool = True) -> None:
+                 device: str | torch.device = "cpu", seed: int = 0, privileged: bool = True,
+                 reward: Any = None) -> None:
         config = one_duel(env_config)
         self.privileged = privileged
-        self.battles = LearnerBattles(num_envs, opponent, config, device, seed)
+        self.battles = LearnerBattles(num_envs, opponent, config, device, seed, reward=reward)
         self.num_envs = num_envs
         self.num_actions = ACTION_SHAPE[0]
         self.max_episode_length = config.max_steps

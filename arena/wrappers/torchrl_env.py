@@ -35,16 +35,17 @@ class ArenaTorchRLEnv(EnvBase):
       :attr:`group_map` ``{"agents": ["p1_0", ...]}``;
     - both: ``done``, ``terminated``, ``truncated`` ``[n, 1]`` per battle, and with ``global_state``
       (the default when grouped) ``state`` ``[n, S]``, p1's global state for a centralised critic.
-      Off by default in a duel: computing it, before and after each restart, doubles a step's cost.
+      Off by default in a duel: computing it, before and after each restart, costs a third of a step.
 
     ``opponent`` is an agent spec, an agent object or a list of them sharing the envs in blocks
     (:class:`LearnerBattles`). ``set_seed(s)`` restarts every battle from ``s`` and reseeds the
     opponents' random streams: the same seed and actions give the same rollout.
+    ``reward`` adds shaping to the env's reward (``"pursuit"``, the trainer's; :class:`LearnerBattles`).
     """
 
     def __init__(self, num_envs: int = 1024, opponent: Any = "crank", env_config: EnvConfig | None = None,
                  device: str | torch.device = "cpu", seed: int = 0, multi_agent: bool | None = None,
-                 global_state: bool | None = None) -> None:
+                 global_state: bool | None = None, reward: Any = None) -> None:
         config = env_config or EnvConfig()
         team_size = config.team_size
         grouped = team_size > 1 if multi_agent is None else multi_agent
@@ -52,7 +53,8 @@ class ArenaTorchRLEnv(EnvBase):
             raise ValueError(f"multi_agent=False flies one aircraft a side, but env_config.team_size={team_size}; "
                              "expected multi_agent=True or None (grouped keys) for team battles")
         self.global_state = grouped if global_state is None else global_state
-        self.battles = LearnerBattles(num_envs, opponent, config, device, seed, global_state=self.global_state)
+        self.battles = LearnerBattles(num_envs, opponent, config, device, seed, global_state=self.global_state,
+                                      reward=reward)
         super().__init__(device=self.battles.device, batch_size=torch.Size([num_envs]))
         self.num_envs, self.team_size, self.multi_agent = num_envs, team_size, grouped
         self.group_map = {GROUP: [f"p1_{seat}" for seat in range(team_size)]} if grouped else {}

@@ -110,3 +110,26 @@ except ImportError as exc:
            "'agent-arena[wrappers]'" in out.stdout
     assert "rsl: arena.wrappers.ArenaRslRlEnv needs rsl_rl, which is not installed: pip install " \
            "'agent-arena[rsl_rl]'" in out.stdout
+
+
+@pytest.mark.parametrize("team_size", [1, 2])
+def test_reward_shaping_is_added_per_aircraft_as_the_trainer_adds_it(team_size):
+    config = EnvConfig(team_size=team_size)
+    seen = []
+
+    def bonus(obs, next_obs, rewards, dones, infos):
+        seen.append((obs["enemy_distance"].shape, next_obs["enemy_distance"].shape, rewards.shape, dones.shape))
+        return torch.arange(rewards.numel(), dtype=torch.float32)  # a different bonus for each aircraft
+
+    plain, shaped, zero = (LearnerBattles(6, "crank", config, reward=r) for r in (None, bonus, "zero"))
+    for battles in (plain, shaped, zero):
+        battles.reset(seed=4)
+    action = torch.zeros(6, 3) if team_size == 1 else torch.zeros(6, team_size, 3)
+    for _ in range(3):
+        a, b, c = plain.step(action), shaped.step(action), zero.step(action)
+        assert torch.allclose(b.reward - a.reward, torch.arange(6 * team_size, dtype=torch.float32).view_as(a.reward))
+        assert torch.equal(c.reward, a.reward) and torch.equal(b.obs, a.obs)
+    rows = 6 * team_size
+    assert seen[0] == ((rows,), (rows,), (rows,), (rows,))
+    with pytest.raises(ValueError, match="reward: unknown reward 'nope'"):
+        LearnerBattles(2, "crank", reward="nope")

@@ -188,7 +188,7 @@ def run_example(name: str, *args: str):
 
 
 def test_the_ppo_example_learns_against_crank():
-    module, trained = run_example("torchrl_ppo_vs_crank", "--envs", "512", "--batch-size", "4096",
+    module, trained = run_example("torchrl_ppo_vs_crank", "--envs", "512", "--batch-size", "4096", "--reward", "zero",
                                   "--frames", "491520", "--games", "20", "--seed", "0")
     torch.manual_seed(0)
     actor, _, _ = module.build(ArenaTorchRLEnv(1))
