@@ -6,10 +6,9 @@ one to keep. After each evaluation a trainer offers the evaluated weights here; 
 kept ones when their rating against the run's own opponents (its ``--vs`` entries, a league's whole
 ladder; the ``aim``) is higher, then their rating against every reference of the evaluation (the
 floor's placeholder too): the Elo a tournament with the same references gives
-(:mod:`arena.training.evaluation`). The aim comes first because the placeholder sits so far below a
-trained opponent on that scale that a game drawn or lost to it outweighs several won against the
-opponent the user chose: rated over both alone, MAPPO kept earlier weights for their placeholder
-score over later ones that beat the CrankAgent team more often. Weights
+(:mod:`arena.training.evaluation`). The aim comes first because the placeholder sits far below a
+trained opponent on that scale, so a game lost to it outweighs many won against the opponent the
+user chose: rated over both alone, 4-v-4 MAPPO kept early weights for their placeholder score. Weights
 above every reference compare by the lower bound of their rating, and equal ratings by the worst
 score, then the mean.
 
