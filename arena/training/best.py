@@ -3,14 +3,10 @@
 A league policy's score against a hard opponent can swing from one checkpoint to the next (0.39 to
 0.995 against the ace between neighbours, docs/experiments/), so the last checkpoint is not always the
 one to keep. After each evaluation a trainer offers the evaluated weights here; they replace the
-kept ones when their rating against the run's own opponents (its ``--vs`` entries, a league's whole
-ladder; the ``aim``) is higher, then their rating against every reference of the evaluation (the
-floor's placeholder too): the Elo a tournament with the same references gives
-(:mod:`arena.training.evaluation`). The aim comes first because the placeholder sits far below a
-trained opponent on that scale, so a game lost to it outweighs many won against the opponent the
-user chose: rated over both alone, 4-v-4 MAPPO kept early weights for their placeholder score. Weights
-above every reference compare by the lower bound of their rating, and equal ratings by the worst
-score, then the mean.
+kept ones when their rating against the evaluation's references is higher: the Elo a tournament with
+the same references gives (:mod:`arena.training.evaluation`), so ``best.pt`` is the checkpoint the
+league report rates highest among the run's own. Weights above every reference compare by the lower
+bound of their rating, and equal ratings by the worst score, then the mean.
 
 The evaluation games that choose the weights also measure them: a fair figure for the kept weights
 comes from fresh games (other seeds), as ``benchmarks/train_league.py`` plays.
@@ -45,32 +41,24 @@ class BestRecord:
     scores: dict[str, float] = field(default_factory=dict)
     rating: Rating | None = None  # against the evaluation's references; None in records of older runs
     policy: str = ""  # how the evaluated weights played ("sampled" or "deterministic")
-    aim: Rating | None = None  # against the run's own opponents alone; None: they are all the references
 
     @classmethod
     def of(cls, step: int, results: Mapping[str, EvalResult], rating: Rating | None = None,
-           policy: str = "", aim: Rating | None = None) -> "BestRecord | None":
+           policy: str = "") -> "BestRecord | None":
         """The record of one evaluation; None when it played no games."""
         scores = {label: r.score for label, r in results.items() if r.games > 0}
         if not scores:
             return None
-        return cls(step, min(scores.values()), sum(scores.values()) / len(scores), scores, rating, policy, aim)
+        return cls(step, min(scores.values()), sum(scores.values()) / len(scores), scores, rating, policy)
 
     def beats(self, other: "BestRecord | None") -> bool:
-        """A higher rating against the run's own opponents, then against every reference; the same and a
-        higher worst score, then mean. A record of an older run has no rating (no aim): the two then
-        compare by worst score and mean (by the rating), as such runs chose."""
+        """A higher rating; the same and a higher worst score, then mean. A record of an older run has no
+        rating: the two then compare by worst score and mean, as such runs chose."""
         if other is None:
             return True
         if self.rating is None or other.rating is None:
             return (self.worst, self.mean) > (other.worst, other.mean)
-        by_aim = self.aim is not None and other.aim is not None
-        return self.sort_key(by_aim) > other.sort_key(by_aim)
-
-    def sort_key(self, by_aim: bool) -> tuple[Any, ...]:
-        assert self.rating is not None
-        aim = self.aim.key() if by_aim and self.aim is not None else ()
-        return (aim, self.rating.key(), self.worst, self.mean)
+        return (self.rating.key(), self.worst, self.mean) > (other.rating.key(), other.worst, other.mean)
 
     def weakest(self) -> str:
         """The opponent of the worst score."""
@@ -82,8 +70,6 @@ class BestRecord:
             out["rating"] = self.rating.to_dict()
         if self.policy:
             out["policy"] = self.policy
-        if self.aim is not None:
-            out["aim"] = self.aim.to_dict()
         return out
 
     @classmethod
@@ -96,22 +82,17 @@ class BestRecord:
         for name in ("worst", "mean"):
             if not is_fraction(data.get(name)):
                 raise ValueError(f"{name}: expected a fraction 0..1, got {data.get(name)!r}"[:200])
-        rating, aim = (read_rating(data, name) for name in ("rating", "aim"))
+        rating = None
+        if data.get("rating") is not None:
+            try:
+                rating = Rating.from_dict(data["rating"])
+            except ValueError as exc:
+                raise ValueError(f"rating: {exc}") from None
         policy = data.get("policy", "")
         if policy not in ("", "sampled", "deterministic"):
             raise ValueError(f"policy: expected sampled or deterministic, got {policy!r}"[:200])
         return cls(step, float(data["worst"]), float(data["mean"]), {k: float(v) for k, v in scores.items()}, rating,
-                   policy, aim)
-
-
-def read_rating(data: Mapping[str, Any], name: str) -> Rating | None:
-    """``data[name]`` as a rating (None when absent); ``ValueError`` naming the field."""
-    if data.get(name) is None:
-        return None
-    try:
-        return Rating.from_dict(data[name])
-    except ValueError as exc:
-        raise ValueError(f"{name}: {exc}") from None
+                   policy)
 
 
 def is_fraction(value: Any) -> bool:

@@ -140,32 +140,3 @@ def test_no_record_and_a_damaged_record(tmp_path):
 def test_a_bad_record_names_its_field(data, field):
     with pytest.raises(ValueError, match=field):
         BestRecord.from_dict(data)
-
-
-def aimed(step, scale, aims, **scores_in_games_of_hundred):
-    """:func:`rated`, with the rating against the ``aims`` references alone as the record's aim."""
-    results = {name: EvalResult(100, w, d, 100 - w - d) for name, (w, d) in scores_in_games_of_hundred.items()}
-    aim = rate({name: results[name] for name in aims}, scale)
-    return BestRecord.of(step, results, rate(results, scale), "sampled", aim)
-
-
-def test_the_run_s_own_opponent_decides_before_the_floor():
-    # The scale of a run against crank with the placeholder as its floor: crank won every game between them.
-    scale = reference_scale(["crank", "placeholder"], {("crank", "placeholder"): EvalResult(200, 200, 0, 0)}).elo
-    # Early weights: 70 % against crank and a clean sweep of the placeholder. Later: 77 % against crank, but
-    # a fifth of the games against the placeholder drawn (it never comes at the team; the time runs out),
-    # which its place far below crank makes costly when both references are rated together.
-    early = aimed(1, scale, ["crank"], crank=(70, 0), placeholder=(100, 0))
-    later = aimed(2, scale, ["crank"], crank=(77, 0), placeholder=(80, 20))
-    assert early.rating.key() > later.rating.key()  # what the rating over both alone would have kept
-    assert later.beats(early) and not early.beats(later)
-    # the same aim: the rating over every reference decides, as before
-    swept = aimed(3, scale, ["crank"], crank=(77, 0), placeholder=(100, 0))
-    assert swept.beats(later) and not later.beats(swept)
-    # a record without an aim (every reference is the run's own, or an older run) compares by the rating
-    unaimed = rated(4, scale, crank=(77, 0), placeholder=(80, 20))
-    assert early.beats(unaimed) and not unaimed.beats(early)
-    data = json.loads(json.dumps(later.to_dict(), allow_nan=False))
-    assert "aim" in data and BestRecord.from_dict(data) == later and "aim" not in unaimed.to_dict()
-    with pytest.raises(ValueError, match="aim: elo"):
-        BestRecord.from_dict({**data, "aim": {**data["aim"], "elo": "high"}})

@@ -125,8 +125,8 @@ class RunConfig:
     eval_policy: str = setting(DEFAULT_POLICY, "How the policy plays in evaluations: sampled, as it trains and as "
                                                "tournaments play checkpoints by default, or deterministic.",
                                fixed=True, choices=PLAY_POLICIES)
-    keep_best: bool = setting(True, "Keep the evaluated weights with the best rating against the run's own "
-                                    "opponents, then all the references, in best.pt.")
+    keep_best: bool = setting(True, "Keep the evaluated weights with the best rating against the references in "
+                                    "best.pt.")
     floor: float = setting(0.25, "Share of the envs that play the random placeholder besides vs, so the policy "
                                  "also learns to find an opponent that does not come at it.", fixed=True, low=0,
                            high=0.9)

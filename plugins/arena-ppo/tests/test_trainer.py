@@ -359,15 +359,13 @@ def worst_and_mean(row):
 
 
 def rating_key(row):
-    """The order best.pt keeps by in a run --vs crank: the score against crank (its rating against crank alone
-    orders as the score does, in evaluations of as many games), then the rating against every reference (above
-    every one by its lower bound), then the worst score and the mean."""
+    """The order best.pt keeps by: the rating against the references (above every one by its lower bound),
+    then the worst score and the mean."""
     from arena.training import Rating
 
     elo, low, high = (float(row[f"eval_elo{part}"]) for part in ("", "_low", "_high"))
     note = "above every reference" if elo == math.inf else "below every reference" if elo == -math.inf else ""
-    crank = float(row["eval_crank_win"]) + 0.5 * float(row["eval_crank_draw"])
-    return crank, Rating(elo, low, high, note).key(), *worst_and_mean(row)
+    return Rating(elo, low, high, note).key(), *worst_and_mean(row)
 
 
 def test_the_evaluated_weights_with_the_best_rating_are_kept(tmp_path, short_battles):
@@ -382,7 +380,6 @@ def test_the_evaluated_weights_with_the_best_rating_are_kept(tmp_path, short_bat
     kept = json.loads((out / "best.json").read_text())
     assert kept["step"] == int(expected["step"]) and kept["policy"] == "sampled"
     assert kept["rating"]["low"] == pytest.approx(float(expected["eval_elo_low"]))
-    assert set(kept["aim"]) >= {"elo", "low", "high"}  # rated against crank alone, the run's own opponent
     assert (kept["worst"], kept["mean"]) == pytest.approx(worst_and_mean(expected))
     assert set(kept["scores"]) == {"crank", "placeholder"}  # the floor is evaluated too
     best = torch.load(out / "best.pt", weights_only=True)

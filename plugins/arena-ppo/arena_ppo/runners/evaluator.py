@@ -57,13 +57,8 @@ class Evaluator:
     def __init__(self, specs: list[OpponentSpec], make_opponent: Callable[[OpponentSpec], Any], env_config: EnvConfig,
                  device: torch.device, seed: int, games: int, out_dir: Path, sync: ProcessSync | None = None,
                  keep: bool = True, echo: Callable[[str], None] = lambda text: None,
-                 policy: str = DEFAULT_POLICY, aims: list[OpponentSpec] | None = None) -> None:
+                 policy: str = DEFAULT_POLICY) -> None:
         self.specs = evaluation_specs(specs)
-        # The references the kept weights must beat first: the run's own opponents, without the floor.
-        aimed = {s.label for s in evaluation_specs(aims)} if aims is not None else set()
-        self.aims = [s.label for s in self.specs if s.label in aimed]
-        if len(self.aims) == len(self.specs):
-            self.aims = []  # every reference is the run's own: the rating is the aim
         self.policy = policy
         self.scale: ReferenceScale | None = None  # the references' Elo, from their games among themselves
         self.make_opponent = make_opponent
@@ -87,14 +82,11 @@ class Evaluator:
             self.echo(f"eval vs {spec.label} after {step:,} steps: "
                       f"{result.wins}W {result.draws}D {result.losses}L of {result.games} ({self.policy})")
         by_label = {s.label: r for s, r in zip(self.specs, results)}
-        scale = self.reference_scale().elo if results else {}
-        rating = rate(by_label, scale) if results else None
-        aim = rate({label: by_label[label] for label in self.aims}, scale) if rating is not None and self.aims else None
+        rating = rate(by_label, self.reference_scale().elo) if results else None
         if rating is not None:
             row.update({"eval_elo": rating.elo, "eval_elo_low": rating.low, "eval_elo_high": rating.high})
-            self.echo(f"eval after {step:,} steps: {rating.describe()} against the references"
-                      + (f", {aim.describe()} against {', '.join(self.aims)}" if aim is not None else ""))
-        return row, BestRecord.of(step, by_label, rating, self.policy, aim)
+            self.echo(f"eval after {step:,} steps: {rating.describe()} against the references")
+        return row, BestRecord.of(step, by_label, rating, self.policy)
 
     def reference_scale(self) -> ReferenceScale:
         """The references' Elo from their games among themselves: played at the first evaluation of a run

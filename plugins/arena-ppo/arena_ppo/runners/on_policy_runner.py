@@ -39,7 +39,6 @@ from arena.training import (
     StopRequest,
     checkpoint_name,
     list_checkpoints,
-    parse_opponent_specs,
     save_checkpoint,
     to_plain,
 )
@@ -102,7 +101,7 @@ class OnPolicyRunner:
         run = ctx.cfg.run
         self.evaluator = Evaluator(self.opponents.specs, ctx.make_opponent, ctx.env_config, self.device, ctx.seed,
                                    run.eval_games, ctx.out_dir, ctx.sync, keep=run.keep_best, echo=ctx.echo,
-                                   policy=run.eval_policy, aims=parse_opponent_specs(run.vs))
+                                   policy=run.eval_policy)
 
     @property
     def out_dir(self) -> Path:
