@@ -19,6 +19,7 @@ from tensordict import TensorDict  # noqa: E402
 from arena.env import EnvConfig  # noqa: E402
 from arena.wrappers import ArenaRslRlEnv  # noqa: E402
 from arena.wrappers.battles import LearnerBattles  # noqa: E402
+from host_reads import HostReads  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SHORT = EnvConfig(max_time=20.0)  # 20 decision steps: every battle that nobody wins is truncated at step 20
@@ -180,11 +181,15 @@ def test_the_example_trains_and_scores_its_policy():
     assert result["wins"] + result["draws"] + result["losses"] == result["games"] == 2
 
 
-def drive(device: str, check_sync: bool) -> None:
+def drive(device: str, check_sync: bool) -> list[str]:
     """A few steps with auto-restarts (a subset of the battles each time) and the log read on the device;
-    on a GPU under ``set_sync_debug_mode("error")``: any copy to the host fails."""
+    on a GPU under ``set_sync_debug_mode("error")``: any copy to the host fails. Returns the host reads
+    seen on the way (:class:`HostReads`), which on the CPU stand for the GPU's syncs."""
     n = 128
     env = ArenaRslRlEnv(n, "crank", EnvConfig(max_time=8.0), device=device, seed=1)
+    # On the CPU the core env lists the missiles in flight (a nonzero, free there); on a GPU it keeps the
+    # dense layout, as here, so that the CPU run watches the GPU's path.
+    env.battles.env.packed_missiles = False
     steps = actions(30, n, seed=2).to(device)
     env.step(steps[0])  # the first step may allocate and load kernels
     ended = torch.zeros((), device=device)
@@ -192,19 +197,21 @@ def drive(device: str, check_sync: bool) -> None:
     if check_sync:
         torch.cuda.set_sync_debug_mode("error")
     try:
-        for a in steps[1:]:
-            obs, rewards, dones, extras = env.step(a)
-            ended += dones.sum()
-            draws += extras["log"]["/arena/drawn"].nan_to_num()
+        with HostReads() as reads:
+            for a in steps[1:]:
+                obs, rewards, dones, extras = env.step(a)
+                ended += dones.sum()
+                draws += extras["log"]["/arena/drawn"].nan_to_num()
     finally:
         if check_sync:
             torch.cuda.set_sync_debug_mode("default")
     assert obs.device == torch.device(device) and rewards.device == dones.device == env.episode_length_buf.device
     assert int(ended) > n and float(draws) > 0, "the test should cover restarts"
+    return reads.seen
 
 
 def test_a_step_reads_nothing_back_on_the_cpu_path():
-    drive("cpu", check_sync=False)
+    assert drive("cpu", check_sync=False) == []
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -11,11 +11,11 @@ import torch
 
 pytest.importorskip("torchrl", reason="the torchrl extra (pip install -e '.[torchrl]')")
 from tensordict import TensorDict  # noqa: E402
-from torch.overrides import TorchFunctionMode  # noqa: E402
 from torchrl.envs.utils import check_env_specs  # noqa: E402
 
 from arena.env import EnvConfig  # noqa: E402
 from arena.wrappers.torchrl_env import ArenaTorchRLEnv  # noqa: E402
+from host_reads import HostReads  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -109,25 +109,6 @@ def test_mistakes_get_one_clear_line():
         ArenaTorchRLEnv(4, "nope")
     with pytest.raises(ValueError, match="seed: expected"):
         env.set_seed(-1)
-
-
-class HostReads(TorchFunctionMode):
-    """Records every tensor read back to the host: what would stall a GPU (``.item()``, ``bool()``,
-    ``.tolist()``, ``.cpu()``, ``nonzero``, indexing with a bool mask) on the CPU too."""
-
-    NAMES = {"__bool__", "item", "tolist", "cpu", "numpy", "nonzero", "__int__", "__float__", "__index__"}
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: list[str] = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = getattr(func, "__name__", "")
-        masked = name == "__getitem__" and any(isinstance(i, torch.Tensor) and i.dtype == torch.bool
-                                               for i in (args[1] if isinstance(args[1], tuple) else (args[1],)))
-        if name in self.NAMES or masked:
-            self.seen.append(name)
-        return func(*args, **(kwargs or {}))
 
 
 def short_battles(device: str) -> ArenaTorchRLEnv:
