@@ -52,7 +52,7 @@ class TensorEnv:
         self.config = config if config is not None else EnvConfig()
         self.obs_keys = obs_keys(self.config)
         # Also hand back the global state before auto-reset: privileged critics bootstrap time-outs from it.
-        # A player's name asks for that side's alone (a learner's critic): each costs about a third of a step.
+        # A player's name asks for that side's alone (a learner's critic): each is a fifth of a CPU step or more.
         self.final_global_state: tuple[str, ...]
         if final_global_state is True or final_global_state is False:
             self.final_global_state = tuple(PLAYERS) if final_global_state else ()

@@ -116,10 +116,14 @@ class LearnerBattles:
         if not specs:
             raise ValueError("opponent: expected an agent spec or a non-empty sequence of them, got an empty one")
         owner = torch.stack((torch.full((num_envs,), -1), opponent_blocks(num_envs, len(specs))))
+        for i, o in enumerate(specs):
+            if not isinstance(o, str) and not callable(getattr(o, "act", None)):
+                raise ValueError(f"opponent[{i}]: expected an agent spec (a name or a checkpoint) or an agent "
+                                 f"object with act(), got {type(o).__name__} {o!r:.40}")
         self.opponents = [build_agent(o, device, config) if isinstance(o, str) else o for o in specs]
         for agent in self.opponents:
-            agent.eval()
-        self.opponent = self.opponents[0]
+            if callable(getattr(agent, "eval", None)):
+                agent.eval()
         self.team_size = config.team_size
         self.keys = obs_keys(config)  # what the learner sees; the env may carry more for the opponent
         self.global_state = global_state

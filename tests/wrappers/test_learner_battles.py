@@ -16,6 +16,11 @@ def test_opponents_share_the_envs_in_even_blocks_in_order():
     battles = LearnerBattles(6, ["crank", "placeholder"])
     assert battles.loop.seating.owner[1].tolist() == [0, 0, 0, 1, 1, 1]
     assert [c.name for c in battles.controllers] == ["crank", "placeholder"]
+    with pytest.raises(ValueError, match=r"^opponent\[1\]: expected an agent spec \(a name or a checkpoint\) or an "
+                                         r"agent object with act\(\), got int 3$"):
+        LearnerBattles(6, ["crank", 3])
+    with pytest.raises(ValueError, match="non-empty sequence"):
+        LearnerBattles(6, [])
 
 
 def test_team_battles_come_per_aircraft_with_the_global_state_before_the_restart():
