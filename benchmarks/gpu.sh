@@ -55,7 +55,7 @@ step "GPU tests: the TorchRL and rsl_rl interfaces step with no copy to the host
   -k cuda
 
 step "the interfaces against the native game loop" 25 \
-  "$PYTHON" benchmarks/wrappers.py --device cuda --sizes 16384,65536 --steps 50 --rounds 3
+  "$PYTHON" benchmarks/wrappers.py --device cuda --sizes 16384,65536 --steps 30 --rounds 3
 
 step "env step, eager and compiled" 50 \
   "$PYTHON" benchmarks/env_throughput.py --device cuda --sizes 16384,65536,262144,1048576 --paths eager,compiled \
