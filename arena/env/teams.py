@@ -57,3 +57,9 @@ def side_total(v: torch.Tensor) -> torch.Tensor:
 def flatten_seats(obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A side's observation with one row per aircraft: [N, T] entries become [N·T] (a duel's [N] stay)."""
     return {k: v.reshape(-1) for k, v in obs.items()}
+
+
+def seat_rows(value: torch.Tensor, seats: int) -> torch.Tensor:
+    """A per-env [N, ...] tensor repeated for each of a side's seats: [N·T, ...], the rows of
+    :func:`flatten_seats` (as it is in a duel)."""
+    return value if seats == 1 else value.repeat_interleave(seats, 0)

@@ -17,7 +17,7 @@ import torch
 from arena.agents import BaseAgent
 from arena.env import EnvConfig, TensorEnv, obs_vector
 from arena.env.observations import obs_keys
-from arena.env.teams import flatten_seats
+from arena.env.teams import flatten_seats, seat_rows
 from arena.loop import Controller, GameLoop, Seating, observation_config
 from arena.seeds import MAX_SEED
 
@@ -69,6 +69,15 @@ class LearnerStep(NamedTuple):
     nan_actions: torch.Tensor  # int32: NaN values in each aircraft's action, flown as 0 (no fire)
     state: torch.Tensor | None = None  # p1's global state after the step (with ``global_state=True``)
     final_state: torch.Tensor | None = None  # and before the restart
+
+
+def one_aircraft_a_side(env_config: EnvConfig | None, refusal: str) -> EnvConfig:
+    """``env_config`` (the default when None) for an interface that flies duels; a team battle raises
+    ``ValueError(refusal)``, formatted with its ``team_size``."""
+    config = env_config or EnvConfig()
+    if config.team_size != 1:
+        raise ValueError(refusal.format(team_size=config.team_size))
+    return config
 
 
 def opponent_blocks(num_envs: int, count: int) -> torch.Tensor:
@@ -178,9 +187,9 @@ class LearnerBattles:
             infos = turn.infos
             reward = turn.rewards["p1"]
             if self.reward_fn is not None:  # as the trainer calls it: a row per aircraft, next_obs before restarts
-                dones = turn.dones if self.team_size == 1 else turn.dones.repeat_interleave(self.team_size)
                 reward = reward + self.reward_fn(flatten_seats(before), flatten_seats(infos["final_obs"]["p1"]),
-                                                 reward.reshape(-1), dones, infos).view_as(reward)
+                                                 reward.reshape(-1), seat_rows(turn.dones, self.team_size),
+                                                 infos).view_as(reward)
         state = final_state = None
         if self.global_state:
             state, final_state = self.env.global_state("p1"), infos["final_global_state"]["p1"]

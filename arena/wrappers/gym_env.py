@@ -20,14 +20,13 @@ from arena.wrappers.battles import (
     OBS_LOW,
     LearnerBattles,
     action_array,
+    one_aircraft_a_side,
 )
 
 
 def one_a_side(env_config: EnvConfig | None) -> EnvConfig:
-    config = env_config or EnvConfig()
-    if config.team_size != 1:
-        raise ValueError("the Gymnasium wrappers fly one aircraft a side; use the PettingZoo env for teams")
-    return config
+    return one_aircraft_a_side(env_config, "the Gymnasium wrappers fly one aircraft a side; use the PettingZoo "
+                                           "env for teams")
 
 
 def observation_space(size: int) -> spaces.Box:

@@ -19,20 +19,11 @@ from tensordict import TensorDict
 
 from arena.env import EnvConfig
 from arena.loop import Turn
-from arena.wrappers.battles import ACTION_SHAPE, LearnerBattles, action_array
+from arena.wrappers.battles import ACTION_SHAPE, LearnerBattles, action_array, one_aircraft_a_side
 
 DECAY = 0.99  # per step, of the won/drawn/lost tallies behind extras["log"]: about the last 100 steps count
 OUTCOMES = ("won", "drawn", "lost")
 WINNER_CODES = (1, 0, 2)  # TensorEnv's infos["winner"] for each outcome, seen from p1: p1, nobody, p2
-
-
-def one_duel(env_config: EnvConfig | None) -> EnvConfig:
-    config = env_config or EnvConfig()
-    if config.team_size != 1:
-        raise ValueError(f"ArenaRslRlEnv flies duels (rsl_rl trains a single agent), got team_size="
-                         f"{config.team_size}; for team battles use the TorchRL or PettingZoo interface "
-                         "(docs/interfaces.md)")
-    return config
 
 
 class ArenaRslRlEnv(VecEnv):
@@ -61,7 +52,9 @@ class ArenaRslRlEnv(VecEnv):
     def __init__(self, num_envs: int = 4096, opponent: Any = "crank", env_config: EnvConfig | None = None,
                  device: str | torch.device = "cpu", seed: int = 0, privileged: bool = True,
                  reward: Any = None) -> None:
-        config = one_duel(env_config)
+        config = one_aircraft_a_side(env_config, "ArenaRslRlEnv flies duels (rsl_rl trains a single agent), got "
+                                             "team_size={team_size}; for team battles use the TorchRL or "
+                                             "PettingZoo interface (docs/interfaces.md)")
         self.privileged = privileged
         self.battles = LearnerBattles(num_envs, opponent, config, device, seed, reward=reward)
         self.num_envs = num_envs

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import torch
 
 from arena.env import TensorEnv
-from arena.env.teams import flatten_seats
+from arena.env.teams import flatten_seats, seat_rows
 from arena.loop import GameLoop
 from arena.training import OpponentPool, Slot
 from arena_ppo.agent import PPOAgent
@@ -30,11 +30,6 @@ from arena_ppo.storage import Transition
 
 RewardFn = Callable[..., torch.Tensor]
 Hidden = dict[str, torch.Tensor]  # a recurrent learner's "actor" and "critic" state per aircraft row ({} otherwise)
-
-
-def seat_rows(value: torch.Tensor, seats: int) -> torch.Tensor:
-    """A per-env [N, ...] tensor repeated for each of p1's seats: [N·T, ...] (as it is in a duel)."""
-    return value if seats == 1 else value.repeat_interleave(seats, 0)
 
 
 @dataclass(frozen=True)
