@@ -3,6 +3,7 @@
     python benchmarks/rating_over_training.py runs/league               # the ladder as references
     python benchmarks/rating_over_training.py runs/a runs/b --policy deterministic --games-per-pairing 400
     python benchmarks/rating_over_training.py runs/a --policy both       # sampled and deterministic play, side by side
+    python benchmarks/rating_over_training.py runs/a --gauntlet          # each checkpoint against the references alone
 
 For each run folder a round-robin league of its checkpoints (``ckpt_*.pt``) and the references (by
 default every rung of the ladder) is played into ``RUN/rating-<policy>/``, and the table says what
@@ -28,8 +29,9 @@ import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 
 
 def rate_run(run: Path, references: list[str], policy: str, games_per_pairing: int, seed: int,
-             threads: int | None) -> dict[str, Any]:
-    """Play (or resume) the run's league and return what its rating over training says."""
+             threads: int | None, gauntlet: bool = False) -> dict[str, Any]:
+    """Play (or resume) the run's league and return what its rating over training says; ``gauntlet``: the
+    checkpoints play the references alone, not each other (one pairing a reference a checkpoint)."""
     import torch
     import yaml
 
@@ -37,13 +39,14 @@ def rate_run(run: Path, references: list[str], policy: str, games_per_pairing: i
 
     if threads:
         torch.set_num_threads(threads)
-    folder = run / f"rating-{policy}"
+    folder = run / f"rating-{policy}{'-gauntlet' if gauntlet else ''}"
     folder.mkdir(parents=True, exist_ok=True)
     league = folder / "league.yaml"
     league.write_text(yaml.safe_dump({
         "name": f"{run.name}-{policy}", "output": ".", "seed": seed, "device": "cpu", "max_envs": 16384,
         "games_per_pairing": games_per_pairing, "rating": {"bootstrap_rounds": 200}, "references": references,
-        "participants": [*references, {"agent": "ppo", "checkpoints": "../ckpt_*.pt", "policy": policy}]}))
+        "participants": [*references, {"agent": "ppo", "checkpoints": "../ckpt_*.pt", "policy": policy}],
+        **({"format": "gauntlet", "candidates": ["*ckpt_*"]} if gauntlet else {})}))
     start = time.perf_counter()
     report = run_tournament(load_config(league), progress=False, notify=False)
     progress = next((p for folder, p in report.over_training.items() if Path(folder).resolve() == run.resolve()),
@@ -94,6 +97,7 @@ def kept_by_evaluations(run: Path, references: list[str], policy: str, games: in
 
     evaluator = Evaluator([OpponentSpec("agent", r) for r in references], make, env, torch.device("cpu"), seed, games,
                           run, Rank(), keep=False, policy=policy)
+    evaluator.mix = None  # these references need not be what the run trained against: the rating decides
     best = None
     for checkpoint in checkpoints:
         _, record = evaluator.play(build_agent(str(checkpoint), "cpu", env), checkpoint_step(checkpoint) or 0)
@@ -123,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games-per-pairing", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
+    parser.add_argument("--gauntlet", action="store_true",
+                        help="the checkpoints play the references alone, not each other: far fewer games for a "
+                             "long run (the Spearman of all games is then of those games alone)")
     parser.add_argument("--kept", action="store_true",
                         help="also replay the trainer's evaluations (200 games a reference, playing by each policy) "
                              "on the checkpoints: the step best.pt would hold")
@@ -132,8 +139,9 @@ def main(argv: list[str] | None = None) -> int:
 
     references = [r for r in args.references.split(",") if r] or league_agents()
     policies = ["sampled", "deterministic"] if args.policy == "both" else [args.policy]
-    print(f"references: {', '.join(references)}; {args.games_per_pairing} games a pairing, round robin", flush=True)
-    rows = [rate_run(run, references, policy, args.games_per_pairing, args.seed, args.threads)
+    print(f"references: {', '.join(references)}; {args.games_per_pairing} games a pairing, "
+          f"{'the checkpoints against the references' if args.gauntlet else 'round robin'}", flush=True)
+    rows = [rate_run(run, references, policy, args.games_per_pairing, args.seed, args.threads, args.gauntlet)
             for run in args.runs for policy in policies]
     for row in rows if args.kept else ():
         row["kept_step"] = kept_by_evaluations(Path(row["run"]), references, row["policy"], 200)

@@ -3,10 +3,15 @@
 A league policy's score against a hard opponent can swing from one checkpoint to the next (0.39 to
 0.995 against the ace between neighbours, docs/experiments/), so the last checkpoint is not always the
 one to keep. After each evaluation a trainer offers the evaluated weights here; they replace the
-kept ones when their rating against the evaluation's references is higher: the Elo a tournament with
-the same references gives (:mod:`arena.training.evaluation`), so ``best.pt`` is the checkpoint the
-league report rates highest among the run's own. Weights above every reference compare by the lower
-bound of their rating, and equal ratings by the worst score, then the mean.
+kept ones when they score better against the opponents the run trained against: the *aim*, each
+reference's score weighted by its share of the training envs (``--vs crank`` with the floor: crank
+0.75, the placeholder 0.25). A run whose opponents are drawn (a league, self-play) has no fixed
+shares; its weights compare by their rating against the evaluation's references: the Elo a
+tournament with the same references gives (:mod:`arena.training.evaluation`), so ``best.pt`` is the
+checkpoint the league report rates highest among the run's own. The rating alone would keep a
+team's early weights for a few more games won against the floor's placeholder, far below the
+opponent trained against on the references' scale (docs/experiments/). Weights above every reference
+compare by the lower bound of their rating, and equal ratings by the worst score, then the mean.
 
 The evaluation games that choose the weights also measure them: a fair figure for the kept weights
 comes from fresh games (other seeds), as ``benchmarks/train_league.py`` plays.
@@ -41,21 +46,26 @@ class BestRecord:
     scores: dict[str, float] = field(default_factory=dict)
     rating: Rating | None = None  # against the evaluation's references; None in records of older runs
     policy: str = ""  # how the evaluated weights played ("sampled" or "deterministic")
+    aim: float | None = None  # score against the training mix; None for drawn opponents and older runs
 
     @classmethod
     def of(cls, step: int, results: Mapping[str, EvalResult], rating: Rating | None = None,
-           policy: str = "") -> "BestRecord | None":
-        """The record of one evaluation; None when it played no games."""
+           policy: str = "", mix: Mapping[str, float] | None = None) -> "BestRecord | None":
+        """The record of one evaluation (``mix``: each reference's share of the training envs); None when it
+        played no games."""
         scores = {label: r.score for label, r in results.items() if r.games > 0}
         if not scores:
             return None
-        return cls(step, min(scores.values()), sum(scores.values()) / len(scores), scores, rating, policy)
+        aim = sum(share * scores[label] for label, share in mix.items()) if mix and set(mix) <= set(scores) else None
+        return cls(step, min(scores.values()), sum(scores.values()) / len(scores), scores, rating, policy, aim)
 
     def beats(self, other: "BestRecord | None") -> bool:
-        """A higher rating; the same and a higher worst score, then mean. A record of an older run has no
-        rating: the two then compare by worst score and mean, as such runs chose."""
+        """A higher aim; then a higher rating; then the same and a higher worst score, then mean. A record
+        of an older run has no rating: the two then compare by worst score and mean, as such runs chose."""
         if other is None:
             return True
+        if self.aim is not None and other.aim is not None and self.aim != other.aim:
+            return self.aim > other.aim
         if self.rating is None or other.rating is None:
             return (self.worst, self.mean) > (other.worst, other.mean)
         return (self.rating.key(), self.worst, self.mean) > (other.rating.key(), other.worst, other.mean)
@@ -70,6 +80,8 @@ class BestRecord:
             out["rating"] = self.rating.to_dict()
         if self.policy:
             out["policy"] = self.policy
+        if self.aim is not None:
+            out["aim"] = self.aim
         return out
 
     @classmethod
@@ -91,8 +103,11 @@ class BestRecord:
         policy = data.get("policy", "")
         if policy not in ("", "sampled", "deterministic"):
             raise ValueError(f"policy: expected sampled or deterministic, got {policy!r}"[:200])
+        aim = data.get("aim")
+        if aim is not None and not is_fraction(aim):
+            raise ValueError(f"aim: expected a fraction 0..1, got {aim!r}"[:200])
         return cls(step, float(data["worst"]), float(data["mean"]), {k: float(v) for k, v in scores.items()}, rating,
-                   policy)
+                   policy, None if aim is None else float(aim))
 
 
 def is_fraction(value: Any) -> bool:

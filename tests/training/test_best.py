@@ -61,6 +61,40 @@ def test_the_rating_against_the_references_decides_before_the_worst_score():
     assert older.rating is None and strong.beats(older) and not sweep.beats(older) and older.beats(sweep)
 
 
+def test_the_score_against_the_training_mix_decides_before_the_rating():
+    """--vs crank with the floor: crank 0.75 of the envs, the placeholder 0.25. Weights that beat crank a
+    little more but draw the placeholder lose; a few more games won against the placeholder do not outweigh
+    crank's (the rating over both references would keep them: crank sits far above it)."""
+    scale, mix = {"placeholder": 1000.0, "crank": 1800.0}, {"crank": 0.75, "placeholder": 0.25}
+
+    def kept(step, crank, placeholder):
+        results = {"crank": EvalResult(200, *crank), "placeholder": EvalResult(200, *placeholder)}
+        return BestRecord.of(step, results, rate(results, scale), "sampled", mix)
+
+    early = kept(6, (193, 3, 4), (157, 18, 25))
+    drawing = kept(10, (199, 0, 1), (42, 119, 39))
+    assert early.aim == pytest.approx(0.75 * 0.9725 + 0.25 * 0.83)
+    assert early.beats(drawing) and not drawing.beats(early)
+    team = kept(14, (180, 0, 20), (150, 10, 40))  # 0.90 against crank, 0.775 against the placeholder
+    earlier_team = kept(2, (140, 0, 60), (195, 5, 0))  # 0.70, 0.9875: more in all, rated higher
+    assert earlier_team.rating.key() > team.rating.key()
+    assert team.beats(earlier_team) and not earlier_team.beats(team)
+    unmixed = rated(3, SCALE, crank=(90, 0), ace=(60, 0))  # a league's record: the rating decides
+    assert unmixed.aim is None and unmixed.beats(rated(4, SCALE, crank=(100, 0), ace=(40, 0)))
+    assert BestRecord.from_dict(early.to_dict()) == early and early.to_dict()["aim"] == early.aim
+    with pytest.raises(ValueError, match="aim"):
+        BestRecord.from_dict({**early.to_dict(), "aim": 2.0})
+
+
+def test_the_training_mix_is_each_fixed_opponents_share_of_the_envs():
+    from arena.training import OpponentSpec, with_floor
+    from arena_ppo.runners.evaluator import training_mix
+
+    crank = with_floor([OpponentSpec("agent", "crank")], 0.25, 1024)
+    assert training_mix(crank) == pytest.approx({"crank": 0.75, "placeholder": 0.25})
+    assert training_mix([OpponentSpec("agent", "crank"), OpponentSpec("league", "league")]) is None
+
+
 def test_references_with_a_perfect_record_among_themselves_are_named():
     among = {("crank", "placeholder"): EvalResult(10, 10, 0, 0), ("crank", "ace"): EvalResult(10, 0, 0, 10)}
     assert reference_scale(["crank", "placeholder", "ace"], among).perfect == ("placeholder", "ace")

@@ -368,17 +368,25 @@ def rating_key(row):
     return Rating(elo, low, high, note).key(), *worst_and_mean(row)
 
 
-def test_the_evaluated_weights_with_the_best_rating_are_kept(tmp_path, short_battles):
+def aim(row):
+    """The score against the training mix of ``--vs crank`` with the floor: crank 0.75, the placeholder 0.25."""
+    def score(label):
+        return float(row[f"eval_{label}_win"]) + 0.5 * float(row[f"eval_{label}_draw"])
+    return 0.75 * score("crank") + 0.25 * score("placeholder")
+
+
+def test_the_evaluated_weights_that_score_best_against_the_training_mix_are_kept(tmp_path, short_battles):
     out = tmp_path / "run"
     args = ["--vs", "crank", "--num-envs", "16", "--seed", "2", "--save-interval", str(16 * 16), *TINY,
             "--eval-games", "8"]
     result = run(args + ["--max-steps", str(16 * 16 * 4)], out)
     assert result.exit_code == 0, result.output
     evals = rows(out / "eval.csv")
-    assert len(evals) == 4 and len({rating_key(row) for row in evals}) > 1
-    expected = max(evals, key=rating_key)  # the first of equals: a tie keeps the earlier weights
+    assert len(evals) == 4 and len({(aim(row), rating_key(row)) for row in evals}) > 1
+    expected = max(evals, key=lambda row: (aim(row), rating_key(row)))  # of equals, the earlier weights
     kept = json.loads((out / "best.json").read_text())
     assert kept["step"] == int(expected["step"]) and kept["policy"] == "sampled"
+    assert kept["aim"] == pytest.approx(aim(expected))
     assert kept["rating"]["low"] == pytest.approx(float(expected["eval_elo_low"]))
     assert (kept["worst"], kept["mean"]) == pytest.approx(worst_and_mean(expected))
     assert set(kept["scores"]) == {"crank", "placeholder"}  # the floor is evaluated too

@@ -51,6 +51,15 @@ def evaluation_specs(specs: list[OpponentSpec]) -> list[OpponentSpec]:
     return fixed
 
 
+def training_mix(specs: list[OpponentSpec]) -> dict[str, float] | None:
+    """Each opponent's share of the training envs, for the aim the kept weights are chosen by; None when
+    some are drawn (a league, self-play): their shares change as the run goes."""
+    if not specs or any(s.kind not in ("agent", "checkpoint") for s in specs):
+        return None
+    total = sum(s.weight for s in specs)
+    return {s.label: s.weight / total for s in specs}
+
+
 class Evaluator:
     """Games against fixed references, a rating from them, and the best rated weights kept (``keep``)."""
 
@@ -59,6 +68,7 @@ class Evaluator:
                  keep: bool = True, echo: Callable[[str], None] = lambda text: None,
                  policy: str = DEFAULT_POLICY) -> None:
         self.specs = evaluation_specs(specs)
+        self.mix = training_mix(specs)
         self.policy = policy
         self.scale: ReferenceScale | None = None  # the references' Elo, from their games among themselves
         self.make_opponent = make_opponent
@@ -86,7 +96,7 @@ class Evaluator:
         if rating is not None:
             row.update({"eval_elo": rating.elo, "eval_elo_low": rating.low, "eval_elo_high": rating.high})
             self.echo(f"eval after {step:,} steps: {rating.describe()} against the references")
-        return row, BestRecord.of(step, by_label, rating, self.policy)
+        return row, BestRecord.of(step, by_label, rating, self.policy, self.mix)
 
     def reference_scale(self) -> ReferenceScale:
         """The references' Elo from their games among themselves: played at the first evaluation of a run
