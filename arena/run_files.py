@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 CHECKPOINT_PATTERN = re.compile(r"^ckpt_(\d+)\.pt$")
+EXPLOITER_PATTERN = re.compile(r"^exploiter_(\d+)\.pt$")  # a league's exploiter weights, by the learner's step
 BEST_CHECKPOINT = "best.pt"
 BEST_RECORD = "best.json"
 
@@ -36,11 +37,25 @@ def checkpoint_step(path: str | os.PathLike[str]) -> int | None:
 
 def list_checkpoints(directory: str | os.PathLike[str]) -> list[Path]:
     """This run's checkpoints in ``directory``, oldest first (temp files of unfinished writes excluded)."""
+    return [path for _, path in files_by_step(directory, CHECKPOINT_PATTERN)]
+
+
+def exploiter_name(step: int) -> str:
+    """File name of the exploiter weights that joined a league when its learner was at ``step``."""
+    return f"exploiter_{int(step):09d}.pt"
+
+
+def list_exploiters(directory: str | os.PathLike[str]) -> list[tuple[int, Path]]:
+    """(learner's step, file) of each exploiter snapshot that joined the league run in ``directory``, oldest first."""
+    return files_by_step(directory, EXPLOITER_PATTERN)
+
+
+def files_by_step(directory: str | os.PathLike[str], pattern: re.Pattern[str]) -> list[tuple[int, Path]]:
+    """(step, file) of the files in ``directory`` whose names match ``pattern`` (the step its group 1), by step."""
     root = Path(directory)
     if not root.is_dir():
         return []
-    found = [(checkpoint_step(p), p) for p in root.iterdir() if p.is_file()]
-    return [p for step, p in sorted((s, p) for s, p in found if s is not None)]
+    return sorted((int(m.group(1)), p) for p in root.iterdir() if p.is_file() and (m := pattern.match(p.name)))
 
 
 def record_step(data: Any) -> int:

@@ -8,17 +8,18 @@ Three parts:
 
 1. **Generalization.** Two PPO runs of ``--minutes`` each, with the trainer's own defaults for their
    opponents: ``--vs league`` (the recipe: a warm-up against the top rung, then prioritized fictitious
-   self-play over the ladder and the run's own checkpoints, taught by the top rung) and ``--vs crank``.
+   self-play over the ladder, the run's own checkpoints and its main exploiter's) and ``--vs crank``.
    ``--config FILE`` and ``--set SECTION.NAME=VALUE`` change the main runs' settings exactly as they do
    ``arena train ppo``'s. The final checkpoint and the weights each run kept in ``best.pt`` (chosen by
-   its evaluations, inside the budget) each play ``--games`` deterministic games (half from each side,
-   other seeds than the evaluations') against every ladder agent.
+   its evaluations, inside the budget) each play ``--games`` games (half from each side, other seeds than
+   the evaluations') against every ladder agent, sampled and deterministically (``--policies``).
 2. **Rating over training.** A round-robin tournament of the league run's checkpoints and the ladder,
    the ladder as references (``benchmarks/rating_over_training.py``): Spearman(step, reference Elo)
    among the checkpoints, how many are above every reference, and the Spearman of the Elo of all games.
-3. **Exploitability.** For each final checkpoint, a fresh PPO trained ``--exploit-minutes`` against it
-   alone (frozen), then scored over ``--games`` games against it (``benchmarks/exploitability.py``):
-   the exploiter's win rate (lower means a more robust policy). ``--exploit-minutes 0`` skips it.
+3. **Exploitability.** For the weights each run kept (``best.pt``, the deliverable; the final checkpoint
+   of a run that kept none), a fresh PPO trained ``--exploit-minutes`` against them alone (frozen), then
+   scored over ``--games`` games against them (``benchmarks/exploitability.py``): the exploiter's win
+   rate (lower means a more robust policy). ``--exploit-minutes 0`` skips it.
 
 Wall-clock figures depend on what else the machine runs; ``--parallel`` runs trainings at once, each
 with ``--threads`` torch threads.
@@ -42,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=20.0, help="training budget of each main run")
     parser.add_argument("--exploit-minutes", type=float, default=10.0, help="budget of each exploiter")
-    parser.add_argument("--games", type=int, default=1000, help="deterministic games per opponent")
+    parser.add_argument("--games", type=int, default=1000, help="games per opponent, weights and policy")
+    parser.add_argument("--policies", default="sampled,deterministic",
+                        help="how the scored weights play: sampled, deterministic or both")
     parser.add_argument("--games-per-pairing", type=int, default=200, help="rating-over-training league (0: none)")
     parser.add_argument("--parallel", type=int, default=2, help="trainings at once (each in its own process)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per training")
@@ -55,6 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-league-<time>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = parser.parse_args(argv)
+    from arena.agents import POLICIES
+
+    policies = tuple(p for p in args.policies.split(",") if p)
+    if not policies or set(policies) - set(POLICIES):
+        parser.error(f"--policies {args.policies!r}: expected some of {', '.join(POLICIES)}")
     from arena.training import BEST_CHECKPOINT, checkpoint_step, default_run_dir, league_agents, read_best
     from arena_ppo.prepare import given_settings
 
@@ -73,9 +81,11 @@ def main(argv: list[str] | None = None) -> int:
         jobs = {n: pool.submit(train, root / n, [n], args.minutes, args.seed, args.threads, settings) for n in runs}
         trained = {n: job.result() for n, job in jobs.items()}
         finals = {n: final_checkpoint(trained[n]["out"]) for n in runs}
+        kept = {n: Path(trained[n]["out"]) / BEST_CHECKPOINT for n in runs}
+        targets = {n: kept[n] if kept[n].is_file() else finals[n] for n in runs}
         exploited = {}
         if args.exploit_minutes > 0:
-            jobs = {n: pool.submit(exploit, finals[n], root / f"exploit-{n}", args.exploit_minutes, args.games,
+            jobs = {n: pool.submit(exploit, targets[n], root / f"exploit-{n}", args.exploit_minutes, args.games,
                                    args.seed + 1, args.threads) for n in runs}
             exploited = {n: job.result() for n, job in jobs.items()}
     result: dict[str, Any] = {"minutes": args.minutes, "exploit_minutes": args.exploit_minutes, "games": args.games,
@@ -83,13 +93,16 @@ def main(argv: list[str] | None = None) -> int:
                               "runs": {}}
     for n in runs:
         obs_mode = trained[n]["obs_mode"]
-        row = {**trained[n], "final": str(finals[n]),
-               "scores": score(finals[n], ladder, args.games, args.seed, obs_mode)}
-        kept = read_best(trained[n]["out"])
-        if kept is not None:  # chosen on the evaluation's games (seed + 10,000), scored on fresh ones
-            same = kept.step == checkpoint_step(finals[n])  # the final weights: their scores are in hand
-            row["best"] = {**kept.to_dict(), "scores": row["scores"] if same else score(
-                Path(trained[n]["out"]) / BEST_CHECKPOINT, ladder, args.games, args.seed, obs_mode)}
+
+        def scores(weights: Path, obs_mode: str = obs_mode) -> dict[str, dict[str, dict[str, Any]]]:
+            return {p: score(weights, ladder, args.games, args.seed, obs_mode, policies=(p, "deterministic"))
+                    for p in policies}
+
+        row = {**trained[n], "final": str(finals[n]), "scores": scores(finals[n])}
+        record = read_best(trained[n]["out"])
+        if record is not None:  # chosen on the evaluation's games (seed + 10,000), scored on fresh ones
+            same = record.step == checkpoint_step(finals[n])  # the final weights: their scores are in hand
+            row["best"] = {**record.to_dict(), "scores": row["scores"] if same else scores(kept[n])}
         if n in exploited:
             row["exploiter"] = exploited[n]
         result["runs"][n] = row
@@ -101,14 +114,19 @@ def main(argv: list[str] | None = None) -> int:
         return "  ".join(f"{scores[r]['wins']:>4}-{scores[r]['draws']}-{scores[r]['losses']} "
                          f"{scores[r]['win_rate']:>4.0%}".rjust(16) for r in ladder)
 
-    print(f"\n{'run':<8} {'env steps':>12} {'steps/s':>8}  " + "  ".join(f"{r:>16}" for r in ladder)
-          + f"  {'exploiter wins':>15}")
+    for policy in policies:
+        print(f"\nplaying {policy}\n{'run':<8} {'env steps':>12} {'steps/s':>8}  "
+              + "  ".join(f"{r:>16}" for r in ladder))
+        for n, row in result["runs"].items():
+            print(f"{n:<8} {row['env_steps']:>12,} {row['steps_per_s']:>8,.0f}  " + cells(row["scores"][policy]))
+            if "best" in row:
+                print(f"{'  best':<8} {row['best']['step']:>12,} {'':>8}  " + cells(row["best"]["scores"][policy]))
     for n, row in result["runs"].items():
         ex = row.get("exploiter")
-        print(f"{n:<8} {row['env_steps']:>12,} {row['steps_per_s']:>8,.0f}  " + cells(row["scores"])
-              + (f"  {ex['wins']:>5} ({ex['win_rate']:.1%})" if ex else ""))
-        if "best" in row:
-            print(f"{'  best':<8} {row['best']['step']:>12,} {'':>8}  " + cells(row["best"]["scores"]))
+        if ex:
+            print(f"{n}: an exploiter of {Path(ex['target']).name} won {ex['wins']} of "
+                  f"{ex['wins'] + ex['draws'] + ex['losses']} games "
+                  f"({ex['win_rate']:.1%})")
         if row["warm_up_steps"]:
             print(f"{'':<8} (the first {row['warm_up_steps']:,} steps against {ladder[-1]} alone)")
     rating = result.get("rating")

@@ -162,6 +162,17 @@ class OpponentPool:
                 raise failure
         self._seating = None
 
+    def replace_agent(self, group: int, agent: Any) -> None:
+        """A fixed ``--vs`` entry (``group``) played by ``agent`` from now on, reset (a league's exploiter
+        plays the learner as it is at each rollout)."""
+        for slot in self.slots:
+            if slot.group == group:
+                slot.agent = agent
+                failure = checked_call(agent.reset, *self.who(slot), "reset", None)
+                if failure is not None:
+                    raise failure
+        self._seating = None
+
     def assign(self, slot: Slot, name: str) -> None:
         assert self.self_play is not None
         slot.agent, slot.checkpoint = self.own_copy(self.self_play.agent(name), slot), name

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.guard import AgentCodeError, call_agent
-from arena.run_files import checkpoint_step, list_checkpoints
+from arena.run_files import checkpoint_step, list_checkpoints, list_exploiters
 
 if TYPE_CHECKING:
     import torch
@@ -66,8 +66,9 @@ class SelfPlayPool:
     def refresh(self) -> None:
         for name in self.fixed:
             self.records.setdefault(name, Tally())
-        for path in list_checkpoints(self.directory):
-            if path.name not in self.skipped and (checkpoint_step(path) or 0) >= self.since:
+        found = [(checkpoint_step(path) or 0, path) for path in list_checkpoints(self.directory)]
+        for step, path in found + list_exploiters(self.directory):  # a league's exploiters join as its past does
+            if path.name not in self.skipped and step >= self.since:
                 self.records.setdefault(path.name, Tally())
 
     def weights(self) -> dict[str, float]:

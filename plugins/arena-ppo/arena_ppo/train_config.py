@@ -100,8 +100,8 @@ class RunConfig:
 
     vs: tuple[str, ...] = setting(factory=lambda: ("crank",), cli=True, fixed=True, metavar="NAME[=WEIGHT]",
                                   help="Opponent, repeatable: an agent name, ckpt:PATH, self (the run's past "
-                                       "checkpoints) or league (the ladder and the run's past, with a warm-up "
-                                       "and a teacher). Envs are split by weight.")
+                                       "checkpoints) or league (the ladder, the run's past and its exploiter, "
+                                       "after a warm-up). Envs are split by weight.")
     team_size: int = setting(1, "Aircraft a side: the policy flies every seat of its team.", cli=True, fixed=True,
                              low=1, high=8)
     obs_mode: str = setting("default", "extended adds aspect, enemy missiles and the nearest threat (the league "
@@ -125,16 +125,19 @@ class RunConfig:
     eval_policy: str = setting(DEFAULT_POLICY, "How the policy plays in evaluations: sampled, as it trains and as "
                                                "tournaments play checkpoints by default, or deterministic.",
                                fixed=True, choices=PLAY_POLICIES)
-    keep_best: bool = setting(True, "Keep the evaluated weights with the best rating against the references in "
-                                    "best.pt.")
+    keep_best: bool = setting(True, "Keep the evaluated weights that score best against the opponents trained "
+                                    "against in best.pt (a league's: the best rating against the rungs).")
     floor: float = setting(0.25, "Share of the envs that play the random placeholder besides vs, so the policy "
                                  "also learns to find an opponent that does not come at it.", fixed=True, low=0,
                            high=0.9)
     kickstart: str = setting(NO_TEACHER, "Teacher whose actions on the learner's states are an extra loss: an "
-                                         "agent name or ckpt:PATH, or none (a league duel: the ladder's top rung).",
+                                         "agent name or ckpt:PATH, or none.",
                              cli=True, metavar="NAME|ckpt:PATH|none")
     warm_up_steps: int = setting(12_000_000, "league: env steps against the ladder's top rung alone before the "
                                              "league opens; 0: none.", fixed=True, low=0, high=MAX_STEPS)
+    exploiter_share: float = setting(0.2, "league: share of the league stage's env steps that train a main "
+                                          "exploiter against the learner, whose winning weights join the league; 0: "
+                                          "none.", fixed=True, low=0, high=0.9)
     ladder_share: float = setting(0.8, "league: share of the drawn opponents taken from the ladder once the run "
                                        "has checkpoints; the rest are its own.", low=0, low_open=True, high=1)
     pfsp_power: float = setting(2.0, "self/league: an opponent's weight is (1 - score)^power, floored at 0.05.",
@@ -221,8 +224,9 @@ def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = Non
     """A trainer's defaults for a run given ``given`` (settings by key).
 
     mappo's are 2-v-2 teams, ValueNorm and the central critic. A league duel (``run.vs`` with
-    ``league``, one aircraft a side) is the recipe that beat the whole ladder: the extended observation
-    and the ladder's top rung as teacher, besides the warm-up (docs/experiments/).
+    ``league``, one aircraft a side) reads the extended observation (the missile warning). It has no
+    teacher: a user with a new scenario has none to copy; ``run.kickstart`` adds one
+    (docs/experiments/ holds the recipe taught by the ladder's top rung).
     """
     given = given or {}
     cfg = TrainConfig()
@@ -232,10 +236,7 @@ def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = Non
         cfg.ppo.value_norm = True
     vs, team_size = given.get("run.vs", cfg.run.vs), given.get("run.team_size", cfg.run.team_size)
     if team_size == 1 and plays_league(vs):
-        from arena.training import league_agents
-
         cfg.run.obs_mode = "extended"
-        cfg.run.kickstart = league_agents()[-1]
     return cfg
 
 

@@ -44,7 +44,7 @@ HELP = """Train a PPO agent against an opponent pool.
 
 \b
   arena train ppo --vs crank
-  arena train ppo --vs league                       # the ladder, a warm-up and a teacher
+  arena train ppo --vs league                       # the ladder, a warm-up, its past, an exploiter
   arena train ppo --vs crank=3 --vs self --set ppo.entropy_coef=0.003
   arena train ppo --config runs/ppo-20250101-120000/config.yaml --seed 1
   arena train ppo --resume runs/ppo-20250101-120000/ckpt_004194304.pt --max-steps 40000000
@@ -314,6 +314,12 @@ def describe_run(runner: Any, algorithm: str, out: Path) -> str:
     warm_up = runner.opponents.warm_up_steps
     if warm_up and not runner.opponents.league_open:
         taught += f"; the league after {warm_up:,} steps against {runner.opponents.warm_up_opponent} alone"
+    if runner.opponents.ladder:
+        taught += (f"; the league draws the ladder {cfg.run.ladder_share:.0%} of the time, the run's past "
+                   f"{'and its exploiters ' if runner.exploiter is not None else ''}the rest")
+    if runner.exploiter is not None:
+        taught += (f"; a main exploiter trains against the learner on {cfg.run.exploiter_share:.0%} of the league's "
+                   f"steps (the learner on {1 - cfg.run.exploiter_share:.0%})")
     compiled, why = runner.ctx.compile_update
     update = "compiled" if compiled else f"eager ({why})"
     step = runner.env.step_path
@@ -331,6 +337,8 @@ def describe_end(runner: Any, out: Path) -> str:
     best = runner.best
     if best is not None:
         rated = f"{best.rating.describe()} against the references, " if best.rating is not None else ""
+        if best.aim is not None:
+            rated = f"score {best.aim:.3f} against the opponents it trained against, {rated}"
         text += (f"\nbest: {out / BEST_CHECKPOINT}, the weights of step {best.step:,} ({rated}playing "
                  f"{best.policy or 'deterministic'}; worst score {best.worst:.3f}, against {best.weakest()})")
     return text

@@ -141,12 +141,12 @@ def test_a_kickstarted_run_logs_the_teachers_loss_at_every_update(tmp_path):
     assert saved["config"]["ppo"]["kickstart_coef"] == 0.5
 
 
-def test_a_league_duel_defaults_to_the_recipe_taught_by_the_top_rung():
-    from arena.training import league_agents
+def test_a_league_duel_has_no_teacher_unless_given_one():
     from arena_ppo.prepare import build_config
 
     league = build_config("ppo", {"run.vs": ("league",)}).run
-    assert (league.teacher(), league.obs_mode) == (league_agents()[-1], "extended") == ("ace", "extended")
+    assert (league.teacher(), league.obs_mode) == ("", "extended")
+    assert build_config("ppo", {"run.vs": ("league",), "run.kickstart": "ace"}).run.teacher() == "ace"
     assert build_config("ppo", {"run.vs": ("crank",)}).run.teacher() == ""
     assert build_config("ppo", {"run.vs": ("league",), "run.kickstart": "none"}).run.teacher() == ""
     assert build_config("ppo", {"run.vs": ("crank",), "run.kickstart": "sniper"}).run.teacher() == "sniper"

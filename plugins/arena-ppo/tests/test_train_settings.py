@@ -172,7 +172,10 @@ def test_a_league_warms_up_against_the_top_rung_then_opens_with_a_fresh_optimize
     straight, split = tmp_path / "straight", tmp_path / "split"
     result = train("ppo", *common, "--max-steps", "768", "--out", str(straight))
     assert result.exit_code == 0, result.output
-    assert "taught by ace (weight 1); the league after 300 steps against ace alone" in result.output
+    assert ("the league after 300 steps against ace alone; the league draws the ladder 80% of the time, the run's "
+            "past and its exploiters the rest; a main exploiter trains against the learner on 20% of the league's "
+            "steps (the learner on 80%)") in result.output
+    assert "taught by" not in result.output
     assert "warm-up done after 384 steps: the league opens" in result.output
     warm = torch.load(straight / "ckpt_000000384.pt", weights_only=True)
     assert warm["opponents"].get("self_play") is None  # the warm-up pool: the ace and the floor
@@ -187,6 +190,10 @@ def test_a_league_warms_up_against_the_top_rung_then_opens_with_a_fresh_optimize
     a, b = (torch.load(d / "ckpt_000000768.pt", weights_only=True) for d in (straight, split))
     assert all(torch.equal(v, b["model"][k]) for k, v in a["model"].items())
     assert a["opponents"]["self_play"] == b["opponents"]["self_play"]
+    assert (warm["exploiter"]["started"], warm["exploiter"]["steps"]) == (-1, 0)  # it starts with the league
+    ea, eb = a["exploiter"], b["exploiter"]
+    assert ea["started"] == 384 and ea["steps"] == eb["steps"] > 0
+    assert all(torch.equal(v, eb["checkpoint"]["model"][k]) for k, v in ea["checkpoint"]["model"].items())
 
 
 def test_a_warm_up_longer_than_the_run_is_warned_of(tmp_path):

@@ -48,6 +48,7 @@ from arena_ppo.kickstart import Teacher
 from arena_ppo.process_sync import ProcessSync
 from arena_ppo.runners.context import RewardFn, RunContext
 from arena_ppo.runners.evaluator import Evaluator
+from arena_ppo.runners.exploiter import MainExploiter
 from arena_ppo.runners.resume import Counters, read_state, rng_state
 from arena_ppo.runners.rollouts import Rollouts
 from arena_ppo.runners.training_opponents import TrainingOpponents
@@ -89,7 +90,7 @@ class OnPolicyRunner:
         self.config = replace(ctx.cfg, network=self.agent.network)  # with the resolved input sizes: config.yaml
         self.algorithm = self.build_algorithm()
         ctx.seed_streams()
-        self.opponents = TrainingOpponents(ctx, self._load_snapshot, self._snapshot)
+        self.opponents = TrainingOpponents(ctx, self._load_snapshot, self.frozen_copy)
         teacher = ctx.cfg.run.teacher()
         self.teacher = Teacher(teacher, ctx.make_opponent, ctx.local_envs, self.device, ctx.seats) if teacher else None
         self.algorithm.kickstart_coef = ctx.cfg.ppo.kickstart_coef if self.teacher is not None else 0.0
@@ -99,6 +100,7 @@ class OnPolicyRunner:
                                  reward_fn=ctx.reward_fn, teacher=self.teacher, active_masks=self.active_masks,
                                  hidden_sizes=self.hidden_sizes)
         run = ctx.cfg.run
+        self.exploiter = self.build_exploiter()
         self.evaluator = Evaluator(self.opponents.specs, ctx.make_opponent, ctx.env_config, self.device, ctx.seed,
                                    run.eval_games, ctx.out_dir, ctx.sync, keep=run.keep_best, echo=ctx.echo,
                                    policy=run.eval_policy)
@@ -170,6 +172,20 @@ class OnPolicyRunner:
         self.sync.attach(self.agent)
         return algorithm
 
+    def build_exploiter(self) -> MainExploiter | None:
+        """A league's main exploiter (run.exploiter_share of the league stage's steps), on one process."""
+        share = self.cfg.run.exploiter_share
+        if not share or not any(s.kind == "league" for s in self.opponents.specs):
+            return None
+        if self.sync.several:
+            self._echo(f"note: run.exploiter_share {share:g} is ignored on {self.sync.world_size} processes: the "
+                       f"main exploiter trains on one; this league has none")
+            return None
+        exploiter = MainExploiter(self, share)
+        if self.opponents.league_open:
+            exploiter.start(self.counters.env_steps)
+        return exploiter
+
     def open_league(self) -> None:
         """The warm-up is over and the league's pool is in: new battles, and a fresh optimizer for the new stage."""
         self.rollouts.restart_all()
@@ -178,6 +194,8 @@ class OnPolicyRunner:
         self.algorithm.kickstart_coef = coef
         self.algorithm.init_storage(storage)
         self._echo(f"warm-up done after {self.counters.env_steps:,} steps: the league opens")
+        if self.exploiter is not None:
+            self.exploiter.start(self.counters.env_steps)
 
     @property
     def pool(self) -> OpponentPool:
@@ -188,8 +206,8 @@ class OnPolicyRunner:
     def _load_snapshot(self, path: Path) -> PPOAgent:
         return self.agent_class.load(path, device=self.device, env_config=self.env_config)
 
-    def _snapshot(self) -> PPOAgent:
-        """A frozen copy of the learner as it is now (self-play before the first checkpoint)."""
+    def frozen_copy(self) -> PPOAgent:
+        """A frozen copy of the learner as it is now (self-play before the first checkpoint, a league's exploiter)."""
         return self.agent_class.load(self.agent.checkpoint(), device=self.device, env_config=self.env_config)
 
     # -- collection -------------------------------------------------------------------------------
@@ -297,6 +315,8 @@ class OnPolicyRunner:
                    "sps": steps / max(t2 - t0, 1e-9), "collect_sps": steps / max(t1 - t0, 1e-9)}
         if self.teacher is not None:
             metrics["kickstart_loss"] = losses.get("kickstart_loss", float("nan"))
+        if self.exploiter is not None:
+            metrics.update(self.exploiter.turn(self.counters.env_steps))
         tallies = self._tallies()
         if len(self.pool.specs) > 1:
             for spec, (wins, games) in zip(self.pool.specs, tallies):
@@ -353,6 +373,7 @@ class OnPolicyRunner:
                 "opponents": self.opponents.state_dict(), "config": to_plain(self.config),
                 "hidden": {k: v.clone() for k, v in self.rollouts.hidden.items()},
                 **({"teacher": self.teacher.state_dict()} if self.teacher is not None else {}),
+                **({"exploiter": self.exploiter.state_dict()} if self.exploiter is not None else {}),
                 **({"best": best.to_dict()} if best is not None else {}),
                 "metrics": {k: float(v) for k, v in self.last_metrics.items()}}
 
@@ -383,6 +404,8 @@ class OnPolicyRunner:
     def restore(self, data: dict[str, Any]) -> None:
         """Continue from a checkpoint written by :meth:`save`; ``ValueError`` naming a damaged part."""
         data = self.sync.rank_part(data)  # this process's envs, streams
+        if self.exploiter is not None and "exploiter" in data:  # first: the learner's global stream is read last
+            self.exploiter.load_state_dict(data["exploiter"])
         restored = read_state(data, agent=self.agent, algorithm=self.algorithm, env=self.env,
                               generators=self.generators, opponents=self.opponents, hidden=self.rollouts.hidden,
                               teacher=self.teacher, device=self.device)
