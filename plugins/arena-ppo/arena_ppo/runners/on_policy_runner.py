@@ -410,5 +410,7 @@ class OnPolicyRunner:
                               generators=self.generators, opponents=self.opponents, hidden=self.rollouts.hidden,
                               teacher=self.teacher, device=self.device)
         self.counters, self.last_metrics, self.rollouts.obs = restored.counters, restored.metrics, restored.obs
+        if self.exploiter is not None and "exploiter" not in data and self.opponents.league_open:
+            self.exploiter.start(self.counters.env_steps)  # a league saved before exploiters: one starts now
         self.rollouts.hidden = restored.hidden or self.rollouts.hidden
         self.evaluator.best = restored.best
