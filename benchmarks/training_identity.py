@@ -132,10 +132,12 @@ def first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
     if a["checkpoint"] != b["checkpoint"]:
         return f"final checkpoint {a['checkpoint']} against {b['checkpoint']}"
     ta, tb = a["tensors"], b["tensors"]
-    for key in sorted(set(ta) | set(tb)):
-        if ta.get(key) != tb.get(key):
-            return f"checkpoint {key} differs" if key in ta and key in tb else f"checkpoint {key} only on one side"
-    return ""
+    keys = [key for key in sorted(set(ta) | set(tb)) if ta.get(key) != tb.get(key)]
+    if not keys:
+        return ""
+    # every differing entry is named, so a new field of a record is not mistaken for a change of the weights
+    parts = [f"{key} differs" if key in ta and key in tb else f"{key} only on one side" for key in keys[:4]]
+    return "checkpoint " + ", ".join(parts) + (f" and {len(keys) - 4} more" if len(keys) > 4 else "")
 
 
 def main() -> None:
