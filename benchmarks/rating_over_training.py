@@ -4,6 +4,7 @@
     python benchmarks/rating_over_training.py runs/a runs/b --policy deterministic --games-per-pairing 400
     python benchmarks/rating_over_training.py runs/a --policy both       # sampled and deterministic play, side by side
     python benchmarks/rating_over_training.py runs/a --gauntlet          # each checkpoint against the references alone
+    python benchmarks/rating_over_training.py runs/a --from-evaluations  # from the run's own eval.csv: no games
 
 For each run folder a round-robin league of its checkpoints (``ckpt_*.pt``) and the references (by
 default every rung of the ladder) is played into ``RUN/rating-<policy>/``, and the table says what
@@ -60,6 +61,33 @@ def rate_run(run: Path, references: list[str], policy: str, games_per_pairing: i
             "minutes": (time.perf_counter() - start) / 60, "report": str(folder / "report.md"),
             "ratings": [{"step": int(r.step), "reference_elo": r.reference_elo, "reference_low": r.reference_low,
                          "reference_high": r.reference_high, "elo": r.elo} for r in progress.frame.itertuples()]}
+
+
+def rate_evaluations(run: Path) -> dict[str, Any]:
+    """What the run's own evaluations say over training, no game played: each evaluation (eval.csv) rates
+    the weights of its step against the run's references (for a league, every rung) from its games, as
+    a gauntlet of those references would; the same Spearman and later-below pairs as :func:`rate_run`."""
+    import csv
+
+    from arena.tournament.over_training import inversions, rank_correlation
+
+    path = run / "eval.csv"
+    try:
+        rows = [r for r in csv.DictReader(path.open()) if r.get("eval_elo") not in (None, "")]
+    except OSError as exc:
+        raise SystemExit(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if len(rows) < 2:
+        raise SystemExit(f"{path}: fewer than two rated evaluations")
+    steps = [int(float(r["step"])) for r in rows]
+    elo, low, high = ([float(r[f"eval_elo{part}"]) for r in rows] for part in ("", "_low", "_high"))
+    finite = [i for i, v in enumerate(elo) if math.isfinite(v)]
+    return {"run": str(run), "policy": "evaluations", "checkpoints": len(rows), "rated": len(finite),
+            "above": sum(v == math.inf for v in elo), "below": sum(v == -math.inf for v in elo),
+            "spearman": rank_correlation([steps[i] for i in finite], [elo[i] for i in finite]),
+            "later_below": inversions(low, high), "all_games_spearman": math.nan, "best_step": None,
+            "best_rank": None, "games": 0, "minutes": 0.0, "report": str(path),
+            "ratings": [{"step": st, "reference_elo": e, "reference_low": lo, "reference_high": hi, "elo": e}
+                        for st, e, lo, hi in zip(steps, elo, low, high)]}
 
 
 def plain(value: Any) -> Any:
@@ -130,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gauntlet", action="store_true",
                         help="the checkpoints play the references alone, not each other: far fewer games for a "
                              "long run (the Spearman of all games is then of those games alone)")
+    parser.add_argument("--from-evaluations", action="store_true",
+                        help="read the run's own evaluations (eval.csv: its references, the games it played "
+                             "sampled or as run.eval_policy says) instead of playing a league")
     parser.add_argument("--kept", action="store_true",
                         help="also replay the trainer's evaluations (200 games a reference, playing by each policy) "
                              "on the checkpoints: the step best.pt would hold")
@@ -139,10 +170,16 @@ def main(argv: list[str] | None = None) -> int:
 
     references = [r for r in args.references.split(",") if r] or league_agents()
     policies = ["sampled", "deterministic"] if args.policy == "both" else [args.policy]
-    print(f"references: {', '.join(references)}; {args.games_per_pairing} games a pairing, "
-          f"{'the checkpoints against the references' if args.gauntlet else 'round robin'}", flush=True)
-    rows = [rate_run(run, references, policy, args.games_per_pairing, args.seed, args.threads, args.gauntlet)
-            for run in args.runs for policy in policies]
+    if args.from_evaluations:
+        if args.kept or args.gauntlet:
+            parser.error("--from-evaluations plays no games: --kept and --gauntlet do not apply")
+        print("each run's own evaluations (eval.csv), against its references", flush=True)
+        rows = [rate_evaluations(run) for run in args.runs]
+    else:
+        print(f"references: {', '.join(references)}; {args.games_per_pairing} games a pairing, "
+              f"{'the checkpoints against the references' if args.gauntlet else 'round robin'}", flush=True)
+        rows = [rate_run(run, references, policy, args.games_per_pairing, args.seed, args.threads, args.gauntlet)
+                for run in args.runs for policy in policies]
     for row in rows if args.kept else ():
         row["kept_step"] = kept_by_evaluations(Path(row["run"]), references, row["policy"], 200)
         row["kept_rank"] = rank_of(row["kept_step"], row["ratings"])
