@@ -101,6 +101,7 @@ def test_closing_the_terminal_stops_the_processes_cleanly(tmp_path, spawned):
 
     def own_terminal() -> None:
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)  # after start_new_session's setsid: the pty is the controlling tty
+        hang_ups_heard()
 
     try:
         launcher = subprocess.Popen([sys.executable, "-c", LAUNCH, str(tmp_path)], env=env(), stdin=slave,
@@ -116,10 +117,16 @@ def test_closing_the_terminal_stops_the_processes_cleanly(tmp_path, spawned):
     assert_stopped_once(tmp_path, pids)
 
 
+def hang_ups_heard() -> None:
+    """In the launcher's process before it starts: SIGHUP as a terminal's job gets it, even when the suite
+    runs under ``nohup`` (whose ignored SIGHUP the launcher rightly keeps: the run outlives the terminal)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 @linux
 def test_a_hang_up_the_launcher_passes_on_stops_the_processes(tmp_path, spawned):
     launcher = subprocess.Popen([sys.executable, "-c", LAUNCH, str(tmp_path)], env=env(), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
+                                stderr=subprocess.STDOUT, text=True, preexec_fn=hang_ups_heard)
     spawned.append(launcher)
     pids = worker_pids(tmp_path, spawned)
     launcher.send_signal(signal.SIGHUP)
