@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.guard import AgentCodeError, call_agent
-from arena.run_files import checkpoint_step, list_checkpoints, list_exploiters
+from arena.run_files import CHECKPOINT_PATTERN, files_by_step, list_exploiters
 
 if TYPE_CHECKING:
     import torch
@@ -66,8 +66,8 @@ class SelfPlayPool:
     def refresh(self) -> None:
         for name in self.fixed:
             self.records.setdefault(name, Tally())
-        found = [(checkpoint_step(path) or 0, path) for path in list_checkpoints(self.directory)]
-        for step, path in found + list_exploiters(self.directory):  # a league's exploiters join as its past does
+        found = files_by_step(self.directory, CHECKPOINT_PATTERN) + list_exploiters(self.directory)
+        for step, path in found:  # a league's exploiters join as its past does
             if path.name not in self.skipped and step >= self.since:
                 self.records.setdefault(path.name, Tally())
 

@@ -186,13 +186,17 @@ class OnPolicyRunner:
             exploiter.start(self.counters.env_steps)
         return exploiter
 
-    def open_league(self) -> None:
-        """The warm-up is over and the league's pool is in: new battles, and a fresh optimizer for the new stage."""
+    def new_stage(self) -> None:
+        """New battles, and a fresh optimizer over the same rollout storage and teacher weight."""
         self.rollouts.restart_all()
         coef, storage = self.algorithm.kickstart_coef, self.storage
         self.algorithm = self.build_algorithm()
         self.algorithm.kickstart_coef = coef
         self.algorithm.init_storage(storage)
+
+    def open_league(self) -> None:
+        """The warm-up is over and the league's pool is in: a new stage, and the exploiter starts."""
+        self.new_stage()
         self._echo(f"warm-up done after {self.counters.env_steps:,} steps: the league opens")
         if self.exploiter is not None:
             self.exploiter.start(self.counters.env_steps)
