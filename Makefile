@@ -22,8 +22,12 @@ DEMO_DIR := runs/demo
 DEMO_TRAIN_SECONDS ?= 120
 # The suite runs in one worker process per core (pytest-xdist); TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= auto
+# `make test-portable`: the suite under the plainest CPU kernels of torch and OpenBLAS, as a machine
+# with another CPU computes: a test whose exact numbers or trained scores hold only on this CPU fails.
+PORTABLE_KERNELS := ATEN_CPU_CAPABILITY=default OPENBLAS_CORETYPE=Prescott
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-.PHONY: install install-core browser lint test demo bench clean
+.PHONY: install install-core browser lint test test-portable demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,7 +56,10 @@ lint: install
 	$(BIN)/mypy
 
 test: install browser lint
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(PYTEST)
+
+test-portable: install browser
+	$(PORTABLE_KERNELS) $(PYTEST)
 
 demo: install-core
 	rm -rf $(DEMO_DIR)

@@ -132,6 +132,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     optim = torch.optim.Adam(loss_fn.parameters(), lr=args.lr, eps=1e-5)
 
     start, frames = time.perf_counter(), 0
+    rewards: list[float] = []  # the mean reward per step of each rollout: the learning curve
     for batch in collector:
         with torch.no_grad():
             advantage(batch)
@@ -147,6 +148,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         norm.update(batch["observation"])
         collector.update_policy_weights_()
         frames += batch.numel()
+        rewards.append(float(batch["next", "reward"].mean()))
         ended = batch["next", "done"]
         if args.log and ended.any():
             outcome = batch["next", "reward"][ended]  # the last step's reward carries the result (±1)
@@ -160,7 +162,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     result = score(actor, args.opponent, args.games, args.seed)
     print(f"TorchRL PPO: {frames:,} steps in {wall:.0f} s ({frames / wall:,.0f} env-steps/s) against "
           f"{args.opponent}: {result}")
-    return {**result, "steps": frames, "seconds": wall}
+    return {**result, "steps": frames, "seconds": wall, "rewards": rewards}
 
 
 if __name__ == "__main__":

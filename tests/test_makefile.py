@@ -55,3 +55,10 @@ def test_test_after_demo_adds_only_the_extras(tmp_path: Path) -> None:
     (venv / ".installed-core").touch()
     pips = installs(dry_run("test", venv))
     assert len(pips) == 1 and '".[dev]"' in pips[0], pips
+
+
+def test_test_portable_runs_the_suite_under_the_plainest_kernels(tmp_path: Path) -> None:
+    commands = dry_run("test-portable", tmp_path / "venv")
+    suite = [line for line in commands if " -m pytest " in line]
+    assert suite == [f"ATEN_CPU_CAPABILITY=default OPENBLAS_CORETYPE=Prescott {tmp_path / 'venv'}/bin/python -m pytest "
+                     f"-q -n auto --dist loadgroup"], commands

@@ -35,6 +35,9 @@ BOOTSTRAP_CHUNK_CELLS = 1 << 21  # score-matrix cells fitted at once in the boot
 # Refitting every resample costs rounds × P³: above this the intervals come from the fit's sandwich
 # covariance instead (1000 rounds: refits up to 64 participants).
 EXACT_BOOTSTRAP_BUDGET = 1000 * 64**3
+# Two Elo values of one resample closer than this are tied for rank: their order would otherwise come
+# from the last bits of a linear solve, which differ between BLAS builds.
+RANK_TIE_ELO = 1e-6
 
 
 @dataclass(frozen=True)
@@ -289,8 +292,7 @@ def bradley_terry(games: Games, num_participants: int, rounds: int = 1000, seed:
     low, high = np.percentile(boot, [2.5, 97.5], axis=0)
     rank_low, rank_high = nan.copy(), nan.copy()
     if played.any():
-        among = boot[:, played]
-        ranks = np.argsort(np.argsort(-among, axis=1, kind="stable"), axis=1) + 1  # 1 = best in that resample
+        ranks = resample_ranks(boot[:, played])
         rank_low[played], rank_high[played] = np.percentile(ranks, [2.5, 97.5], axis=0, method="nearest")
     # What the bootstrap cannot tell: no games, a single game, only draws, no spread at all; the open
     # side of an unbeaten or winless record.
@@ -302,6 +304,19 @@ def bradley_terry(games: Games, num_participants: int, rounds: int = 1000, seed:
     high = np.where(np.array([f == "unbeaten" for f in flags]), np.inf, high)
     low = np.where(np.array([f == "winless" for f in flags]), -np.inf, low)
     return EloFit(np.where(played, elo, np.nan), low, high, rank_low, rank_high, flags, groups, method)
+
+
+def resample_ranks(values: np.ndarray, tie: float = RANK_TIE_ELO) -> np.ndarray:
+    """[rounds, P] rank of each participant in each resample (1 = best): one plus the number of
+    participants ahead of it by more than ``tie``, so near-equal values share the better rank on every
+    machine instead of being ordered by rounding."""
+    rounds, n = values.shape
+    ranks = np.empty((rounds, n), dtype=np.int64)
+    chunk = max(1, BOOTSTRAP_CHUNK_CELLS // max(1, n * n))
+    for start in range(0, rounds, chunk):
+        v = values[start:start + chunk]
+        ranks[start:start + chunk] = 1 + (v[:, None, :] > v[:, :, None] + tie).sum(-1)
+    return ranks
 
 
 def bootstrap_elo(score: np.ndarray, count: np.ndarray, draw_table: np.ndarray, theta_hat: np.ndarray, ridge: float,
@@ -344,6 +359,10 @@ def sandwich_draws(score: np.ndarray, count: np.ndarray, draw_table: np.ndarray,
     of their score residuals (win 1, draw ½, loss 0, minus the predicted score). It is what the
     bootstrap estimates, to first order, for the cost of a few P³ operations instead of ``rounds``
     refits, so it serves leagues of hundreds of participants. Draws keep the rank bounds.
+
+    The draws use the covariance's symmetric square root, which is unique: a root built from the
+    eigenvectors alone would depend on their signs and, for equal eigenvalues, on the basis the
+    LAPACK build picks, and every draw with it.
     """
     n = score.shape[0]
     prob = 1.0 / (1.0 + np.exp(-(theta_hat[:, None] - theta_hat[None, :])))
@@ -356,8 +375,9 @@ def sandwich_draws(score: np.ndarray, count: np.ndarray, draw_table: np.ndarray,
     inverse = np.linalg.inv(info)
     cov = inverse @ meat @ inverse
     values, vectors = np.linalg.eigh((cov + cov.T) / 2.0)
-    root = vectors * np.sqrt(np.clip(values, 0.0, None))
-    return theta_hat + rng.standard_normal((rounds, n)) @ root.T
+    values = np.where(values > values.max() * 1e-12, values, 0.0)  # rounding noise of a null direction
+    root = (vectors * np.sqrt(values)) @ vectors.T
+    return theta_hat + rng.standard_normal((rounds, n)) @ root
 
 
 # -- rating against fixed references -----------------------------------------------------------------

@@ -36,11 +36,13 @@ def outcome_of(alive: np.ndarray, team_size: int, length: int, max_steps: int) -
     return 0 if left[0] == left[1] else 1 if left[0] > left[1] else 2
 
 
-@pytest.mark.parametrize("team_size, max_time, num_envs", [(1, 300.0, 4), (2, 300.0, 4), (2, 150.0, 6)])
+@pytest.mark.parametrize("team_size, max_time, num_envs", [(1, 300.0, 16), (2, 300.0, 16), (2, 150.0, 48)])
 def test_last_frame_is_the_decided_battle(team_size, max_time, num_envs):
     """The last frame is the battle as it was decided, not the restarted one: every battle's winner is
-    the one its last frame shows. The seed's battles hold wins and draws, and with battles of 150 s a
-    win at the time limit by the count of aircraft alive."""
+    the one its last frame shows. The battles hold wins and draws, and with battles of 150 s a win at
+    the time limit by the count of aircraft alive: which battles end how depends on the CPU's float
+    kernels, so there are enough of them for each kind (over seeds 3-5 and two kernels, 16 battles held
+    at least 2 draws and 4 wins, and 24 battles of 150 s from 1 to 5 wins at the limit: 48 are flown)."""
     cfg = EnvConfig(team_size=team_size, max_time=max_time)
     battles, trace = first_battle(team_size=team_size, num_envs=num_envs, config=cfg)
     for battle in battles:

@@ -230,3 +230,38 @@ def test_the_sandwich_intervals_of_big_leagues_agree_with_the_bootstrap(monkeypa
     width_refit, width_drawn = refit.high - refit.low, drawn.high - drawn.low
     assert np.all(np.abs(width_drawn / width_refit - 1.0) < 0.2), (width_refit, width_drawn)
     assert np.all(np.abs(np.array(drawn.rank_low) - refit.rank_low) <= 1)
+
+
+def test_values_within_the_tie_tolerance_share_the_better_rank() -> None:
+    from arena.tournament.ratings import RANK_TIE_ELO, resample_ranks
+
+    values = np.array([[1200.0, 1000.0, 1000.0, 900.0], [1000.0, 1000.0 + RANK_TIE_ELO / 10, 1300.0, 700.0]])
+    assert resample_ranks(values).tolist() == [[1, 2, 2, 4], [2, 2, 1, 4]]
+    # a rounding-sized nudge in either direction changes no rank
+    nudged = values + np.array([[0.0, 1e-9, -1e-9, 0.0], [1e-9, -1e-9, 0.0, 0.0]])
+    assert (resample_ranks(nudged) == resample_ranks(values)).all()
+
+
+def test_the_sandwich_draws_do_not_depend_on_the_eigenvector_basis(monkeypatch) -> None:
+    """Equal eigenvalues leave LAPACK free to pick any basis of their space (and any signs): the draws,
+    and so the intervals and rank bounds, must come out the same for every choice."""
+    from arena.tournament import ratings
+
+    n = 6
+    count = np.ones((n, n)) - np.eye(n)  # a symmetric league: repeated eigenvalues
+    score = count / 2.0
+    theta = np.zeros(n)
+    reference = ratings.sandwich_draws(score, count, np.zeros((n, n)), theta, 1e-3, 50, np.random.default_rng(0))
+    eigh = np.linalg.eigh
+
+    def rotated(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        values, vectors = eigh(matrix)
+        top = np.isclose(values, values[-1])  # rotate within the repeated eigenvalue's space, flip signs
+        rotation, _ = np.linalg.qr(np.random.default_rng(1).standard_normal((top.sum(), top.sum())))
+        vectors = vectors.copy()
+        vectors[:, top] = vectors[:, top] @ rotation
+        return values, -vectors
+
+    monkeypatch.setattr(ratings.np.linalg, "eigh", rotated)
+    other = ratings.sandwich_draws(score, count, np.zeros((n, n)), theta, 1e-3, 50, np.random.default_rng(0))
+    np.testing.assert_allclose(other, reference, atol=1e-10)

@@ -133,6 +133,7 @@ class PPO:
         self.storage: RolloutStorage | None = None  # the rollout this algorithm learns from (init_storage)
         # The gradient step compiled whole (loss, backward, clip, Adam), or eager.
         self.compiled = compiled
+        self.eager_reason = ""  # the compiler's words when it failed here and the update fell back to eager
         if compiled:
             quiet_profiler_note()
         self._descend: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]] = (
@@ -290,7 +291,8 @@ class PPO:
             parts = self._descend(batch)
         except torch._dynamo.exc.TorchDynamoException as exc:
             first = str(exc).splitlines()[0][:200] if str(exc) else ""
-            say_once(f"arena: compiling the PPO update failed ({type(exc).__name__}: {first}); it runs eagerly")
+            self.eager_reason = f"{type(exc).__name__}: {first}"
+            say_once(f"arena: compiling the PPO update failed ({self.eager_reason}); it runs eagerly")
             self.model.load_state_dict(saved[0])
             self.optimizer.load_state_dict(saved[1])
             self.set_learning_rate(saved[2])
