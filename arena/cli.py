@@ -657,7 +657,8 @@ def tournament(file: str, fresh: bool, retry_forfeits: bool, device: str | None,
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 def leaderboard(directory: str, csv_path: str | None, fmt: str, as_json: bool) -> None:
     """Rebuild the reports in DIRECTORY (a tournament's output, or its YAML file) from the stored games,
-    without playing, and print the leaderboard. The database is only read, never written."""
+    without playing, and print the leaderboard. Given the YAML file, its rating section applies as the
+    file has it now (rank_by, bootstrap_rounds, ...). The database is only read, never written."""
     import sqlite3
     from pathlib import Path
 
@@ -665,13 +666,15 @@ def leaderboard(directory: str, csv_path: str | None, fmt: str, as_json: bool) -
     from arena.tournament.report import render
 
     target = Path(directory)
+    rating = None  # a league file's rating settings apply as the file now has them: they change no game
     try:
         if target.is_file() and target.suffix in (".yaml", ".yml"):
-            target = load_config(target).output
+            config = load_config(target)
+            target, rating = config.output, config.rating
         elif target.is_file() and target.suffix != ".sqlite":
             raise ArenaError(f"{target}: expected a tournament's output directory, its results.sqlite or its "
                              f"YAML file")
-        report = rebuild_report(target)
+        report = rebuild_report(target, rating=rating)
         if csv_path:
             Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
             report.leaderboard.to_csv(csv_path, index=False)

@@ -26,6 +26,7 @@ move that never returns is a time forfeit too instead of a hung league: the agen
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from arena.env import EnvConfig, TensorEnv
     from arena.env.actions import CleanAction
     from arena.guard import Watchdog
+
+log = logging.getLogger(__name__)
 
 SIDES: tuple[str, str] = ("p1", "p2")
 ACTION_KEYS: tuple[str, ...] = ("rudder", "throttle", "fire")
@@ -473,22 +476,58 @@ class Seating:
 
     def _troupes(self) -> list[Troupe]:
         """Controllers with rows whose agents can act as one (:func:`arena.families.family_key`), grouped."""
-        from arena.families import family_key
+        from arena.families import Family, act_together, family_key
+        from arena.guard import AgentCodeError, call_agent
 
         groups: dict[Any, list[int]] = {}
         for k, (c, rows) in enumerate(zip(self.controllers, self.rows)):
-            key = family_key(c.agent) if rows.count else None
+            if not rows.count:
+                continue
+            try:
+                key = call_agent(c.name, "family_key", family_key, c.agent)
+                hash(key)
+            except AgentCodeError as exc:
+                self._alone([k], exc.reason)
+                continue
+            except TypeError as exc:  # an unhashable key
+                self._alone([k], f"family_key() returned a key that is not hashable ({exc})")
+                continue
             if key is not None:
                 groups.setdefault((key, rows.flat, rows.standard), []).append(k)
-        return [self._troupe(members) for members in groups.values() if len(members) > 1]
+        troupes = []
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            streams = [lambda call, c=self.controllers[k]: self._own_rng(c, call) for k in members]
+            try:
+                family = call_agent(self.controllers[members[0]].name, "act_together", act_together,
+                                    [self.controllers[k].agent for k in members], self._member_rows(members),
+                                    streams)
+            except AgentCodeError as exc:
+                self._alone(members, exc.reason)
+                continue
+            if not isinstance(family, Family):
+                self._alone(members, f"act_together() returned {type(family).__name__}, not an object with act(), "
+                                     "reset() and keep_rows()")
+                continue
+            troupes.append(self._troupe(members, family))
+        return troupes
 
-    def _troupe(self, members: list[int], family: Any = None) -> Troupe:
-        """The family of ``members`` and where its rows sit (``family``: the one already acting for them)."""
+    def _member_rows(self, members: list[int]) -> list[int]:
+        """The rows each member of a family acts on (a row per seat if flown seat by seat)."""
+        seats = self.team_size if self.rows[members[0]].flat else 1
+        return [self.rows[k].count * seats for k in members]
+
+    def _alone(self, members: list[int], why: str) -> None:
+        """A family that cannot form: its members act one by one, said once."""
+        names = ", ".join(repr(self.controllers[k].name) for k in members)
+        log.warning("arena: agent%s %s: %s; %s one by one", "s" * (len(members) > 1), names, why,
+                    "they act" if len(members) > 1 else "it acts")
+
+    def _troupe(self, members: list[int], family: Any) -> Troupe:
+        """Where the rows of ``family``, acting for ``members``, sit."""
         import torch
 
-        from arena.families import act_together
-
-        seats = self.team_size if self.rows[members[0]].flat else 1
         sides: list[Any] = []
         place: list[list[int]] = [[], []]  # where each side's rows go in member order
         at = 0
@@ -509,11 +548,8 @@ class Seating:
             order = torch.empty_like(back)
             order[back] = torch.arange(back.numel())
             order, back = order.to(self.device), back.to(self.device)
-        rows = [self.rows[k].count * seats for k in members]
+        rows = self._member_rows(members)
         row_controller = torch.repeat_interleave(torch.tensor(members), torch.tensor(rows)).to(self.device)
-        if family is None:
-            streams = [lambda call, c=self.controllers[k]: self._own_rng(c, call) for k in members]
-            family = act_together([self.controllers[k].agent for k in members], rows, streams)
         troupe = Troupe(members, family, (sides[0], sides[1]), counts, order, back, row_controller,
                         self.rows[members[0]].flat, self.rows[members[0]].standard)
         troupe.inactive_rows = self._inactive(troupe)

@@ -78,12 +78,29 @@ def check_family(members: "list[Agent]", *, num_envs: int = 24, steps: int = 40,
     import torch
 
     from arena.env import EnvConfig, TensorEnv
-    from arena.families import family_key
+    from arena.families import Family, act_together, family_key
     from arena.loop import Controller, Seating, observation_config
 
     assert len(members) >= 2, "check_family: give at least two members"
-    keys = {family_key(m) for m in members}
-    assert len(keys) == 1 and None not in keys, f"check_family: the members' family keys differ or are None: {keys}"
+    keys = []
+    for i, member in enumerate(members):
+        try:
+            keys.append(family_key(member))
+            hash(keys[-1])
+        except TypeError as exc:
+            raise AssertionError(f"check_family: member {i}'s family_key() returned a key that is not hashable "
+                                 f"({exc})") from None
+        except Exception as exc:  # noqa: BLE001 - the fault this check exists to name
+            raise AssertionError(f"check_family: member {i}'s family_key() raised {type(exc).__name__}: "
+                                 f"{exc}") from None
+    assert len(set(keys)) == 1 and None not in keys, \
+        f"check_family: the members' family keys differ or are None: {keys}"
+    try:
+        family = act_together(copy.deepcopy(list(members)), [num_envs] * len(members))
+    except Exception as exc:  # noqa: BLE001
+        raise AssertionError(f"check_family: act_together() raised {type(exc).__name__}: {exc}") from None
+    assert isinstance(family, Family), (f"check_family: act_together() returned {type(family).__name__}, not an "
+                                        "object with act(), reset() and keep_rows()")
     config = observation_config(EnvConfig(team_size=team_size), members)
     env = TensorEnv(num_envs, device=device, seed=seed, config=config)
     owner = torch.arange(2 * num_envs).reshape(2, num_envs) % len(members)
@@ -109,9 +126,10 @@ def check_family(members: "list[Agent]", *, num_envs: int = 24, steps: int = 40,
                     assert not failures, f"check_family: keep_rows failed: {failures[0]}"
                 obs = env.keep_envs(envs)
             acted = []
-            for s in (alone, together):
+            for s, how in ((alone, "alone"), (together, "as a family")):
                 actions, failures = s.act(obs)
-                assert not failures, f"check_family: {failures[0]}"
+                failures += s.nan_failures()  # before the NaNs, cleaned to 0, are compared as actions
+                assert not failures, f"check_family: step {step}, {how}: {failures[0]}"
                 acted.append(actions)
             for side in ("p1", "p2"):
                 a, b = acted[0][side], acted[1][side]

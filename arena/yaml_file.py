@@ -168,7 +168,8 @@ def _check_depth(text: str, what: str, file: str | os.PathLike[str] | None) -> N
 
 
 def _check_expansion(root: yaml.Node, what: str, file: str | os.PathLike[str] | None) -> None:
-    """Refuse a node graph whose tree, with every alias expanded, has more than MAX_NODES values, or
+    """Refuse a node graph whose tree, with every alias expanded, has more than MAX_NODES values or is
+    nested more than MAX_DEPTH levels deep (aliases of aliases, each shallow, nest without bound), or
     that contains itself (``&a [*a]``). Iterative and memoised: linear in the file, whatever it expands to."""
 
     def children(node: yaml.Node) -> list[yaml.Node]:
@@ -179,6 +180,7 @@ def _check_expansion(root: yaml.Node, what: str, file: str | os.PathLike[str] | 
         return []
 
     size: dict[int, int] = {}
+    depth: dict[int, int] = {}  # levels of mappings and lists, aliases expanded
     open_nodes: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
@@ -186,7 +188,13 @@ def _check_expansion(root: yaml.Node, what: str, file: str | os.PathLike[str] | 
         nid = id(node)
         if finished:
             open_nodes.discard(nid)
-            size[nid] = min(MAX_NODES + 1, 1 + sum(size[id(c)] for c in children(node)))
+            below = children(node)
+            size[nid] = min(MAX_NODES + 1, 1 + sum(size[id(c)] for c in below))
+            container = isinstance(node, (yaml.SequenceNode, yaml.MappingNode))
+            depth[nid] = container + max((depth[id(c)] for c in below), default=0)
+            if depth[nid] > MAX_DEPTH:
+                raise YamlFileError(f"nested more than {MAX_DEPTH} levels deep once its aliases (*name) are "
+                                    f"expanded; expected a {what}", file)
             continue
         if nid in size:
             continue
@@ -197,6 +205,8 @@ def _check_expansion(root: yaml.Node, what: str, file: str | os.PathLike[str] | 
         open_nodes.add(nid)
         stack.append((node, True))
         stack.extend((c, False) for c in children(node))
+    if len(size) > MAX_NODES:  # as written, before any alias
+        raise YamlFileError(f"holds more than {MAX_NODES:,} values; expected a small {what}", file)
     if size[id(root)] > MAX_NODES:
         raise YamlFileError(f"expands to more than {MAX_NODES:,} values once its aliases (*name) are "
                             f"expanded; expected a small {what} (a 'billion laughs'?)", file)

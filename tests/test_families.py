@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, ClassVar
 
 import pytest
@@ -135,3 +136,69 @@ def test_timed_agents_act_alone() -> None:
 @pytest.mark.parametrize("agent", [BaseLoner(), Steerer()])
 def test_only_agents_that_opt_in_have_a_family_key(agent: Any) -> None:
     assert (family_key(agent) is None) == isinstance(agent, BaseLoner)
+
+
+class BadKey(Steerer):
+    """A steerer whose family_key or act_together is broken in the way ``fault`` names."""
+
+    fault: ClassVar[str] = ""
+
+    def family_key(self) -> Any:
+        if self.fault == "key raises":
+            raise RuntimeError("no key today")
+        if self.fault == "key exits":
+            raise SystemExit(7)
+        if self.fault == "key unhashable":
+            return ["a", "list"]
+        return super().family_key()
+
+    @classmethod
+    def act_together(cls, members: Any, rows: Any, streams: Any) -> Any:
+        if cls.fault == "together raises":
+            raise ValueError("cannot join")
+        if cls.fault == "together returns None":
+            return None
+        return super().act_together(members, rows, streams)
+
+
+@pytest.mark.parametrize("fault, words", [
+    ("key raises", "family_key() raised RuntimeError: no key today"),
+    ("key exits", "family_key() raised SystemExit (called sys.exit(7))"),
+    ("key unhashable", "family_key() returned a key that is not hashable"),
+    ("together raises", "act_together() raised ValueError: cannot join"),
+    ("together returns None", "act_together() returned NoneType, not an object with act(), reset() and keep_rows()"),
+])
+def test_a_broken_family_acts_one_by_one_with_one_line_naming_it(fault: str, words: str, monkeypatch, caplog) -> None:
+    monkeypatch.setattr(BadKey, "fault", fault)
+    agents = [BadKey(), BadKey(gain=2.0), BaseLoner()]
+    owner = torch.tensor([[0, 1, 2, 0], [1, 2, 0, 1]])
+    env = TensorEnv(4, seed=0)
+    with caplog.at_level("WARNING", logger="arena.loop"):
+        seating = Seating([Controller(a, f"a{i}", "p") for i, a in enumerate(agents)], owner, 1, env.device,
+                          families=True)
+    assert seating.troupes == []
+    assert len(caplog.records) == (2 if fault.startswith("key") else 1)
+    assert all(words in r.getMessage() and "'a0'" in caplog.text for r in caplog.records)
+    obs = env.reset()
+    actions, failures = seating.act(obs)
+    assert not failures and not seating.nan_failures()
+    fresh = [BadKey(), BadKey(gain=2.0), BaseLoner()]
+    alone = Seating([Controller(a, f"a{i}", "p") for i, a in enumerate(fresh)], owner, 1, env.device)
+    assert all(torch.equal(actions["p1"][k], alone.act(obs)[0]["p1"][k]) for k in actions["p1"])
+
+
+@pytest.mark.parametrize("fault, words", [
+    ("key raises", "member 0's family_key() raised RuntimeError: no key today"),
+    ("key unhashable", "member 0's family_key() returned a key that is not hashable"),
+    ("together raises", "act_together() raised ValueError: cannot join"),
+    ("together returns None", "act_together() returned NoneType, not an object with act(), reset() and keep_rows()"),
+])
+def test_check_family_names_a_broken_key_or_act_together(fault: str, words: str, monkeypatch) -> None:
+    monkeypatch.setattr(BadKey, "fault", fault)
+    with pytest.raises(AssertionError, match=re.escape(f"check_family: {words}")):
+        check_family([BadKey(), BadKey(gain=2.0)])
+
+
+def test_check_family_names_a_nan_before_comparing_actions() -> None:
+    with pytest.raises(AssertionError, match=r"check_family: step 0, alone: agent 'member 1' \(member\) returned NaN"):
+        check_family([Steerer(), Steerer(poison=1.0)])

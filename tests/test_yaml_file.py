@@ -48,6 +48,10 @@ def test_merge_keys_and_repeated_anchors_are_not_duplicates(tmp_path):
     ("\n".join([f"x{i}: &x{i} [" + ", ".join([f"*x{i - 1}"] * 10) + "]" for i in range(1, 7)]).replace(
         "*x0", "lol").encode(), "expands to more than 100,000 values"),
     (b"a: &a [*a]\n", "an alias refers to a value that contains it (line 1)"),
+    ("\n".join(f"k{i}: &a{i} " + "[" * 20 + (f"*a{i - 1}" if i else "1") + "]" * 20 for i in range(80)).encode(),
+     f"nested more than {MAX_DEPTH} levels deep once its aliases (*name) are expanded; expected a settings file"),
+    (("[" + ", ".join(["1"] * 100_001) + "]").encode(),
+     "holds more than 100,000 values; expected a small settings file"),
     ("a: ü\n".encode("utf-16"), "is UTF-16 text; expected UTF-8"),
     (b"a: \xfc\n", "is not UTF-8 text (byte 0xfc at offset 3)"),
     (b"a: !!int " + b"9" * 5000 + b"\n", "a value cannot be read (an integer of more than 4300 digits)"),

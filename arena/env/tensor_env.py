@@ -12,6 +12,7 @@ from arena.env.compiled import StepRunner, resolve_compile
 from arena.env.config import EnvConfig
 from arena.env.devices import resolve_device
 from arena.env.observations import PLAYERS, Observation, global_state, global_state_size, obs_keys, observe_sides
+from arena.env.selection import check_num_envs, env_indices
 from arena.env.spawn import sample_spawn, seeded_spawn, seeded_spawn_uniforms, spawn_uniforms
 from arena.env.state import WorldState
 from arena.env.step import StepPlan, restart_battles
@@ -42,8 +43,7 @@ class TensorEnv:
     def __init__(self, num_envs: int, device: str | torch.device | None = "cpu", seed: int = 0,
                  config: EnvConfig | None = None, packed_missiles: bool | None = None,
                  final_global_state: bool | str = False, compile: bool | str | None = None) -> None:
-        if not isinstance(num_envs, int) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        num_envs = check_num_envs(num_envs)
         seed = check_seed(seed)
         self.num_envs = num_envs
         self.device = resolve_device(device)
@@ -194,12 +194,7 @@ class TensorEnv:
         if envs is None:
             self.watched = None
             return
-        envs = torch.as_tensor(envs, dtype=torch.long).to(self.device)
-        if envs.dim() != 1 or envs.numel() == 0:
-            raise ValueError(f"watch: expected a non-empty 1-D tensor of env indices, got shape {list(envs.shape)}")
-        if int(envs.min()) < 0 or int(envs.max()) >= self.num_envs:
-            raise ValueError(f"watch: env indices must lie in [0, {self.num_envs}), got {envs.tolist()[:8]}")
-        self.watched = envs
+        self.watched = env_indices(envs, self.num_envs, "watch").to(self.device)
 
     def restart_envs(self, envs: torch.Tensor, seeds: torch.Tensor | None = None) -> Obs:
         """Start battles ``envs`` ([K] env indices) over; returns the observation of every env.
@@ -209,7 +204,7 @@ class TensorEnv:
         (from their game seeds, or from the env's generator): a trainer that gives those envs a new
         opponent abandons the battles in flight.
         """
-        envs = torch.as_tensor(envs, dtype=torch.long).to(self.device)
+        envs = env_indices(envs, self.num_envs, "restart_envs").to(self.device)
         if seeds is not None:
             if self.game_seeds is None:
                 raise RuntimeError("restart_envs with seeds needs an env reset with game_seeds")
@@ -234,9 +229,7 @@ class TensorEnv:
         compiled step, whose graph has the batch size in it."""
         if self.compiled:
             raise RuntimeError("keep_envs: a compiled step has a fixed batch size")
-        envs = torch.as_tensor(envs, dtype=torch.long).to(self.device)
-        if envs.dim() != 1 or envs.numel() == 0:
-            raise ValueError(f"keep_envs: expected a non-empty 1-D tensor of env indices, got shape {list(envs.shape)}")
+        envs = env_indices(envs, self.num_envs, "keep_envs", increasing=True).to(self.device)
         position = torch.full((self.num_envs,), -1, dtype=torch.long, device=self.device)
         position[envs] = torch.arange(envs.numel(), device=self.device)
         if self.watched is not None:

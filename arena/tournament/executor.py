@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -437,11 +437,17 @@ class _BatchRun:
         return obs
 
     def _faults(self, failures: "list[AgentFailure]") -> None:
-        """Each failing participant forfeits what it has left in the batch; everyone else plays on."""
+        """Each failing participant forfeits what it has left in the batch; everyone else plays on. A game
+        between two participants that failed in the same step (a family's shared call, say) has no
+        result: neither is credited, and it is left unplayed for the next run."""
+        together: set[int] = set()
         for failure in failures:
             assert failure.index is not None
             self.seating.disable(failure.index)
-            self._forfeit(self.members[failure.index], failure.reason)
+            together.add(self.members[failure.index])
+        for failure in failures:
+            assert failure.index is not None
+            self._forfeit(self.members[failure.index], failure.reason, together)
 
     def _next_game(self, s: int) -> None:
         queue = self.queues[self.slot_unit[s]]
@@ -534,9 +540,10 @@ class _BatchRun:
         self.aimed[slots.start:slots.stop] = [seed] * len(slots)
         self.env.game_seeds[slots.start:slots.stop] = seed
 
-    def _forfeit(self, k: int, reason: str) -> None:
-        """``k`` loses the games it failed in (those in flight); its games not yet started in this batch
-        are left unplayed, not lost, so the next run plays them (a transient failure costs little)."""
+    def _forfeit(self, k: int, reason: str, together: "Collection[int]" = ()) -> None:
+        """``k`` loses the games it failed in (those in flight) but those against a participant of
+        ``together``, which failed in the same step: they have no result. Its games not yet started in this
+        batch are left unplayed, not lost, so the next run plays them (a transient failure costs little)."""
         if k in self.failed:
             return
         self.failed.add(k)
@@ -544,7 +551,11 @@ class _BatchRun:
         results = []
         for s in range(self.num_envs):
             if self.game[s] >= 0 and k in (self.p1[s], self.p2[s]):
-                results.append(self._forfeit_result(s, self.game[s], k, self.step - self.began[s], reason))
+                other = self.p2[s] if k == self.p1[s] else self.p1[s]
+                if other != k and other in together:
+                    self.stats.left += 1  # no result, as for a game not yet started
+                else:
+                    results.append(self._forfeit_result(s, self.game[s], k, self.step - self.began[s], reason))
                 self._set_game(s, -1)
         self._leave_queued(k)
         self._report(results)

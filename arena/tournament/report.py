@@ -762,6 +762,12 @@ def render(report: TournamentReport, fmt: str = "table") -> str:
     return "\n".join(lines)
 
 
+# Why a run's best.pt need not be the checkpoint its league ranks first: two measures, both honest.
+BEST_IS_THE_RUNS_OWN = (" (best.pt is the run's own choice: the best score against its training opponents in its "
+                        "evaluations; this league rates the checkpoints from its own games, and near the top the "
+                        "two can order them differently)")
+
+
 def over_training_console(report: TournamentReport) -> list[str]:
     """One line per training run among the participants: what its rating over training says."""
     lines = []
@@ -776,5 +782,7 @@ def over_training_console(report: TournamentReport) -> list[str]:
         if run.best_step is not None:
             line += f"; best.json's step {run.best_step:,} " + (f"ranks {run.best_rank} of {len(run.frame)}"
                                                                  if run.best_rank else "is not among them")
+            if run.best_rank != 1:
+                line += BEST_IS_THE_RUNS_OWN
         lines.append(line)
     return lines

@@ -302,11 +302,12 @@ def notable_replays(config: TournamentConfig, store: ResultStore, report: Tourna
                           stream=stream)
 
 
-def league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
-    """The report of ``run`` from the stored games; a run record that is not what arena writes (a
-    damaged or hand-edited database) is a one-line :class:`StoreError`, not a traceback."""
+def league_report(store: ResultStore, run: RunRecord, rating: RatingConfig | None = None) -> TournamentReport:
+    """The report of ``run`` from the stored games (rated with ``rating`` where given, else as the run
+    was); a run record that is not what arena writes (a damaged or hand-edited database) is a one-line
+    :class:`StoreError`, not a traceback."""
     try:
-        return _league_report(store, run)
+        return _league_report(store, run, rating)
     except ConfigError as exc:
         raise StoreError(f"{exc}") from None
     except (KeyError, TypeError, ValueError, IndexError) as exc:
@@ -316,7 +317,7 @@ def league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
                          f"expected a database written by `arena tournament`; use --fresh or another output") from None
 
 
-def _league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
+def _league_report(store: ResultStore, run: RunRecord, rating: RatingConfig | None = None) -> TournamentReport:
     """The report of the league of ``run`` (participants, schedule and rating settings as that run had
     them), from the games in the database: only games of its schedule and within its games per pairing."""
     cfg = run.config
@@ -332,21 +333,37 @@ def _league_report(store: ResultStore, run: RunRecord) -> TournamentReport:
     games = store.outcomes(ids, max_index=half)
     games = games.select(wanted[games.p1, games.p2])
     entrants = [Entrant(r.name, r.agent, r.checkpoint, r.key) for r in records]
-    rating = RatingConfig.from_dict(cfg.get("rating") or {}, store.path, f"runs[{run.id}].rating")
+    played_with = RatingConfig.from_dict(cfg.get("rating") or {}, store.path, f"runs[{run.id}].rating")
+    changed = rating_changes(played_with, rating) if rating is not None else ""
+    rating = rating or played_with
     seed = stored_setting("seed", cfg.get("seed", 0), store.path, f"runs[{run.id}].seed")
-    return build_report(cfg.get("name", "tournament"), Path(cfg.get("output", store.path.parent)), entrants, games,
-                        rating, seed, int(wanted.sum()) * half, candidates=cand, references=refs,
-                        source=str(cfg.get("file") or store.path))
+    report = build_report(cfg.get("name", "tournament"), Path(cfg.get("output", store.path.parent)), entrants,
+                          games, rating, seed, int(wanted.sum()) * half, candidates=cand, references=refs,
+                          source=str(cfg.get("file") or store.path))
+    if changed:
+        report.warnings.append(f"rated with the league file's rating settings as they are now ({changed}), not "
+                               f"those the games were played under; they change no game, only how the games are rated")
+    return report
 
 
-def rebuild_report(directory: str | Path, write: bool = True) -> TournamentReport:
-    """The report of the latest run stored in ``directory`` (no games played); files rewritten there."""
+def rating_changes(before: RatingConfig, after: RatingConfig) -> str:
+    """``key: old -> new`` for each rating setting that differs ("" when none does)."""
+    from dataclasses import asdict
+
+    old, new = asdict(before), asdict(after)
+    return ", ".join(f"{key}: {old[key]} -> {new[key]}" for key in new if old[key] != new[key])
+
+
+def rebuild_report(directory: str | Path, write: bool = True, rating: RatingConfig | None = None) -> TournamentReport:
+    """The report of the latest run stored in ``directory`` (no games played); files rewritten there.
+    ``rating`` rates it with other settings than the run's own (the league file's, edited since): they
+    change no game, only how the games are read."""
     directory = Path(directory)
     path = directory if directory.name.endswith(".sqlite") else db_path(directory)
     store = ResultStore(path, read_only=True)  # a report never changes the games it is built from
     note_migration(store)
     try:
-        report = league_report(store, store.latest_run())
+        report = league_report(store, store.latest_run(), rating)
     finally:
         store.close()
     report.output_dir = path.parent.resolve()

@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from arena.run_files import checkpoint_step, list_checkpoints
+from arena.run_files import BEST_CHECKPOINT, BEST_RECORD, checkpoint_step, list_checkpoints
 
 
 def holds_run(directory: Path) -> bool:
@@ -22,8 +22,19 @@ def holds_run(directory: Path) -> bool:
     return bool(list_checkpoints(directory)) or (Path(directory) / "metrics.csv").exists()
 
 
+# The files a run writes under these names, whatever its trainer (checkpoints are named by step).
+RUN_FILES = ("config.yaml", "metrics.csv", "eval.csv", BEST_CHECKPOINT, BEST_RECORD)
+
+
 def check_writable(out: Path) -> None:
-    """Create ``out`` and write a probe file now, so a bad --out fails before any training (``ValueError``)."""
+    """Create ``out`` and write a probe file now, so a bad --out fails before any training (``ValueError``);
+    a folder (or anything but a file) where the run writes one of its :data:`RUN_FILES` fails too."""
+    for name in RUN_FILES:
+        path = Path(out) / name
+        if (path.exists() or path.is_symlink()) and not path.is_file():
+            kind = "a folder" if path.is_dir() else "not a regular file"
+            raise ValueError(f"--out {out}: {path} is {kind}; expected the run's {name} there to be a file (or "
+                             f"nothing), so move it away or give another --out")
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".arena-write-test.{os.getpid()}"

@@ -17,6 +17,7 @@ import torch
 from arena.agents import BaseAgent
 from arena.env import EnvConfig, TensorEnv, obs_vector
 from arena.env.observations import obs_keys
+from arena.env.selection import check_num_envs
 from arena.env.teams import flatten_seats, seat_rows
 from arena.loop import Controller, GameLoop, Seating, observation_config
 from arena.seeds import MAX_SEED
@@ -39,6 +40,9 @@ def action_array(action: Any, shape: tuple[int, ...], who: str) -> np.ndarray | 
     passes as it is: only its shape and dtype are read (no copy, no sync with a GPU).
     """
     if isinstance(action, torch.Tensor):
+        if action.is_meta:
+            raise ValueError(f"{who}: expected {WANTED} of shape {shape}, got a tensor on the meta device "
+                             "(it holds no values)")
         if not action.dtype.is_complex and tuple(action.shape) == shape:
             return action
         raise ValueError(f"{who}: expected {WANTED} of shape {shape}, "
@@ -91,6 +95,9 @@ def shaping(reward: str | Callable[..., torch.Tensor] | None) -> Callable[..., t
     """The reward function ``reward`` names (``arena_rewards``), a function as it is, or None."""
     if reward is None or callable(reward):
         return reward
+    if not isinstance(reward, str):
+        raise ValueError(f"reward: expected the name of a reward (arena_rewards, such as 'pursuit' or 'zero'), a "
+                         f"function or None, got {type(reward).__name__} {reward!r:.40}")
     from arena.agents import UnknownNameError, reward_registry
 
     try:
@@ -118,9 +125,10 @@ class LearnerBattles:
                  reward: str | Callable[..., torch.Tensor] | None = None) -> None:
         from arena.agents import build_agent
 
+        num_envs = check_num_envs(num_envs)
         self.reward_fn = shaping(reward)
         config = env_config or EnvConfig()
-        many = isinstance(opponent, Sequence) and not isinstance(opponent, str)
+        many = isinstance(opponent, Sequence) and not isinstance(opponent, (str, bytes, bytearray))
         specs = list(opponent) if many else [opponent]
         if not specs:
             raise ValueError("opponent: expected an agent spec or a non-empty sequence of them, got an empty one")

@@ -12,6 +12,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from arena.env import EnvConfig
+from arena.seeds import check_seed
 from arena.wrappers.battles import (
     ACTION_HIGH,
     ACTION_LOW,
@@ -66,7 +67,8 @@ class ArenaVectorEnv(VectorEnv):
         self.action_shape = (num_envs, *single_action.shape)  # what step() takes
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        obs = self.battles.reset(seed)  # first: the env checks the seed as every entry point does
+        seed = None if seed is None else check_seed(seed)  # a numpy integer too, as gymnasium's own is not
+        obs = self.battles.reset(seed)
         super().reset(seed=seed)
         return self._out(obs), {}
 
@@ -103,7 +105,8 @@ class ArenaEnv(gymnasium.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[np.ndarray, dict[str, Any]]:
-        obs = self.battles.reset(seed)  # first: the env checks the seed as every entry point does
+        seed = None if seed is None else check_seed(seed)  # a numpy integer too, as gymnasium's own is not
+        obs = self.battles.reset(seed)
         super().reset(seed=seed)
         self._done = False
         return obs[0].cpu().numpy(), {}

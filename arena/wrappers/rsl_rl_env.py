@@ -105,10 +105,16 @@ class ArenaRslRlEnv(VecEnv):
 
     @episode_length_buf.setter
     def episode_length_buf(self, value: torch.Tensor) -> None:
-        steps = torch.as_tensor(value, device=self.device)
+        wanted = f"ArenaRslRlEnv.episode_length_buf: expected [{self.num_envs}] decision steps"
+        try:
+            steps = torch.as_tensor(value, device=self.device)
+        except (TypeError, ValueError, RuntimeError):
+            raise ValueError(f"{wanted}, got {type(value).__name__} {value!r:.40}") from None
         if tuple(steps.shape) != (self.num_envs,) or steps.dtype.is_complex or steps.dtype == torch.bool:
-            raise ValueError(f"ArenaRslRlEnv.episode_length_buf: expected [{self.num_envs}] decision steps, "
-                             f"got {type(value).__name__} of dtype {steps.dtype} and shape {tuple(steps.shape)}")
+            raise ValueError(f"{wanted}, got {type(value).__name__} of dtype {steps.dtype} and shape "
+                             f"{tuple(steps.shape)}")
+        if bool(steps.isnan().any()):
+            raise ValueError(f"{wanted}, got NaN in battle {int(steps.isnan().nonzero()[0])}")
         low, high = float(steps.min()), float(steps.max())  # once, not on the step path
         if low < 0 or high >= self.max_episode_length:
             raise ValueError(f"ArenaRslRlEnv.episode_length_buf: expected decision steps in "

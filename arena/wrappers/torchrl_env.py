@@ -117,13 +117,23 @@ class ArenaTorchRLEnv(EnvBase):
             obs = self.battles.reset()
             self._ended = torch.zeros_like(self._ended)
         else:
-            mask = mask.reshape(self.num_envs)
+            mask = self._reset_mask(mask)
             # The battles that ended in the last step have restarted already: restarting them again would
             # throw their first observation (already handed out in the step) away.
             obs = self.battles.restart(mask & ~self._ended)
             self._ended = self._ended & ~mask
         self._restarted = None
         return self._fresh(obs, self.battles.env.global_state("p1") if self.global_state else None)
+
+    def _reset_mask(self, mask: Any) -> torch.Tensor:
+        """The ``"_reset"`` entry as a ``[n]`` bool tensor: TorchRL hands ``[n, 1]``, ``[n]`` is taken too."""
+        shapes = ((self.num_envs,), (self.num_envs, 1))
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or tuple(mask.shape) not in shapes:
+            got = (f"a tensor of dtype {mask.dtype} and shape {list(mask.shape)}" if isinstance(mask, torch.Tensor)
+                   else f"{type(mask).__name__}")
+            raise ValueError(f"ArenaTorchRLEnv.reset: expected '_reset' to be a bool tensor of shape "
+                             f"[{self.num_envs}, 1] or [{self.num_envs}] (the battles to restart), got {got}")
+        return mask.reshape(self.num_envs).to(self.device)
 
     def _fresh(self, obs: torch.Tensor, state: torch.Tensor | None) -> TensorDict:
         not_done = torch.zeros(self.num_envs, 1, dtype=torch.bool, device=self.device)
@@ -153,7 +163,7 @@ class ArenaTorchRLEnv(EnvBase):
         mask = tensordict.pop("_reset", None)
         if mask is None:
             return tensordict.update(tensordict_reset)
-        keep = ~mask.reshape(self.batch_size)
+        keep = ~self._reset_mask(mask)
         for key in tensordict_reset.keys(True, True):
             old = tensordict.get(key, None)
             new = tensordict_reset.get(key)

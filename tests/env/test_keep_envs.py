@@ -53,3 +53,31 @@ def test_watched_envs_must_be_kept_and_a_compiled_step_cannot_shrink() -> None:
     env.compiled = True
     with pytest.raises(RuntimeError, match="fixed batch size"):
         env.keep_envs(torch.tensor([0]))
+
+
+@pytest.mark.parametrize("envs, words", [
+    ([-1], r"values in \[-1, -1\]"), ([4], r"values in \[4, 4\]"), ([1, 1], r"\[1, 1\]"), ([2, 1], r"\[2, 1\]"),
+    (None, "None"), ([0.0, float("nan")], "float64"), (torch.tensor([0.0, 1.0]), "float32"),
+    (torch.tensor([True, False, True, False]), "bool"), (torch.empty(2, dtype=torch.long, device="meta"), "meta"),
+    ([[0, 1]], r"shape \[1, 2\]"), ([], r"shape \[0\]"), ("01", "str"),
+])
+def test_keep_envs_refuses_what_is_not_increasing_indices_and_changes_nothing(envs, words) -> None:
+    env = TensorEnv(4, seed=3)
+    env.reset()
+    before = {key: value.clone() for key, value in env.state_dict()["world"].items()}
+    with pytest.raises(ValueError, match=rf"keep_envs: expected a non-empty 1-D sequence of increasing distinct "
+                                         rf"integer env indices in \[0, 4\), got .*{words}"):
+        env.keep_envs(envs)
+    assert env.num_envs == 4 and all(torch.equal(before[k], v) for k, v in env.state_dict()["world"].items())
+    assert env.keep_envs([1, 3])["p1"]["x"].shape == (2,)
+
+
+@pytest.mark.parametrize("method", ["watch", "restart_envs"])
+def test_the_other_index_arguments_take_the_same_check(method: str) -> None:
+    env = TensorEnv(4, seed=3)
+    env.reset()
+    with pytest.raises(ValueError, match=rf"{method}: expected .* in \[0, 4\), got repeated indices"):
+        getattr(env, method)([2, 2])
+    with pytest.raises(ValueError, match=rf"{method}: expected .*got a tensor of dtype torch.float32"):
+        getattr(env, method)(torch.tensor([1.0]))
+    getattr(env, method)(torch.tensor([3, 0]))  # any order

@@ -281,3 +281,17 @@ def test_a_batch_that_shrank_replays_its_late_games_exactly(monkeypatch: pytest.
     replayed = {(r.p1, r.p2, r.game_index): (r.winner, r.length) for r in results}
     assert replayed[last.p1, last.p2, last.game_index] == (last.winner, last.length)
     assert battles[last.slot, last.game_index].x.shape[0] == last.length + 1  # every frame, the first included
+
+
+def test_two_participants_that_fail_in_the_same_step_are_credited_no_game_between_them() -> None:
+    """Both forfeit their games against the others; their games against each other have no result (the
+    next run plays them), as for a family whose shared call fails: neither is credited a win."""
+    Faulty.armed = True
+    agents = league(Faulty(mode="raise", after=3)) + [Faulty(mode="raise", after=3)]
+    sink, stats, us = run(agents, games=4, max_envs=64)
+    assert stats.batches == 1
+    assert not [r for r in sink.results if {r.p1, r.p2} == {3, 4}]
+    theirs = [r for r in sink.results if {3, 4} & {r.p1, r.p2}]
+    assert len(theirs) == 2 * 3 * 4 and all(r.forfeit_by in (r.p1, r.p2) and r.forfeit_by in (3, 4) for r in theirs)
+    assert stats.left == 4 and stats.forfeits == 24
+    assert len([r for r in sink.results if not r.forfeit]) == 3 * 4  # the others' games, played out

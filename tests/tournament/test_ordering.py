@@ -122,6 +122,23 @@ def test_the_league_file_chooses_the_ranking_and_arena_leaderboard_keeps_it(writ
     assert set(board.loc[board["reference_note"] == REFERENCE, "name"]) == {"idle", "short"}
     rebuilt = rebuild_report(config.output, write=False)
     assert rebuilt.rank_by == "reference_elo" and list(rebuilt.leaderboard["name"]) == list(board["name"])
+    assert not any("rated with the league file" in w for w in rebuilt.warnings)
+
+    # The file edited after the games: `arena leaderboard FILE` rates as the file says now, and says so.
+    import yaml
+    from click.testing import CliRunner
+
+    from arena.cli import main
+
+    data = yaml.safe_load(path.read_text())
+    data["rating"]["rank_by"] = "elo"
+    path.write_text(yaml.safe_dump(data))
+    result = CliRunner().invoke(main, ["leaderboard", str(path)])
+    assert result.exit_code == 0, result.output
+    assert ("warning: rated with the league file's rating settings as they are now (rank_by: reference_elo -> elo), "
+            "not those the games were played under") in result.output
+    again = rebuild_report(config.output, write=False, rating=load_config(path).rating)
+    assert again.rank_by == "elo" and list(again.leaderboard["name"]) == list(ordered(board, "elo")["name"])
 
 
 @pytest.mark.parametrize(("rating", "references", "expected"), [

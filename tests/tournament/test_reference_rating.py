@@ -245,6 +245,14 @@ def test_a_league_with_references_rates_a_run_against_them(write_league, registr
     console = render(report)
     assert "rating over training" in console and "against the references (long, short)" in console
     assert "best.json's step 300 ranks" in console
+    from arena.tournament.report import BEST_IS_THE_RUNS_OWN
+
+    # where the league ranks another checkpoint first, the line says why the two measures differ
+    assert (BEST_IS_THE_RUNS_OWN in console) == (run.best_rank != 1)
+    import dataclasses
+
+    report.over_training = {key: dataclasses.replace(r, best_rank=2) for key, r in report.over_training.items()}
+    assert f"ranks 2 of 3{BEST_IS_THE_RUNS_OWN}" in render(report)
     (summary,) = report.to_json()["over_training"]
     assert summary["by_reference"] and summary["checkpoints"] == 3 and summary["best_step"] == 300
     csv_header = (report.output_dir / "leaderboard.csv").read_text().splitlines()[0]

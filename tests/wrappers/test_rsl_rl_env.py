@@ -113,6 +113,18 @@ def test_team_battles_bad_actions_and_bad_opponents_are_refused_in_one_line():
         env.step(torch.zeros(4, 2))
     with pytest.raises(ValueError, match=r"got Tensor of dtype torch.float32 and shape \(12,\)$"):
         env.step(torch.zeros(12))  # nothing is reshaped
+    with pytest.raises(ValueError, match=r"^ArenaRslRlEnv.step: .* got a tensor on the meta device"):
+        env.step(torch.zeros(4, 3, device="meta"))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"num_envs": -1}, r"^num_envs must be a positive int, got -1$"),
+    ({"reward": 42}, r"^reward: expected the name of a reward .*, got int 42$"),
+    ({"opponent": b"crank"}, r"^opponent\[0\]: expected an agent spec .*, got bytes b'crank'$"),
+])
+def test_constructor_arguments_are_refused_by_name(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ArenaRslRlEnv(**{"num_envs": 4, **kwargs})
 
 
 def test_writing_episode_length_buf_sets_each_battles_clock():
@@ -128,7 +140,10 @@ def test_writing_episode_length_buf_sets_each_battles_clock():
     for bad, message in [(torch.tensor([0, 0, 0, 20]), in_range + r"\[0, 20\]"),
                          (torch.tensor([-1, 0, 0, 0]), in_range + r"\[-1, 0\]"),
                          (torch.zeros(3), r"expected \[4\] decision steps, got Tensor of dtype torch.float32 and "
-                                          r"shape \(3,\)")]:
+                                          r"shape \(3,\)"),
+                         ([0, float("nan"), 2, 3], r"expected \[4\] decision steps, got NaN in battle 1"),
+                         ("abc", r"expected \[4\] decision steps, got str 'abc'"),
+                         (None, r"expected \[4\] decision steps, got NoneType None")]:
         with pytest.raises(ValueError, match=rf"^ArenaRslRlEnv.episode_length_buf: {message}$"):
             env.episode_length_buf = bad
     assert env.episode_length_buf.tolist() == [2, 7, 0, 1]  # a refused value changes nothing

@@ -141,3 +141,12 @@ def test_every_entry_point_refuses_the_same_seeds_in_the_same_words(seed, got):
     vec = gymnasium.make_vec(ENV_ID, num_envs=2, vectorization_mode="vector_entry_point")
     with pytest.raises(ValueError, match=message):
         vec.reset(seed=seed)
+
+
+def test_a_numpy_integer_seed_is_taken_by_every_entry_point():
+    for env in (ArenaEnv(opponent="placeholder"), ArenaVectorEnv(num_envs=2, opponent="placeholder"),
+                ArenaParallelEnv()):
+        first = env.reset(seed=np.int64(5))[0]
+        again = env.reset(seed=5)[0]
+        assert all(np.array_equal(first[k], again[k]) for k in first) if isinstance(first, dict) \
+            else np.array_equal(first, again)

@@ -28,9 +28,17 @@ from arena.training.settings import (
     parse_assignments,
     read_sections,
     read_settings_data,
+    settings_of,
 )
 from arena_ppo.launch import fail
-from arena_ppo.train_config import RETIRED, TrainConfig, check_together, default_config, minibatch_note
+from arena_ppo.train_config import (
+    RETIRED,
+    TrainConfig,
+    check_together,
+    default_config,
+    minibatch_note,
+    unused_settings_notes,
+)
 
 # What config.yaml records beside the settings; a --config file may hold them. The device and the
 # processes are records only; the env must be the one the settings train in (:func:`check_recorded_env`).
@@ -113,11 +121,14 @@ def build_config(algorithm: str, given: dict[str, Any], base: TrainConfig | None
     return apply(base if base is not None else default_config(algorithm, given), given)
 
 
-def saved_config(data: Any, algorithm: str) -> tuple[TrainConfig, list[str]]:
-    """The config a checkpoint holds, every value checked as a --config file's is (``ValueError``), and
-    the retired settings it held at their old defaults (dropped)."""
+def saved_config(data: Any, algorithm: str) -> tuple[TrainConfig, list[str], list[str]]:
+    """The config a checkpoint holds, every value checked as a --config file's is (``ValueError``), the
+    retired settings it held at their old defaults (dropped), and the settings it does not hold at all
+    (missing: they take this version's defaults)."""
     values, dropped = read_settings(data, algorithm, "config")
-    return build_config(algorithm, values), dropped
+    cfg = build_config(algorithm, values)
+    missing = [s.key for s in settings_of(cfg) if s.key not in values and not s.spec.derived]
+    return cfg, dropped, missing
 
 
 @dataclass
@@ -171,6 +182,7 @@ def prepare(params: dict[str, Any], algorithm: str, rank: Any = None) -> Setup:
     note = minibatch_note(cfg)
     if note:
         notes.append(note)
+    notes += unused_settings_notes(cfg, given)
     if rank is not None:
         check_split(cfg, world)
 
@@ -226,7 +238,7 @@ def resumed(resume: Path, given: dict[str, Any], algorithm: str, world: int
         raise fail(f"checkpoint {resume}: holds weights only, no trainer state to resume from")
     notes = []
     try:
-        saved, dropped = saved_config(data["config"], algorithm)
+        saved, dropped, missing = saved_config(data["config"], algorithm)
     except (RetiredSettingError, UnknownSettingError) as exc:  # older (or newer), not damaged
         what = str(exc) if isinstance(exc, RetiredSettingError) else (
             f"{exc}: a setting this version does not know, not a damaged one (saved by another version of the "
@@ -239,6 +251,13 @@ def resumed(resume: Path, given: dict[str, Any], algorithm: str, world: int
     if dropped:
         notes.append(f"checkpoint {resume}: {', '.join(dropped)}: settings this version no longer has, each at its "
                      f"old default: resuming without them")
+    defaulted = [key for key in missing if key not in given]  # a setting given now is the user's word
+    if defaulted:
+        values = ", ".join(f"{key} {shown(getattr(getattr(saved, key.split('.')[0]), key.split('.')[1]))}"
+                           for key in defaulted[:6])
+        notes.append(f"checkpoint {resume}: holds no {', '.join(defaulted[:6])}{' ...' if len(defaulted) > 6 else ''}"
+                     f" (saved by another version?): resuming with this version's default{'s' * (len(defaulted) > 1)}"
+                     f": {values}")
     changed = fixed_changes(default_config(algorithm), saved, given)
     if changed:
         raise fail(f"--resume: cannot change {fixed_names(changed)} of a run (the checkpoint's tensors depend on it); "

@@ -220,6 +220,25 @@ def minibatch_note(cfg: TrainConfig) -> str:
     return ""
 
 
+# Settings whose help starts with one of these are read only by runs that play one of those opponents.
+SCOPED_HELP = {"league:": ("league",), "self/league:": ("self", "league")}
+
+
+def unused_settings_notes(cfg: TrainConfig, given: Mapping[str, Any]) -> list[str]:
+    """A line for each setting given that this run never reads: a league's own (``run.exploiter_share``)
+    on a run without a league, say. Accepting it without a word would let a user believe it acted."""
+    from arena.declared_settings import declared
+
+    plays = {spec.split("=", 1)[0] for spec in cfg.run.vs}
+    notes = []
+    for s in declared(RunConfig, "run"):
+        for prefix, needs in SCOPED_HELP.items():
+            if s.key in given and s.spec.help.startswith(prefix) and not plays & set(needs):
+                notes.append(f"{s.key} {given[s.key]!r} is ignored: only runs with --vs {' or --vs '.join(needs)} "
+                             f"read it, and this one plays {', '.join(cfg.run.vs)}")
+    return notes
+
+
 def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = None) -> TrainConfig:
     """A trainer's defaults for a run given ``given`` (settings by key).
 

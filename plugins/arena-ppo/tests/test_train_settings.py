@@ -164,6 +164,35 @@ def test_a_minibatch_larger_than_the_rollout_is_said(tmp_path):
     assert minibatch_note(TrainConfig()) == ""  # the defaults: 1,024 envs x 32 steps, minibatches of 8,192
 
 
+def test_a_league_setting_on_a_run_without_a_league_is_said_to_be_ignored(tmp_path):
+    result = train("ppo", *SMALL, "--set", "run.exploiter_share=0.5", "--set", "run.pfsp_power=1",
+                   "--out", str(tmp_path / "run"))
+    assert result.exit_code == 0, result.output
+    assert ("note: run.exploiter_share 0.5 is ignored: only runs with --vs league read it, and this one plays crank"
+            in result.output)
+    assert ("note: run.pfsp_power 1.0 is ignored: only runs with --vs self or --vs league read it, and this one "
+            "plays crank") in result.output
+    from arena_ppo.train_config import default_config, unused_settings_notes
+
+    given = {"run.exploiter_share": 0.5, "run.pfsp_power": 1.0}
+    cfg = default_config("ppo")
+    cfg.run.vs = ("self=2", "crank")
+    assert unused_settings_notes(cfg, given) == [
+        "run.exploiter_share 0.5 is ignored: only runs with --vs league read it, and this one plays self=2, crank"]
+    cfg.run.vs = ("league",)
+    assert unused_settings_notes(cfg, given) == []
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "eval.csv", "best.json"])
+def test_a_folder_where_the_run_writes_a_file_is_refused_before_training(tmp_path, name):
+    (tmp_path / "run" / name).mkdir(parents=True)
+    result = train("ppo", *SMALL, "--out", str(tmp_path / "run"))
+    assert result.exit_code == 2, result.output
+    assert result.output == (f"Error: --out {tmp_path / 'run'}: {tmp_path / 'run' / name} is a folder; expected the "
+                             f"run's {name} there to be a file (or nothing), so move it away or give another --out\n")
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [name]
+
+
 def test_a_league_warms_up_against_the_top_rung_then_opens_with_a_fresh_optimizer(tmp_path):
     """192 steps a rollout, a warm-up of 300: two rollouts against the ace (and the floor), then the league,
     whose pool draws no checkpoint saved before the warm-up ended; a resume across the boundary is exact."""

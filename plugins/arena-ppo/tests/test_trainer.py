@@ -192,7 +192,10 @@ def test_a_saved_config_reads_back_and_damage_is_named():
     from arena_ppo.train_config import TrainConfig
 
     saved = asdict(TrainConfig())
-    assert saved_config(saved, "ppo") == (TrainConfig(), [])
+    assert saved_config(saved, "ppo") == (TrainConfig(), [], [])
+    del saved["ppo"]["gamma"]
+    assert saved_config(saved, "ppo") == (TrainConfig(), [], ["ppo.gamma"])  # missing: this version's default
+    saved = asdict(TrainConfig())
     with pytest.raises(ValueError, match=r"run.floor: expected a number >= 0, <= 0.9, got 2"):
         saved_config({**saved, "run": {**saved["run"], "floor": 2}}, "ppo")
     with pytest.raises(ValueError, match="unknown setting 'ppo.lr_schedul'; did you mean ppo.lr_schedule?"):
@@ -212,7 +215,7 @@ def test_retired_settings_at_their_old_default_are_dropped_and_others_are_named(
     old = {**saved, "ppo": {**saved["ppo"], "lr_anneal": 0.0, "kickstart_final": 1},
            "network": {**saved["network"], "obs_delta": False}, "run": {**saved["run"], "out": "runs/x"}}
     assert saved_config(old, "ppo") == (TrainConfig(), ["run.out", "ppo.lr_anneal", "ppo.kickstart_final",
-                                                        "network.obs_delta"])
+                                                        "network.obs_delta"], [])
     for key, value in (("ppo.lr_anneal", 0.2), ("network.obs_delta", True), ("ppo.fire_entropy_penalty", False)):
         section, name = key.split(".")
         with pytest.raises(RetiredSettingError, match=rf"^{key}: {value!r} is a setting this version no longer has"):
@@ -310,6 +313,21 @@ def test_a_checkpoint_from_before_a_setting_was_retired_resumes_or_says_how_to_g
         result.output
     assert (": a setting this version does not know, not a damaged one (saved by another version of the trainer?), "
             "so this version cannot continue the run as it trained; its weights still play") in result.output
+
+
+def test_a_checkpoint_without_a_setting_resumes_at_the_default_and_says_so(tmp_path):
+    ckpt = tiny_run(tmp_path / "r")
+    (tmp_path / "old").mkdir()
+    old = tmp_path / "old" / "ckpt_000000128.pt"
+    data = torch.load(ckpt, weights_only=True)
+    del data["config"]["ppo"]["gamma"], data["config"]["run"]["pfsp_power"]
+    torch.save(data, old)
+    result = run(["--resume", str(old), "--max-steps", "256"])
+    assert result.exit_code == 0, result.output
+    assert (f"note: checkpoint {old}: holds no run.pfsp_power, ppo.gamma (saved by another version?): resuming with "
+            f"this version's defaults: run.pfsp_power 2.0, ppo.gamma 0.99") in result.output
+    result = run(["--resume", str(tmp_path / "old" / "ckpt_000000256.pt"), "--max-steps", "384"])
+    assert result.exit_code == 0 and "holds no" not in result.output, result.output  # the checkpoint it saved
 
 
 @pytest.mark.parametrize("short_battles", [60.0], indirect=True)
