@@ -132,6 +132,7 @@ class StepRunner:
 
     def __init__(self, plan: StepPlan, compiled: bool) -> None:
         self.plan, self.compiled = plan, compiled
+        self.failure = ""  # the compiler's words when it failed here
         self._fn = compiled_step(plan) if compiled else functools.partial(step_battles, plan=plan)
         self._proven = not compiled  # a compiled step that ran once has compiled
 
@@ -141,8 +142,9 @@ class StepRunner:
         try:
             out = self._fn(*args)
         except Exception as exc:  # the compiler's own failures: no C++ toolchain, a broken Triton, ...
-            say_once(f"arena: compiling the env step failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); "
-                     f"the env steps eagerly")
+            first = str(exc).splitlines()[0][:200] if str(exc) else ""
+            self.failure = f"compiling failed: {type(exc).__name__}: {first}"
+            say_once(f"arena: compiling the env step failed ({type(exc).__name__}: {first}); the env steps eagerly")
             self.compiled = False
             self._fn = functools.partial(step_battles, plan=self.plan)
             out = self._fn(*args)

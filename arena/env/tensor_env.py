@@ -97,7 +97,7 @@ class TensorEnv:
         """How ``step`` runs: "compiled" (one graph) or "eager (<why>)"."""
         if self.compiled and self._runner().compiled:
             return "compiled"
-        return f"eager ({self.eager_reason or 'the compiler failed'})"
+        return f"eager ({self.eager_reason or self._runner().failure or 'the compiler failed'})"
 
     @property
     def obs_size(self) -> int:

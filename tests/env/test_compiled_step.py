@@ -119,7 +119,7 @@ def test_a_compiler_that_fails_falls_back_to_eager_with_one_line(monkeypatch: py
             obs, _, _, _ = env.step(act, act)
             want, _, _, _ = reference.step(act, act)
     assert torch.equal(obs["p1"]["x"], want["p1"]["x"])
-    assert env.step_path == "eager (the compiler failed)"
+    assert env.step_path == "eager (compiling failed: RuntimeError: CppCompileError: cannot find <omp.h>)"
     assert [r.getMessage() for r in caplog.records] == [
         "arena: compiling the env step failed (RuntimeError: CppCompileError: cannot find <omp.h>); "
         "the env steps eagerly"]

@@ -347,6 +347,8 @@ class PPOAgent(BaseAgent):
         Without ``env_config`` the env settings saved in the checkpoint are used; with one, its
         observation mode must match what the network was trained on.
         """
+        import torch
+
         from arena.env import EnvConfig
 
         where = "checkpoint" if isinstance(checkpoint, dict) else f"checkpoint {checkpoint}"
@@ -363,7 +365,10 @@ class PPOAgent(BaseAgent):
                 cls.check_env(saved_env, env_config, where)
             # The network's inputs are those it was trained on: a 1-v-1 policy flies any seat of a team
             # on the standard keys; a team policy needs the same neighbour slots.
-            agent = cls(device=device, env_config=saved_env, network=network, **options)
+            # The initial weights are overwritten at once: drawn apart from the caller's random streams, so
+            # that loading a checkpoint (a league's past self, say) leaves a training run's draws as they were.
+            with torch.random.fork_rng(devices=[device] if torch.device(device).type == "cuda" else []):
+                agent = cls(device=device, env_config=saved_env, network=network, **options)
             agent.load_weights(data)
             agent.env_config = env_config or saved_env
         except CheckpointError:

@@ -370,6 +370,59 @@ def test_league_training_resumes_exactly(tmp_path):
     assert torch.equal(a["env"]["world"]["x"], b["env"]["world"]["x"])
 
 
+def tensors(data, prefix=""):
+    """Every tensor of a checkpoint by its dotted path."""
+    if isinstance(data, torch.Tensor):
+        return {prefix: data}
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, (list, tuple)) else ()
+    return {k: v for key, value in items for k, v in tensors(value, f"{prefix}.{key}" if prefix else str(key)).items()}
+
+
+def test_a_league_with_an_exploiter_resumes_exactly_after_its_pool_loaded_past_checkpoints(tmp_path):
+    """Loading a past checkpoint into the pool draws no number from the run's random streams, so a resumed
+    league, which loads them again at other times, continues bit for bit: learner and exploiter alike."""
+    common = ["--vs", "league", "--num-envs", "8", "--seed", "0", "--save-interval", "256", "--threads", "1",
+              "--eval-games", "0", "--no-progress", *settings(ppo__n_steps=32, ppo__batch_size=64,
+                                                             run__warm_up_steps=256, run__exploiter_share=0.5)]
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    assert run(common + ["--max-steps", "1024"], straight).exit_code == 0
+    assert run(common + ["--max-steps", "768"], split).exit_code == 0
+    resumed = run(["--resume", str(split / "ckpt_000000768.pt"), "--max-steps", "1024", "--no-progress"])
+    assert resumed.exit_code == 0, resumed.output
+    a, b = (tensors(torch.load(out / "ckpt_000001024.pt", weights_only=True)) for out in (straight, split))
+    assert a.keys() == b.keys() and any(key.startswith("exploiter.checkpoint.env") for key in a)
+    assert [key for key in a if not torch.equal(a[key], b[key])] == []
+
+
+def test_a_ctrl_c_in_the_exploiters_turn_keeps_the_row_of_the_update_it_saves(tmp_path, monkeypatch):
+    """The learner's update is done when the exploiter takes its turn: a Ctrl-C there saves the checkpoint
+    of that step, and metrics.csv gets that update's row, so a resume loses no row."""
+    from arena_ppo.runners import exploiter as exploiter_module
+
+    turn, turns = exploiter_module.MainExploiter.turn, []
+
+    def interrupted(self, learner_steps):
+        turns.append(learner_steps)
+        if len(turns) == 3:
+            raise KeyboardInterrupt
+        return turn(self, learner_steps)
+
+    monkeypatch.setattr(exploiter_module.MainExploiter, "turn", interrupted)
+    out = tmp_path / "league"
+    common = ["--vs", "league", "--num-envs", "8", "--save-interval", "256", "--threads", "1", "--eval-games", "0",
+              "--no-progress", *settings(ppo__n_steps=32, ppo__batch_size=64, run__warm_up_steps=256,
+                                         run__exploiter_share=0.5)]
+    result = run(common + ["--max-steps", "1536"], out)
+    assert result.exit_code == 130, result.output
+    assert turns == [256, 512, 768]
+    saved = torch.load(out / "ckpt_000000768.pt", weights_only=True)  # the update of the interrupted turn
+    assert [int(row["update"]) for row in rows(out / "metrics.csv")] == list(range(1, saved["counters"]["updates"] + 1))
+    monkeypatch.setattr(exploiter_module.MainExploiter, "turn", turn)
+    resumed = run(["--resume", str(out / "ckpt_000000768.pt"), "--max-steps", "1536", "--no-progress"])
+    assert resumed.exit_code == 0, resumed.output
+    assert [int(row["update"]) for row in rows(out / "metrics.csv")] == [1, 2, 3, 4, 5, 6]
+
+
 def worst_and_mean(row):
     labels = [key[len("eval_"):-len("_win")] for key in row if key.endswith("_win")]
     scores = [float(row[f"eval_{label}_win"]) + 0.5 * float(row[f"eval_{label}_draw"]) for label in labels]

@@ -86,6 +86,7 @@ class OnPolicyRunner:
         self.ctx, self.cfg, self.sync, self.device = ctx, ctx.cfg, ctx.sync, ctx.device
         self.outputs, self.counters = ctx.outputs, Counters()
         self.last_metrics: dict[str, float] = {}
+        self._unlogged: dict[str, float] | None = None  # an update whose metrics row is not yet written
         self.agent = self.build_agent()
         self.config = replace(ctx.cfg, network=self.agent.network)  # with the resolved input sizes: config.yaml
         self.algorithm = self.build_algorithm()
@@ -280,6 +281,9 @@ class OnPolicyRunner:
             meter.close()
             if self.sync.saves_midway:
                 self._echo("interrupted: saving the learner's weights as they are (the rollout in progress is lost)")
+                if self._unlogged is not None:  # the learner's update is done and saved below: so is its row
+                    self.last_metrics, self._unlogged = self._unlogged, None
+                    self.outputs.log_update(self.last_metrics, self.counters.env_steps)
                 self.save_if_new()
             else:  # the processes stopped at different points of the update: there is no state to save
                 saved = list_checkpoints(self.out_dir)
@@ -320,12 +324,13 @@ class OnPolicyRunner:
         if self.teacher is not None:
             metrics["kickstart_loss"] = losses.get("kickstart_loss", float("nan"))
         if self.exploiter is not None:
+            self._unlogged = metrics  # a second Ctrl-C in the exploiter's turn still writes the update's row
             metrics.update(self.exploiter.turn(self.counters.env_steps))
         tallies = self._tallies()
         if len(self.pool.specs) > 1:
             for spec, (wins, games) in zip(self.pool.specs, tallies):
                 metrics[f"win_rate_{spec.label}"] = wins / games if games else float("nan")
-        self.last_metrics = metrics
+        self.last_metrics, self._unlogged = metrics, None
         self.outputs.log_update(metrics, self.counters.env_steps)
         for key in LOSS_KEYS[:5]:
             if not math.isfinite(metrics[key]):
