@@ -485,15 +485,14 @@ class Seating:
                 continue
             try:
                 key = call_agent(c.name, "family_key", family_key, c.agent)
-                hash(key)
             except AgentCodeError as exc:
                 self._alone([k], exc.reason)
                 continue
-            except TypeError as exc:  # an unhashable key
-                self._alone([k], f"family_key() returned a key that is not hashable ({exc})")
-                continue
-            if key is not None:
-                groups.setdefault((key, rows.flat, rows.standard), []).append(k)
+            try:  # the key's own hash and equality are the agent's code too
+                if key is not None:
+                    call_agent(c.name, "family_key", groups.setdefault, (key, rows.flat, rows.standard), []).append(k)
+            except AgentCodeError as exc:
+                self._alone([k], f"family_key() returned a key that cannot group agents ({exc.cause})")
         troupes = []
         for members in groups.values():
             if len(members) < 2:

@@ -138,6 +138,11 @@ def test_only_agents_that_opt_in_have_a_family_key(agent: Any) -> None:
     assert (family_key(agent) is None) == isinstance(agent, BaseLoner)
 
 
+class BrokenHash:
+    def __hash__(self) -> int:
+        raise RuntimeError("no hash")
+
+
 class BadKey(Steerer):
     """A steerer whose family_key or act_together is broken in the way ``fault`` names."""
 
@@ -150,6 +155,8 @@ class BadKey(Steerer):
             raise SystemExit(7)
         if self.fault == "key unhashable":
             return ["a", "list"]
+        if self.fault == "key hash raises":
+            return BrokenHash()
         return super().family_key()
 
     @classmethod
@@ -164,7 +171,8 @@ class BadKey(Steerer):
 @pytest.mark.parametrize("fault, words", [
     ("key raises", "family_key() raised RuntimeError: no key today"),
     ("key exits", "family_key() raised SystemExit (called sys.exit(7))"),
-    ("key unhashable", "family_key() returned a key that is not hashable"),
+    ("key unhashable", "family_key() returned a key that cannot group agents (TypeError: "),
+    ("key hash raises", "family_key() returned a key that cannot group agents (RuntimeError: no hash)"),
     ("together raises", "act_together() raised ValueError: cannot join"),
     ("together returns None", "act_together() returned NoneType, not an object with act(), reset() and keep_rows()"),
 ])
