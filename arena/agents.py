@@ -30,12 +30,12 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # How a trained policy plays: drawing its actions as it did in training (train mode), or taking the most
-# likely one (eval mode). Rated against fixed opponents, a run's checkpoints played sampled cross in step
-# order a quarter as often and never outgrow the ladder (docs/experiments/2026-11-25-sampled-or-
-# deterministic-rating.md), so that is the default of tournaments and of training's evaluations.
-# Scripted agents play as they are written either way.
+# likely one (eval mode). One way everywhere: `arena play`, tournaments, training's evaluations and
+# best.pt, exports. Deterministic: the taught league's best.pt beat every rung in 99.4-100 % of 1,000
+# games that way and 47-95 % sampled, and a fresh PPO exploited it 7.5 % of the time against 40.5 %
+# (docs/experiments/2026-11-28-one-way-a-checkpoint-plays.md). Scripted agents play as they are written.
 POLICIES = ("sampled", "deterministic")
-DEFAULT_POLICY = "sampled"
+DEFAULT_POLICY = "deterministic"
 
 
 def play_by(agent: Any, policy: str) -> None:

@@ -128,10 +128,10 @@ def test_references_and_policies_are_read_from_the_league_file(write_league, tmp
 
     (tmp_path / "a.pt").write_text("8")
     config = load_config(write_league(["idle", "pursuer", {"agent": "fromfile", "checkpoint": "a.pt"},
-                                       {"name": "d", "agent": "fromfile", "checkpoint": "a.pt",
-                                        "policy": "deterministic"}], references=["idle", "pursu*"]))
+                                       {"name": "s", "agent": "fromfile", "checkpoint": "a.pt",
+                                        "policy": "sampled"}], references=["idle", "pursu*"]))
     assert config.references == ("idle", "pursuer")
-    assert [p.policy for p in config.participants] == [None, None, "sampled", "deterministic"]
+    assert [p.policy for p in config.participants] == [None, None, "deterministic", "sampled"]
     assert config.to_dict()["references"] == ["idle", "pursuer"]
 
 
@@ -349,15 +349,15 @@ def test_the_same_checkpoint_both_ways_needs_two_names_and_the_refusal_says_so(w
 
     (tmp_path / "a.pt").write_text("8")
     path = write_league([{"agent": "fromfile", "checkpoint": "a.pt"},
-                         {"agent": "fromfile", "checkpoint": "a.pt", "policy": "deterministic"}, "idle"])
+                         {"agent": "fromfile", "checkpoint": "a.pt", "policy": "sampled"}, "idle"])
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert caught.value.key == "participants[1]" and "\n" not in str(caught.value)
     assert str(caught.value).endswith("duplicate participant name 'fromfile:a' (also participants[0]); the same "
-                                      "checkpoint played sampled and deterministic is two participants, and each "
+                                      "checkpoint played deterministic and sampled is two participants, and each "
                                       "needs a name of its own — give one a 'name'")
     named = load_config(write_league([{"agent": "fromfile", "checkpoint": "a.pt"},
-                                      {"name": "a-det", "agent": "fromfile", "checkpoint": "a.pt",
-                                       "policy": "deterministic"}, "idle"], name="named.yaml"))
-    sampled, deterministic, _ = resolve_participants(named, registry)
-    assert (sampled.name, deterministic.name) == ("fromfile:a", "a-det") and sampled.key != deterministic.key
+                                      {"name": "a-sampled", "agent": "fromfile", "checkpoint": "a.pt",
+                                       "policy": "sampled"}, "idle"], name="named.yaml"))
+    deterministic, sampled, _ = resolve_participants(named, registry)
+    assert (deterministic.name, sampled.name) == ("fromfile:a", "a-sampled") and sampled.key != deterministic.key

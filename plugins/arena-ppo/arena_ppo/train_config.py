@@ -122,8 +122,9 @@ class RunConfig:
                                  high=MAX_STEPS)
     eval_games: int = setting(200, "Games against each reference (the fixed opponents; for league, the ladder) in "
                                    "each evaluation; 0: none.", cli=True, low=0, high=MAX_ENVS)
-    eval_policy: str = setting(DEFAULT_POLICY, "How the policy plays in evaluations: sampled, as it trains and as "
-                                               "tournaments play checkpoints by default, or deterministic.",
+    eval_policy: str = setting(DEFAULT_POLICY, "How the policy plays in evaluations: deterministic, as arena play "
+                                               "and tournaments play checkpoints by default, or sampled (as it "
+                                               "trains).",
                                fixed=True, choices=PLAY_POLICIES)
     keep_best: bool = setting(True, "Keep the evaluated weights that score best against the opponents trained "
                                     "against in best.pt (a league's: the best rating against the rungs).")

@@ -100,7 +100,7 @@ def check_merged_evaluation(out: Path, report: list[dict]) -> None:
     assert [len(s) for s in shares] == [1, 1], shares  # one reference: no games among references
     assert [s[0][0] for s in shares] == [2, 1]
     games, wins, draws, losses = (a + b for a, b in zip(*(s[0] for s in shares)))
-    assert f"eval vs crank after 384 steps: {wins}W {draws}D {losses}L of 3 (sampled)" in report[0]["ppo"]
+    assert f"eval vs crank after 384 steps: {wins}W {draws}D {losses}L of 3 (deterministic)" in report[0]["ppo"]
     row = rows(out / "eval.csv")[0]
     for part, count in (("win", wins), ("draw", draws), ("loss", losses)):
         assert float(row[f"eval_crank_{part}"]) == pytest.approx(count / 3), part

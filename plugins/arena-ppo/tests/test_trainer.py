@@ -456,7 +456,7 @@ def test_the_evaluated_weights_that_score_best_against_the_training_mix_are_kept
     assert len(evals) == 4 and len({(aim(row), rating_key(row)) for row in evals}) > 1
     expected = max(evals, key=lambda row: (aim(row), rating_key(row)))  # of equals, the earlier weights
     kept = json.loads((out / "best.json").read_text())
-    assert kept["step"] == int(expected["step"]) and kept["policy"] == "sampled"
+    assert kept["step"] == int(expected["step"]) and kept["policy"] == "deterministic"
     assert kept["aim"] == pytest.approx(aim(expected))
     assert kept["rating"]["low"] == pytest.approx(float(expected["eval_elo_low"]))
     assert (kept["worst"], kept["mean"]) == pytest.approx(worst_and_mean(expected))
