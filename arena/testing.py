@@ -90,7 +90,7 @@ def check_family(members: "list[Agent]", *, num_envs: int = 24, steps: int = 40,
         except TypeError as exc:
             raise AssertionError(f"check_family: member {i}'s family_key() returned a key that is not hashable "
                                  f"({exc})") from None
-        except Exception as exc:  # noqa: BLE001 - the fault this check exists to name
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the fault this check exists to name
             raise AssertionError(f"check_family: member {i}'s family_key() raised {type(exc).__name__}: "
                                  f"{exc}") from None
     assert len(set(keys)) == 1 and None not in keys, \
