@@ -375,5 +375,13 @@ def test_after_auto_reset_only_restarted_battles_are_observed_again_and_nothing_
         full = env.observe()
         for side in ("p1", "p2"):
             assert obs[side].keys() == full[side].keys()
-            assert all(torch.equal(obs[side][k], full[side][k]) for k in full[side]), side
+            assert all(same_observation(obs[side][k], full[side][k]) for k in full[side]), side
     assert restarted > 37  # every battle ended at least once
+
+
+def same_observation(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal, floats to 1e-6: a vectorised kernel (atan2 under AVX2/AVX-512) rounds the last bit of a value
+    by where it sits in the batch, and a subset puts it elsewhere; a stale observation is off by far more."""
+    if a.dtype.is_floating_point:
+        return a.shape == b.shape and torch.allclose(a, b, rtol=0.0, atol=1e-6)
+    return torch.equal(a, b)
