@@ -48,8 +48,7 @@ def env_indices(envs: Any, num_envs: int, who: str, increasing: bool = False) ->
     low, high = int(index.min()), int(index.max())
     if low < 0 or high >= num_envs:
         raise ValueError(f"{who}: expected {wanted}, got values in [{low}, {high}]")
-    steps = index[1:] - index[:-1]
-    if increasing and bool((steps <= 0).any()):
+    if increasing and bool((index[1:] <= index[:-1]).any()):
         raise ValueError(f"{who}: expected {wanted}, got {index.tolist()[:8]}{' ...' if len(index) > 8 else ''}")
     if not increasing and index.unique().numel() != index.numel():
         raise ValueError(f"{who}: expected {wanted}, got repeated indices")

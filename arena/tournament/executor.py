@@ -440,13 +440,10 @@ class _BatchRun:
         """Each failing participant forfeits what it has left in the batch; everyone else plays on. A game
         between two participants that failed in the same step (a family's shared call, say) has no
         result: neither is credited, and it is left unplayed for the next run."""
-        together: set[int] = set()
+        together = {self.members[failure.index] for failure in failures if failure.index is not None}
         for failure in failures:
             assert failure.index is not None
             self.seating.disable(failure.index)
-            together.add(self.members[failure.index])
-        for failure in failures:
-            assert failure.index is not None
             self._forfeit(self.members[failure.index], failure.reason, together)
 
     def _next_game(self, s: int) -> None:

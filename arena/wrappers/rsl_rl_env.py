@@ -113,8 +113,9 @@ class ArenaRslRlEnv(VecEnv):
         if tuple(steps.shape) != (self.num_envs,) or steps.dtype.is_complex or steps.dtype == torch.bool:
             raise ValueError(f"{wanted}, got {type(value).__name__} of dtype {steps.dtype} and shape "
                              f"{tuple(steps.shape)}")
-        if bool(steps.isnan().any()):
-            raise ValueError(f"{wanted}, got NaN in battle {int(steps.isnan().nonzero()[0])}")
+        nan = steps.isnan()
+        if bool(nan.any()):
+            raise ValueError(f"{wanted}, got NaN in battle {int(nan.nonzero()[0])}")
         low, high = float(steps.min()), float(steps.max())  # once, not on the step path
         if low < 0 or high >= self.max_episode_length:
             raise ValueError(f"ArenaRslRlEnv.episode_length_buf: expected decision steps in "
