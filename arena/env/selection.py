@@ -19,13 +19,14 @@ def check_num_envs(num_envs: object) -> int:
 
 
 def env_indices(envs: Any, num_envs: int, who: str, increasing: bool = False) -> torch.Tensor:
-    """``envs`` as a ``[K]`` int64 tensor (on the CPU) of distinct env indices in ``[0, num_envs)``;
-    ``increasing`` also asks them in increasing order. Anything else is a ``ValueError`` naming ``who``.
+    """``envs`` as a ``[K]`` int64 tensor (on the CPU) of env indices in ``[0, num_envs)``; ``increasing``
+    asks them distinct and in increasing order (an index may repeat otherwise: a replay recorder watches
+    env 0 for the battles a batch no longer keeps). Anything else is a ``ValueError`` naming ``who``.
 
     Floats are refused even when whole: an index computed in floats is a caller's mistake to see, and
     NaN would otherwise become some integer. Reads the values on the host (one sync on a GPU).
     """
-    wanted = (f"a non-empty 1-D sequence of {'increasing ' if increasing else ''}distinct integer env indices "
+    wanted = (f"a non-empty 1-D sequence of {'increasing distinct ' if increasing else ''}integer env indices "
               f"in [0, {num_envs})")
     if isinstance(envs, torch.Tensor):
         if envs.is_meta:
@@ -50,6 +51,4 @@ def env_indices(envs: Any, num_envs: int, who: str, increasing: bool = False) ->
         raise ValueError(f"{who}: expected {wanted}, got values in [{low}, {high}]")
     if increasing and bool((index[1:] <= index[:-1]).any()):
         raise ValueError(f"{who}: expected {wanted}, got {index.tolist()[:8]}{' ...' if len(index) > 8 else ''}")
-    if not increasing and index.unique().numel() != index.numel():
-        raise ValueError(f"{who}: expected {wanted}, got repeated indices")
     return index

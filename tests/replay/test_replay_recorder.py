@@ -153,3 +153,21 @@ def test_recording_never_syncs_the_host_on_a_gpu():
             recorder(Turn(step, obs, {"p1": zero, "p2": zero}, obs, rewards, dones, infos))
         finally:
             torch.cuda.set_sync_debug_mode("default")
+
+
+def test_a_batch_that_drops_watched_battles_still_watches_the_rest():
+    """The executor's order when a batch keeps fewer envs: the recorder follows its battles, and those no
+    longer kept all read env 0 (repeats the env's watch must take), while a kept one is still recorded."""
+    env = TensorEnv(6, seed=1)
+    recorder = BattleRecorder([1, 2, 4])
+    recorder._attach(env)
+    env.reset()
+    envs = torch.tensor([0, 4, 5])
+    recorder.keep_envs(envs)
+    env.watch(None)
+    env.keep_envs(envs)
+    env.watch(recorder.index)
+    assert recorder.index.tolist() == [0, 0, 1] and recorder.dropped.tolist() == [True, True, False]
+    act = {"rudder": torch.zeros(3), "throttle": torch.ones(3), "fire": torch.zeros(3, dtype=torch.bool)}
+    *_, info = env.step(act, act)
+    assert info["watched_state"].x.shape[0] == 3
