@@ -39,7 +39,13 @@ RUNS: dict[str, tuple[str, list[str], int]] = {
     # the warm-up ends after 3 updates; checkpoints every 2 feed the league's self-play draws
     "league": ("ppo", ["--vs", "league", "--num-envs", "512", "--set", "run.warm_up_steps=49152",
                        "--save-interval", "32768", "--set", "run.tenure=1"], 512 * 32),
+    # the league kickstarted by the ace: the teacher's labels, and its memory over restarted battles
+    "taught": ("ppo", ["--vs", "league", "--kickstart", "ace", "--num-envs", "512", "--set",
+                       "run.warm_up_steps=49152", "--save-interval", "32768", "--set", "run.tenure=1"], 512 * 32),
     "mappo": ("mappo", ["--vs", "crank", "--num-envs", "512"], 512 * 32),
+    # drawn opponents change every rollout: their battles restart, and the recurrent state there with them
+    "mappo-self": ("mappo", ["--vs", "crank", "--vs", "self", "--num-envs", "512", "--recurrent",
+                             "--save-interval", "32768", "--set", "run.tenure=1"], 512 * 32),
     "mappo-recurrent": ("mappo", ["--vs", "crank", "--num-envs", "512", "--recurrent"], 512 * 32),
     "nproc2": ("ppo", ["--vs", "crank", "--num-envs", "1024", "--nproc", "2"], 1024 * 32),
 }

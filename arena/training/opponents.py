@@ -42,7 +42,7 @@ class Slot:
 
 
 class OpponentPool:
-    """Acts for p2 in every env: each slot's agent on its slice of envs.
+    """Who flies p2 in every env: each slot's agent on its slice of envs, as one :class:`Seating`.
 
     ``make_agent(spec)`` builds fixed opponents (agent names, frozen checkpoints); ``self_play`` serves
     the ``self`` and ``league`` entries, whose envs are shared among up to ``self_slots`` opponents
@@ -84,7 +84,7 @@ class OpponentPool:
                 start += count
         self._fallback: Any = None
         self.team_size = team_size
-        self._seating: Seating | None = None  # built at the first act(), rebuilt when the slots change
+        self._seating: Seating | None = None  # built by seating(), rebuilt when the slots change
         self.tallies = [Tally() for _ in self.specs]
 
     def group_slices(self) -> list[tuple[OpponentSpec, int, int]]:
@@ -225,19 +225,6 @@ class OpponentPool:
         self._seating = Seating(controllers, owner, self.team_size, device, families=self.tenure == 1)
         return self._seating
 
-    def act(self, observation: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
-        """p2's action for every env, each slot's agent acting on its slice.
-
-        Every action is checked as ``arena play`` checks it; an opponent that raises (``sys.exit`` and
-        its own ``KeyboardInterrupt`` included) or returns a malformed action raises
-        :class:`~arena.loop.AgentFailure` naming it — all of them when several fail in the same step.
-        NaNs are counted per opponent and refused by :meth:`check_nans` at the end of the rollout.
-        """
-        device = next(iter(observation.values())).device
-        actions, failures = self.seating(device).act({"p2": observation})
-        raise_failures(failures)
-        return actions["p2"]
-
     def check_nans(self) -> None:
         """Refuse opponents that returned NaN since the last call (one host sync; once per rollout).
 
@@ -246,18 +233,6 @@ class OpponentPool:
         """
         if self._seating is not None:
             raise_failures(self._seating.nan_failures())
-
-    def reset(self, env_mask: "torch.Tensor | None" = None) -> None:
-        if self._seating is not None:
-            raise_failures(self._seating.reset(env_mask))
-            return
-        failures = []  # not acted yet: reset every agent whole
-        for slot in self.slots:
-            if callable(getattr(slot.agent, "reset", None)):
-                failure = checked_call(slot.agent.reset, *self.who(slot), "reset", None)
-                if failure is not None:
-                    failures.append(failure)
-        raise_failures(failures)
 
     def record(self, wins: "torch.Tensor", draws: "torch.Tensor", losses: "torch.Tensor") -> None:
         """Credit finished games ([N] counts per env, learner's side) to opponents and snapshots."""

@@ -19,7 +19,7 @@ from arena.env import EnvConfig, TensorEnv, obs_vector
 from arena.env.observations import obs_keys
 from arena.env.selection import check_num_envs
 from arena.env.teams import flatten_seats, seat_rows
-from arena.loop import Controller, GameLoop, Seating, observation_config
+from arena.loop import Controller, GameLoop, Seating, Turn, observation_config
 from arena.seeds import MAX_SEED
 
 OBS_LOW, OBS_HIGH = -1.0, 2.0  # every standard and extended feature lies in this range (docs/env.md)
@@ -106,7 +106,47 @@ def shaping(reward: str | Callable[..., torch.Tensor] | None) -> Callable[..., t
         raise ValueError(f"reward: {exc}") from None
 
 
-class LearnerBattles:
+class LearnerSide:
+    """p1's side of a :class:`TensorEnv` whose p2 a :class:`Seating` flies: actions in, observation vectors
+    and shaped rewards out. What :class:`LearnerBattles` (fixed opponents) and the training league env
+    (an opponent pool, reseated each rollout) share."""
+
+    def __init__(self, env: TensorEnv, seating: Seating, team_size: int, keys: tuple[str, ...],
+                 reward_fn: Callable[..., torch.Tensor] | None = None, global_state: bool = False) -> None:
+        self.env, self.team_size, self.keys = env, team_size, keys
+        self.reward_fn, self.global_state = reward_fn, global_state
+        self.num_envs, self.device = env.num_envs, env.device
+        self.loop = GameLoop(env, seating)
+        self.obs: dict[str, dict[str, torch.Tensor]] | None = None
+
+    def play(self, actions: np.ndarray | torch.Tensor) -> tuple[Turn, torch.Tensor, torch.Tensor]:
+        """Step p1's ``[n, 3]`` (``[n, T, 3]``) actions; returns the turn, p1's shaped reward (``[n]``, ``[n, T]``)
+        and the NaN values in each aircraft's action.
+
+        NaNs are counted here: the fire value becomes a bool below, where the core env can no longer see
+        a NaN in it. The env replaces the rest (NaN fire compares False: no fire).
+        """
+        if self.obs is None:
+            raise RuntimeError("call reset() before step()")
+        a = torch.as_tensor(actions, dtype=torch.float32, device=self.device)
+        nan_actions = torch.isnan(a).sum(-1, dtype=torch.int32)
+        given = {"p1": {"rudder": a[..., 0], "throttle": a[..., 1], "fire": a[..., 2] > 0}}
+        before = self.obs["p1"]
+        with torch.no_grad():
+            turn = self.loop.step(self.obs, given=given)
+            self.obs = turn.next_obs
+            reward = turn.rewards["p1"]
+            if self.reward_fn is not None:  # as the trainer calls it: a row per aircraft, next_obs before restarts
+                reward = reward + self.reward_fn(flatten_seats(before), flatten_seats(turn.infos["final_obs"]["p1"]),
+                                                 reward.reshape(-1), seat_rows(turn.dones, self.team_size),
+                                                 turn.infos).view_as(reward)
+        return turn, reward, nan_actions
+
+    def vector(self, observation: dict[str, torch.Tensor]) -> torch.Tensor:
+        return obs_vector(observation, self.keys)
+
+
+class LearnerBattles(LearnerSide):
     """``num_envs`` battles: the caller flies p1 (all ``team_size`` aircraft), the opponents fly p2.
 
     ``opponent`` is one agent spec (``crank``, ``ace``, ``NAME:CHECKPOINT``, a checkpoint file) or agent
@@ -126,7 +166,7 @@ class LearnerBattles:
         from arena.agents import build_agent
 
         num_envs = check_num_envs(num_envs)
-        self.reward_fn = shaping(reward)
+        reward_fn = shaping(reward)
         config = env_config or EnvConfig()
         many = isinstance(opponent, Sequence) and not isinstance(opponent, (str, bytes, bytearray))
         specs = list(opponent) if many else [opponent]
@@ -141,17 +181,14 @@ class LearnerBattles:
         for agent in self.opponents:
             if callable(getattr(agent, "eval", None)):
                 agent.eval()
-        self.team_size = config.team_size
-        self.keys = obs_keys(config)  # what the learner sees; the env may carry more for the opponent
-        self.global_state = global_state
-        self.env = TensorEnv(num_envs, device=device, seed=seed, config=observation_config(config, self.opponents),
-                             final_global_state="p1" if global_state else False)
-        self.num_envs, self.device = num_envs, self.env.device
+        env = TensorEnv(num_envs, device=device, seed=seed, config=observation_config(config, self.opponents),
+                        final_global_state="p1" if global_state else False)
         self.controllers = [Controller(agent, spec if isinstance(spec, str) else "opponent", "opponent",
                                        rng_seed=self.stream_seed(seed, i))
                             for i, (agent, spec) in enumerate(zip(self.opponents, specs))]
-        self.loop = GameLoop(self.env, Seating(self.controllers, owner, self.team_size, self.device))
-        self.obs: dict[str, dict[str, torch.Tensor]] | None = None
+        # What the learner sees; the env may carry more for the opponent.
+        super().__init__(env, Seating(self.controllers, owner, config.team_size, env.device), config.team_size,
+                         obs_keys(config), reward_fn, global_state)
 
     @staticmethod
     def stream_seed(seed: int, index: int) -> int:
@@ -178,34 +215,14 @@ class LearnerBattles:
         return self.vector(self.obs["p1"])
 
     def step(self, actions: np.ndarray | torch.Tensor) -> LearnerStep:
-        """Step p1's ``[n, 3]`` (``[n, T, 3]``) actions (checked by the caller); finished battles restart at once.
-
-        NaNs are counted here: the fire value becomes a bool below, where the core env can no longer see
-        a NaN in it. The env replaces the rest (NaN fire compares False: no fire).
-        """
-        if self.obs is None:
-            raise RuntimeError("call reset() before step()")
-        a = torch.as_tensor(actions, dtype=torch.float32, device=self.device)
-        nan_actions = torch.isnan(a).sum(-1, dtype=torch.int32)
-        given = {"p1": {"rudder": a[..., 0], "throttle": a[..., 1], "fire": a[..., 2] > 0}}
-        before = self.obs["p1"]
-        with torch.no_grad():
-            turn = self.loop.step(self.obs, given=given)
-            self.obs = turn.next_obs
-            infos = turn.infos
-            reward = turn.rewards["p1"]
-            if self.reward_fn is not None:  # as the trainer calls it: a row per aircraft, next_obs before restarts
-                reward = reward + self.reward_fn(flatten_seats(before), flatten_seats(infos["final_obs"]["p1"]),
-                                                 reward.reshape(-1), seat_rows(turn.dones, self.team_size),
-                                                 infos).view_as(reward)
+        """Step p1's ``[n, 3]`` (``[n, T, 3]``) actions (checked by the caller); finished battles restart at once."""
+        turn, reward, nan_actions = self.play(actions)
+        infos = turn.infos
         state = final_state = None
         if self.global_state:
             state, final_state = self.env.global_state("p1"), infos["final_global_state"]["p1"]
         return LearnerStep(self.vector(turn.next_obs["p1"]), reward, infos["terminated"],
                            infos["truncated"], self.vector(infos["final_obs"]["p1"]), nan_actions, state, final_state)
-
-    def vector(self, observation: dict[str, torch.Tensor]) -> torch.Tensor:
-        return obs_vector(observation, self.keys)
 
 
 class VectorPolicyAgent(BaseAgent):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from arena.loop import raise_failures
 from arena.training import (
     OpponentPool,
     OpponentSpec,
@@ -17,6 +18,15 @@ from arena.training import (
     save_checkpoint,
     split_envs,
 )
+
+CPU = torch.device("cpu")
+
+
+def p2_action(pool: OpponentPool, observation: dict) -> dict:
+    """p2's action as a trainer's game loop gets it: from the pool's seating."""
+    actions, failures = pool.seating(CPU).act({"p2": observation})
+    raise_failures(failures)
+    return actions["p2"]
 
 
 @pytest.mark.parametrize("text, kind, target, weight", [
@@ -98,11 +108,11 @@ def test_pool_acts_on_contiguous_slices_and_tallies():
     specs = parse_opponent_specs(["a=3", "b"])
     made = {}
     pool = OpponentPool(specs, 8, lambda s: made.setdefault(s.target, Constant(1.0 if s.target == "a" else -1.0)))
-    action = pool.act({"x": torch.zeros(8)})
+    action = p2_action(pool, {"x": torch.zeros(8)})
     assert action["rudder"].tolist() == [1.0] * 6 + [-1.0] * 2
     mask = torch.zeros(8, dtype=torch.bool)
     mask[7] = True
-    pool.reset(mask)
+    raise_failures(pool.seating(CPU).reset(mask))
     assert made["b"].resets[-1].tolist() == [False, True]
     wins = torch.tensor([1, 0, 0, 0, 0, 1, 0, 0.0])
     losses = torch.tensor([0, 0, 0, 0, 0, 0, 1, 1.0])
@@ -189,10 +199,10 @@ def test_self_slot_uses_snapshot_until_a_checkpoint_exists(tmp_path):
     pool = OpponentPool(specs, 12, lambda s: Constant(0.0), self_play=pfsp, snapshot=lambda: snapshot, self_slots=2)
     gen = torch.Generator().manual_seed(0)
     pool.begin_rollout(gen)
-    assert pool.act({"x": torch.zeros(12)})["rudder"].tolist() == [0.5] * 6 + [0.0] * 6
+    assert p2_action(pool, {"x": torch.zeros(12)})["rudder"].tolist() == [0.5] * 6 + [0.0] * 6
     save_checkpoint({"agent": "stub", "format_version": 1}, tmp_path / "ckpt_000000010.pt")
     pool.begin_rollout(gen)
-    assert pool.act({"x": torch.zeros(12)})["rudder"].tolist() == [0.75] * 6 + [0.0] * 6
+    assert p2_action(pool, {"x": torch.zeros(12)})["rudder"].tolist() == [0.75] * 6 + [0.0] * 6
     pool.record(torch.ones(12), torch.zeros(12), torch.zeros(12))
     assert pfsp.records["ckpt_000000010.pt"].wins == 6
 
@@ -238,7 +248,7 @@ def test_pool_names_every_opponent_that_fails_in_the_same_step():
     agents = {"a": Broken("raise"), "b": Constant(0.0), "c": Broken("shape")}
     pool = OpponentPool(specs, 6, lambda s: agents[s.target])
     with pytest.raises(AgentFailure) as exc:
-        pool.act({"x": torch.zeros(6)})
+        p2_action(pool, {"x": torch.zeros(6)})
     assert exc.value.no_result and [f[0] for f in exc.value.failures] == ["a", "c"]
     assert "'a' (--vs a) raised RuntimeError: kaput" in str(exc.value)
     assert "'c' (--vs c) returned a malformed action" in str(exc.value)
@@ -250,9 +260,9 @@ def test_pool_refuses_nan_at_the_end_of_the_rollout_and_names_the_opponent():
     specs = parse_opponent_specs(["good", "bad=2"])
     agents = {"good": Constant(0.0), "bad": Broken("nan", after=1)}
     pool = OpponentPool(specs, 6, lambda s: agents[s.target])
-    pool.act({"x": torch.zeros(6)})
+    p2_action(pool, {"x": torch.zeros(6)})
     pool.check_nans()
-    action = pool.act({"x": torch.zeros(6)})
+    action = p2_action(pool, {"x": torch.zeros(6)})
     assert not torch.isnan(action["rudder"]).any()  # the env never sees the NaN
     with pytest.raises(AgentFailure, match=r"'bad' \(--vs bad=2\) returned NaN in 4 action value"):
         pool.check_nans()
@@ -276,7 +286,7 @@ def test_self_play_skips_an_unreadable_checkpoint_with_one_warning(tmp_path):
     gen = torch.Generator().manual_seed(0)
     for _ in range(3):
         pool.begin_rollout(gen)
-        assert pool.act({"x": torch.zeros(8)})["rudder"].tolist() == [0.25] * 8
+        assert p2_action(pool, {"x": torch.zeros(8)})["rudder"].tolist() == [0.25] * 8
     assert len(warnings) == 1 and "ckpt_000000002.pt" in warnings[0] and "skipping" in warnings[0]
     assert set(pfsp.records) == {"ckpt_000000001.pt"}
 
@@ -321,7 +331,7 @@ def test_league_draws_ladder_agents_and_checkpoints_by_pfsp(tmp_path):
     gen = torch.Generator().manual_seed(1)
     pool.begin_rollout(gen)
     assert set(pfsp.records) == {"hard", "easy"}, "the ladder is drawn before any checkpoint exists"
-    rudder = set(pool.act({"x": torch.zeros(8)})["rudder"].tolist())
+    rudder = set(p2_action(pool, {"x": torch.zeros(8)})["rudder"].tolist())
     assert rudder <= {1.0, -1.0}
     # the learner beats "easy" every time and loses to "hard": hard gets the envs
     pfsp.record("easy", wins=100, draws=0, losses=0)
@@ -367,12 +377,12 @@ def test_each_slot_plays_its_own_copy_of_an_opponent_drawn_twice(tmp_path):
     pool.begin_rollout(gen)
     first, second = pool.slots
     assert first.agent is not second.agent and first.checkpoint == second.checkpoint == "only"
-    pool.act({"x": torch.zeros(8)})
+    p2_action(pool, {"x": torch.zeros(8)})
     assert pool.begin_rollout(gen) == []
-    pool.act({"x": torch.zeros(8)})
+    p2_action(pool, {"x": torch.zeros(8)})
     assert first.agent.calls.tolist() == [2.0] * 4  # its own batch: the first slot's 4 envs
     assert pool.begin_rollout(gen) == [first]  # the first slot's turn (tenure 2, staggered)
-    pool.act({"x": torch.zeros(8)})
+    p2_action(pool, {"x": torch.zeros(8)})
     assert second.agent.calls.tolist() == [3.0] * 4, "the other slot's memory is untouched"
     pool.record(torch.ones(8), torch.zeros(8), torch.zeros(8))
     assert pfsp.records["only"].wins == 8
@@ -384,10 +394,10 @@ def test_a_copy_of_the_learner_plays_only_until_a_checkpoint_can_be_drawn(tmp_pa
                         snapshot=lambda: Constant(0.5), self_slots=2, tenure=100)
     gen = torch.Generator().manual_seed(0)
     pool.begin_rollout(gen)
-    assert pool.begin_rollout(gen) == [] and pool.act({"x": torch.zeros(4)})["rudder"].tolist() == [0.5] * 4
+    assert pool.begin_rollout(gen) == [] and p2_action(pool, {"x": torch.zeros(4)})["rudder"].tolist() == [0.5] * 4
     save_checkpoint({"agent": "stub", "format_version": 1}, tmp_path / "ckpt_000000010.pt")
     assert pool.begin_rollout(gen) == pool.slots, "long before the tenure is up"
-    assert pool.act({"x": torch.zeros(4)})["rudder"].tolist() == [0.75] * 4
+    assert p2_action(pool, {"x": torch.zeros(4)})["rudder"].tolist() == [0.75] * 4
 
 
 def test_with_handover_a_new_draw_takes_over_the_battles_in_flight(tmp_path):
@@ -410,7 +420,7 @@ def test_with_a_tenure_of_one_rollout_slots_that_drew_the_same_agent_share_one_b
                         snapshot=lambda: Constant(0.5), self_slots=4, tenure=1)
     pool.begin_rollout(torch.Generator().manual_seed(0))
     assert all(slot.agent is only for slot in pool.slots)
-    pool.act({"x": torch.zeros(8)})
+    p2_action(pool, {"x": torch.zeros(8)})
     assert only.calls.tolist() == [1.0] * 8, "one call over all four slots' envs"
 
 
@@ -454,7 +464,7 @@ def test_drawn_past_checkpoints_act_as_one_call_when_every_draw_is_fresh(tmp_pat
                         snapshot=lambda: Kin(0.0), self_slots=3, tenure=tenure)
     pool.begin_rollout(torch.Generator().manual_seed(4))
     Kin.together.clear()
-    rudder = pool.act({"x": torch.zeros(12)})["rudder"]
+    rudder = p2_action(pool, {"x": torch.zeros(12)})["rudder"]
     assert len(pool.seating(torch.device("cpu")).troupes) == (tenure == 1)
     drawn = [s.agent.value for s in pool.slots for _ in range(s.start, s.stop)]
     assert rudder.tolist() == pytest.approx(drawn)  # each slot's envs got their own checkpoint's action

@@ -144,12 +144,10 @@ class PPOAgent(BaseAgent):
 
     # -- the learner's inputs while it trains --------------------------------------------------------
 
-    def training_input(self, observation: "dict[str, torch.Tensor]", commit: bool = True) -> "torch.Tensor":
-        """The actor's input for rows of observations, with seats. ``commit``: the step being played, which
-        moves the normalizer's statistics; otherwise a look (bootstrap values) that leaves them alone."""
-        from arena.env import obs_vector
-
-        x = obs_vector(observation, self.obs_keys)
+    def training_input(self, x: "torch.Tensor", commit: bool = True) -> "torch.Tensor":
+        """The actor's input for ``[rows, K]`` observation vectors (this agent's keys, in order), with seats.
+        ``commit``: the step being played, which moves the normalizer's statistics; otherwise a look
+        (bootstrap values) that leaves them alone."""
         if self.obs_normalizer is not None:
             if commit:
                 self.obs_normalizer.update(x)

@@ -322,7 +322,7 @@ def describe_run(runner: Any, algorithm: str, out: Path) -> str:
                    f"steps (the learner on {1 - cfg.run.exploiter_share:.0%})")
     compiled, why = runner.ctx.compile_update
     update = "compiled" if compiled else f"eager ({why})"
-    step = runner.env.step_path
+    step = runner.env.env.step_path
     paths = f"env step and update {step}" if step == update else f"env step {step}, update {update}"
     return (f"training {algorithm} on {where}, {teams}vs {split}; reward {cfg.run.reward}{taught}; "
             f"{envs} x {cfg.ppo.n_steps} steps per update, {paths}; output {out}")

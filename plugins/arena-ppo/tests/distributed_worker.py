@@ -79,7 +79,7 @@ def main(tmp: Path) -> None:
             "learning_rate": runner.algorithm.learning_rate,
             "records": self_play.state_dict() if self_play is not None else None,
             "counters": runner.counters.env_steps,
-            "env": runner.env.state_dict(),
+            "env": runner.env.env.state_dict(),
         }, tmp / f"{name}-rank{rank}.pt")
         report[name] = lines
     assert runner is not None

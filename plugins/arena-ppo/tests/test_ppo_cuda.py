@@ -46,11 +46,9 @@ def test_rollout_steps_and_an_update_never_wait_for_the_host(tmp_path):
     follows the eager one within float tolerance."""
     import copy
 
-    from arena.loop import GameLoop
     from arena_ppo.algorithms import PPO
     from arena_ppo.prepare import opponent_factory, resolve_reward
     from arena_ppo.runners import OnPolicyRunner
-    from arena_ppo.runners.rollouts import StepParts, rollout_step
     from arena_ppo.train_config import TrainConfig
 
     cfg = TrainConfig()
@@ -67,21 +65,27 @@ def test_rollout_steps_and_an_update_never_wait_for_the_host(tmp_path):
     compiled.optimizer.load_state_dict(eager.optimizer.state_dict())
     compiled.set_learning_rate(eager.learning_rate)
 
-    slots, seating = runner.pool.start_rollout(runner.generators["shuffle"], device)
-    parts = StepParts(runner.agent, GameLoop(runner.env, seating), 1, runner.generators["action"],
-                      resolve_reward(cfg.run.reward))
-    obs, hidden = runner.rollouts.obs, runner.rollouts.hidden
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        got = compiled.update(runner.storage, torch.Generator().manual_seed(1))
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    want = eager.update(runner.storage, torch.Generator().manual_seed(1))
+
+    env, algorithm = runner.env, runner.algorithm
+    env.begin_rollout(runner.generators["shuffle"])
+    runner.storage.clear()
+    obs = env.observations()
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
         with torch.no_grad():
             for _ in range(4):
-                step = rollout_step(parts, obs, hidden)
-                obs, hidden = step.next_obs, step.hidden
-        got = compiled.update(runner.storage, torch.Generator().manual_seed(1))
+                obs, rewards, dones, extras = env.step(algorithm.act(obs))
+                algorithm.process_env_step(rewards, dones, extras)
     finally:
         torch.cuda.set_sync_debug_mode(0)
-    want = eager.update(runner.storage, torch.Generator().manual_seed(1))
     assert compiled.compiled
     for key in want:
         assert torch.allclose(got[key].cpu(), want[key].cpu(), rtol=1e-3, atol=1e-5), key

@@ -55,7 +55,8 @@ def test_a_rollout_speaks_to_the_pool_twice(tmp_path):
                             reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
     for _ in range(2):
         pool = CountingPool(runner.pool)
-        runner.rollouts.collect(pool, runner.algorithm)  # type: ignore[arg-type]
+        runner.env.pool = pool  # type: ignore[assignment]
+        runner.collect()
         assert pool.calls == ["start_rollout", "end_rollout"]
 
 

@@ -528,12 +528,12 @@ def test_a_slot_drawn_again_restarts_its_battles_and_credits_only_whole_games(tm
     runner = OnPolicyRunner(cfg, tmp_path, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
                             console=None, progress=False)
     runner.collect()
-    assert runner.env.state.time.eq(16).all()  # no battle of 16 s ends: none was credited
+    assert runner.env.env.state.time.eq(16).all()  # no battle of 16 s ends: none was credited
     assert sum(t.games for t in runner.pool.self_play.records.values()) == 0
     runner.counters.env_steps = 128
     runner.pool.begin_rollout = lambda generator: runner.pool.slots[1:3]  # as if two slots were drawn
     runner.collect()
-    time = runner.env.state.time
+    time = runner.env.env.state.time
     assert time[2:6].eq(16).all() and time[:2].eq(32).all() and time[6:].eq(32).all()
 
 

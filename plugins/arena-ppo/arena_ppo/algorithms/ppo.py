@@ -10,15 +10,22 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import torch
 from torch import nn
 
 from arena.env.compiled import say_once
+from arena.env.teams import seat_rows
 from arena_ppo.modules import ActorCritic, ValueNorm, ValueNormalizer
 from arena_ppo.storage import RolloutStorage, Transition
 from arena_ppo.train_config import PPOConfig
+
+if TYPE_CHECKING:
+    from arena_ppo.agent import PPOAgent
+    from arena_ppo.modules import RecurrentActorCritic
+
+Hidden = dict[str, torch.Tensor]  # a recurrent learner's "actor" and "critic" state per aircraft row ({} otherwise)
 
 
 class UpdateSync(Protocol):
@@ -131,6 +138,7 @@ class PPO:
         self.optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
         self.set_learning_rate(cfg.learning_rate)
         self.storage: RolloutStorage | None = None  # the rollout this algorithm learns from (init_storage)
+        self.hidden: Hidden = {}  # a recurrent policy's state per row while it collects (init_acting)
         # The gradient step compiled whole (loss, backward, clip, Adam), or eager.
         self.compiled = compiled
         self.eager_reason = ""  # the compiler's words when it failed here and the update fell back to eager
@@ -140,21 +148,83 @@ class PPO:
             torch.compile(self.descend, dynamic=False) if compiled else self.descend)
         self._proven: set[int] = set()  # minibatch sizes the compiled step has compiled for (dynamic=False)
 
-    # -- the rollout (rsl_rl's init_storage, process_env_step, compute_returns) -----------------------
+    # -- the rollout (rsl_rl's init_storage, act, process_env_step, compute_returns) --------------------
 
     def init_storage(self, storage: RolloutStorage) -> None:
         """Learn from ``storage``: transitions go in with :meth:`store`, returns with :meth:`compute_returns`."""
         self.storage = storage
 
+    def init_acting(self, agent: PPOAgent, generator: torch.Generator, active_masks: bool = False,
+                    hidden: Hidden | None = None) -> None:
+        """Collect rollouts with ``agent``'s policy, sampling from ``generator`` (a recurrent one carries
+        its ``hidden`` state per row, zeros when None). ``active_masks``: keep whether each aircraft was
+        alive, so dead ones add no loss (MAPPO)."""
+        assert self.storage is not None, "init_storage() first"
+        self.agent, self.generator = agent, generator
+        self.alive_column = agent.obs_keys.index("alive") if active_masks else None
+        if hidden is None:
+            model, rows = cast("RecurrentActorCritic", agent.model), self.storage.num_envs
+            hidden = ({"actor": torch.zeros(rows, model.actor_hidden_size, device=self.storage.device),
+                       "critic": torch.zeros(rows, model.critic_hidden_size, device=self.storage.device)}
+                      if agent.recurrent else {})
+        self.hidden = hidden
+
+    def act(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``[rows, 3]`` actions (rudder, throttle, fire as 0/1) sampled for the observation rows ``obs``
+        (``"policy"``, and ``"critic"`` for a privileged critic); what the transition needs is kept for
+        :meth:`process_env_step`."""
+        agent = self.agent
+        features = agent.training_input(obs["policy"])
+        critic_in = agent.critic_input(features, obs.get("critic"))
+        actor_h, critic_h = self.hidden.get("actor"), self.hidden.get("critic")
+        out = agent.policy(features, self.generator, hidden=actor_h)
+        value, critic_next = agent.values(critic_in, critic_h)
+        active = None if self.alive_column is None else obs["policy"][:, self.alive_column] > 0.5
+        self._acted = (features, critic_in, out, value, critic_next, active)
+        return torch.stack((out.rudder, torch.ones_like(out.rudder), out.fire), dim=-1)
+
+    def process_env_step(self, rewards: torch.Tensor, dones: torch.Tensor, extras: dict[str, Any]) -> None:
+        """Store the step :meth:`act` began: battles cut off by the time limit bootstrap from the value of
+        their final observation (``extras["final_obs"]``, where ``extras["truncated"]``), and a recurrent
+        policy's state starts from zero where a battle ended."""
+        agent, (features, critic_in, out, value, critic_next, active) = self.agent, self._acted
+        final = extras["final_obs"]  # = the next observation where the battle goes on
+        final_features = agent.training_input(final["policy"], commit=False)
+        final_value = agent.values(agent.critic_input(final_features, final.get("critic"), commit=False),
+                                   critic_next)[0]
+        teacher_rudder, teacher_fire = extras.get("teacher", (None, None))
+        self.store(Transition(
+            obs=features, critic_obs=critic_in if agent.privileged_critic else None, u=out.u, fire=out.fire,
+            log_prob=out.log_prob, value=value, reward=rewards, done=dones,
+            bootstrap=torch.where(extras["truncated"], final_value, torch.zeros_like(final_value)),
+            mean=out.mean, log_std=out.log_std, fire_logit=out.fire_logit, active=active,
+            actor_hidden=self.hidden.get("actor"), critic_hidden=self.hidden.get("critic"),
+            teacher_rudder=teacher_rudder, teacher_fire=teacher_fire))
+        if agent.recurrent:
+            keep = (~dones).unsqueeze(-1).to(features.dtype)
+            assert out.hidden is not None and critic_next is not None
+            self.hidden = {"actor": out.hidden * keep, "critic": critic_next * keep}
+
+    def forget(self, envs: torch.Tensor) -> None:
+        """Battles of the ``[N]`` bool mask ``envs`` started over: a recurrent policy's state there is zero."""
+        if self.hidden:
+            seats = self.hidden["actor"].shape[0] // envs.shape[0]
+            keep = (~seat_rows(envs, seats)).unsqueeze(-1).to(self.hidden["actor"].dtype)
+            self.hidden = {k: v * keep for k, v in self.hidden.items()}
+
     def store(self, transition: Transition) -> None:
-        """One step of every env, as the rollout step made it."""
+        """One step of every env."""
         assert self.storage is not None, "init_storage() first"
         self.storage.add(transition)
 
-    def compute_returns(self, last_values: torch.Tensor) -> None:
-        """Advantages and returns of the full rollout (GAE, time-outs bootstrapped), from the value of the
-        state after its last step."""
+    def compute_returns(self, obs: dict[str, torch.Tensor]) -> None:
+        """Advantages and returns of the full rollout (GAE, time-outs bootstrapped), from the value of
+        ``obs``, the state after its last step."""
         assert self.storage is not None, "init_storage() first"
+        agent = self.agent
+        features = agent.training_input(obs["policy"], commit=False)
+        last_values = agent.values(agent.critic_input(features, obs.get("critic"), commit=False),
+                                   self.hidden.get("critic"))[0]
         self.storage.compute_returns(last_values, self.cfg.gamma, self.cfg.gae_lambda)
 
     @property

@@ -5,7 +5,8 @@ the output folder, the device, the seeds and random streams, the processes' sync
 opponent factory, the reward, the console), made once before any compute. The runner owns everything
 stateful about a run — env, opponents, counters, random generators, output files — so that a
 checkpoint holds all of it and ``--resume`` continues bit for bit (:mod:`~arena_ppo.runners.resume`).
-A rollout step is :func:`~arena_ppo.runners.rollouts.rollout_step`. Evaluation and the best weights kept are the
+The runner consumes a :class:`~arena.training.league_env.LeagueEnv`, as rsl_rl's consumes a VecEnv, and the
+PPO algorithm builds its own transitions (``act``, ``process_env_step``). Evaluation and the best weights kept are the
 :class:`~arena_ppo.runners.evaluator.Evaluator`'s, the opponents (and a league's warm-up)
 :class:`~arena_ppo.runners.training_opponents.TrainingOpponents`', the logs
 :class:`~arena_ppo.runners.outputs.RunOutputs`'. When a league's warm-up ends, the update starts
@@ -34,6 +35,7 @@ from arena.loop import observation_config
 from arena.match import AgentFailure
 from arena.progress import Progress
 from arena.training import (
+    LeagueEnv,
     OpponentPool,
     OpponentSpec,
     StopRequest,
@@ -50,7 +52,6 @@ from arena_ppo.runners.context import RewardFn, RunContext
 from arena_ppo.runners.evaluator import Evaluator
 from arena_ppo.runners.exploiter import MainExploiter
 from arena_ppo.runners.resume import Counters, read_state, rng_state
-from arena_ppo.runners.rollouts import Rollouts
 from arena_ppo.runners.training_opponents import TrainingOpponents
 from arena_ppo.storage import RolloutStorage
 from arena_ppo.train_config import TrainConfig
@@ -95,11 +96,10 @@ class OnPolicyRunner:
         teacher = ctx.cfg.run.teacher()
         self.teacher = Teacher(teacher, ctx.make_opponent, ctx.local_envs, self.device, ctx.seats) if teacher else None
         self.algorithm.kickstart_coef = ctx.cfg.ppo.kickstart_coef if self.teacher is not None else 0.0
-        self.env = self.build_env()
+        self.env = LeagueEnv(self.build_env(), self.pool, self.agent.obs_keys, reward_fn=ctx.reward_fn,
+                             teacher=self.teacher, global_state=ctx.cfg.run.privileged_critic)
         self.algorithm.init_storage(self.build_storage())
-        self.rollouts = Rollouts(self.agent, self.env, seats=ctx.seats, generators=ctx.generators, sync=self.sync,
-                                 reward_fn=ctx.reward_fn, teacher=self.teacher, active_masks=self.active_masks,
-                                 hidden_sizes=self.hidden_sizes)
+        self.algorithm.init_acting(self.agent, ctx.generators["action"], self.active_masks)
         run = ctx.cfg.run
         self.exploiter = self.build_exploiter()
         self.evaluator = Evaluator(self.opponents.specs, ctx.make_opponent, ctx.env_config, self.device, ctx.seed,
@@ -127,8 +127,12 @@ class OnPolicyRunner:
     @property
     def storage(self) -> RolloutStorage:
         """The rollout the update learns from (the algorithm's own, as in rsl_rl)."""
-        assert self.algorithm.storage is not None
-        return self.algorithm.storage
+        return self.storage_of(self.algorithm)
+
+    @staticmethod
+    def storage_of(algorithm: PPO) -> RolloutStorage:
+        assert algorithm.storage is not None
+        return algorithm.storage
 
     @property
     def hidden_sizes(self) -> tuple[int, int] | None:
@@ -189,14 +193,18 @@ class OnPolicyRunner:
 
     def new_stage(self) -> None:
         """New battles, and a fresh optimizer over the same rollout storage and teacher weight."""
-        self.rollouts.restart_all()
-        coef, storage = self.algorithm.kickstart_coef, self.storage
+        every = torch.ones(self.env.num_envs, dtype=torch.bool, device=self.device)
+        self.env.restart(every)
+        self.algorithm.forget(every)
+        old = self.algorithm
         self.algorithm = self.build_algorithm()
-        self.algorithm.kickstart_coef = coef
-        self.algorithm.init_storage(storage)
+        self.algorithm.kickstart_coef = old.kickstart_coef
+        self.algorithm.init_storage(self.storage_of(old))
+        self.algorithm.init_acting(self.agent, self.generators["action"], self.active_masks, old.hidden)
 
     def open_league(self) -> None:
         """The warm-up is over and the league's pool is in: a new stage, and the exploiter starts."""
+        self.env.pool = self.pool
         self.new_stage()
         self._echo(f"warm-up done after {self.counters.env_steps:,} steps: the league opens")
         if self.exploiter is not None:
@@ -217,9 +225,25 @@ class OnPolicyRunner:
 
     # -- collection -------------------------------------------------------------------------------
 
+    @torch.no_grad()
     def collect(self) -> dict[str, float]:
-        """One rollout into the storage; returns statistics of the episodes that ended in it."""
-        summary = self.rollouts.collect(self.pool, self.algorithm, played=self.counters.env_steps > 0)
+        """One rollout into the storage; returns statistics of the episodes that ended in it (over every
+        process)."""
+        env, algorithm, agent = self.env, self.algorithm, self.agent
+        agent.train(True)
+        restarted = env.begin_rollout(self.generators["shuffle"], played=self.counters.env_steps > 0)
+        if restarted is not None:
+            algorithm.forget(restarted)
+        self.storage.clear()
+        self.sync.begin_rollout(agent)
+        obs = env.observations()
+        for _ in range(self.storage.n_steps):
+            obs, rewards, dones, extras = env.step(algorithm.act(obs))
+            algorithm.process_env_step(rewards, dones, extras)
+        algorithm.compute_returns(obs)
+        env.end_rollout(self.sync.gather_objects)
+        self.sync.end_rollout(agent)  # every process's normalizers: the same again, from all the rollouts
+        summary = env.tally.summary(self.sync)
         self.counters.env_steps += self.steps_per_update
         self.counters.episodes += int(summary["episodes"])
         return summary
@@ -378,9 +402,9 @@ class OnPolicyRunner:
         """Everything beyond the agent's weights that an exact resume needs."""
         best = self.evaluator.best
         return {"algorithm": self.algorithm.state_dict(), "counters": asdict(self.counters),
-                "rng": rng_state(self.generators, self.device), "env": self.env.state_dict(),
+                "rng": rng_state(self.generators, self.device), "env": self.env.env.state_dict(),
                 "opponents": self.opponents.state_dict(), "config": to_plain(self.config),
-                "hidden": {k: v.clone() for k, v in self.rollouts.hidden.items()},
+                "hidden": {k: v.clone() for k, v in self.algorithm.hidden.items()},
                 **({"teacher": self.teacher.state_dict()} if self.teacher is not None else {}),
                 **({"exploiter": self.exploiter.state_dict()} if self.exploiter is not None else {}),
                 **({"best": best.to_dict()} if best is not None else {}),
@@ -415,11 +439,13 @@ class OnPolicyRunner:
         data = self.sync.rank_part(data)  # this process's envs, streams
         if self.exploiter is not None and "exploiter" in data:  # first: the learner's global stream is read last
             self.exploiter.load_state_dict(data["exploiter"])
-        restored = read_state(data, agent=self.agent, algorithm=self.algorithm, env=self.env,
-                              generators=self.generators, opponents=self.opponents, hidden=self.rollouts.hidden,
+        restored = read_state(data, agent=self.agent, algorithm=self.algorithm, env=self.env.env,
+                              generators=self.generators, opponents=self.opponents, hidden=self.algorithm.hidden,
                               teacher=self.teacher, device=self.device)
-        self.counters, self.last_metrics, self.rollouts.obs = restored.counters, restored.metrics, restored.obs
+        self.counters, self.last_metrics = restored.counters, restored.metrics
+        self.env.pool = self.pool  # a league saved past its warm-up: the league's pool
+        self.env.set_obs(restored.obs)
         if self.exploiter is not None and "exploiter" not in data and self.opponents.league_open:
             self.exploiter.start(self.counters.env_steps)  # a league saved before exploiters: one starts now
-        self.rollouts.hidden = restored.hidden or self.rollouts.hidden
+        self.algorithm.hidden = restored.hidden or self.algorithm.hidden
         self.evaluator.best = restored.best

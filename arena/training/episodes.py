@@ -1,4 +1,4 @@
-"""Statistics of the episodes that end in a rollout: what metrics.csv and the console report."""
+"""Statistics of the episodes that end in a rollout: what a trainer's metrics and console report."""
 
 from __future__ import annotations
 
