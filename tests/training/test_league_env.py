@@ -7,7 +7,8 @@ import torch
 from arena.agents import build_agent
 from arena.env import EnvConfig, TensorEnv
 from arena.env.observations import obs_keys
-from arena.training import LeagueEnv, OpponentPool, SelfPlayPool, parse_opponent_specs, save_checkpoint
+from arena.training import OpponentPool, SelfPlayPool, parse_opponent_specs, save_checkpoint
+from arena.training.league_env import LeagueEnv
 from arena.wrappers.battles import LearnerBattles
 
 

@@ -35,7 +35,6 @@ from arena.loop import observation_config
 from arena.match import AgentFailure
 from arena.progress import Progress
 from arena.training import (
-    LeagueEnv,
     OpponentPool,
     OpponentSpec,
     StopRequest,
@@ -44,6 +43,7 @@ from arena.training import (
     save_checkpoint,
     to_plain,
 )
+from arena.training.league_env import LeagueEnv
 from arena_ppo.agent import PPOAgent
 from arena_ppo.algorithms import PPO
 from arena_ppo.kickstart import Teacher
