@@ -201,23 +201,30 @@ class Rows:
 
 
 @dataclass
-class Troupe:
-    """Controllers whose agents act as one family (:mod:`arena.families`): one call on all their rows.
+class Party:
+    """Controllers acting as one call: a family of agents (:mod:`arena.families`), or an agent alone, a
+    family of one.
 
-    The family's rows are its members' rows in member order, each member's p1 rows before its p2 rows.
-    ``sides[s]`` holds the envs of side s in that order, and ``order`` puts the two gathered sides back
-    into member order (None when only one side has rows)."""
+    The party's rows are its members' rows in member order, each member's p1 rows before its p2 rows.
+    ``sides[s]`` holds the envs of side s in that order (a slice when they form one block), and
+    ``order`` puts the two gathered sides back into member order (None when that is already so)."""
 
     members: list[int]  # controller positions
-    family: Any
-    sides: tuple[Any, Any]  # env index tensors of each side, or None
+    actor: Any  # what acts: the family, or the lone member's agent
+    sides: tuple[Any, Any]  # slices or env index tensors of each side, or None
     counts: tuple[int, int]
     order: Any  # permutation of cat(side rows) into member order, or None
     back: Any  # its inverse
-    row_controller: Any  # [rows] controller position of each of the family's agent rows
+    row_controller: Any  # [rows] controller position of each of the party's agent rows
     flat: bool
     standard: bool
+    lone: "Controller | None" = None  # the one member of a party of one: its own random stream, its clock
     inactive_rows: Any = None  # [rows] bool where a disabled member's rows idle; None while all play
+
+    @property
+    def count(self) -> int:
+        """Its sides' rows (battles, not seats)."""
+        return self.counts[0] + self.counts[1]
 
 
 def block_or_index(envs: "torch.Tensor", device: "torch.device") -> Any:
@@ -250,7 +257,8 @@ class Seating:
 
     ``owner`` is [2, N] (side, env) of controller positions, −1 for rows nobody here flies. The same
     agent object listed twice would have its memory split between two batches: give it one controller
-    with all its rows instead.
+    with all its rows instead. Controllers act in parties (:class:`Party`): with ``families``, agents of
+    one family (:mod:`arena.families`) act as one call; every other agent is a party of one.
     """
 
     def __init__(self, controllers: Sequence[Controller], owner: "torch.Tensor", team_size: int,
@@ -271,11 +279,15 @@ class Seating:
         self.extended_only = EXTENDED_ONLY_KEYS  # left out for agents that did not ask for them
         self.covered = bool((self.owner >= 0).all())
         # A move limit is one agent's budget: timed agents act alone.
-        self.troupes = self._troupes() if families and move_limit is None else []
-        self.troupe_of = {k: t for t in self.troupes for k in t.members}
+        self.parties = self._parties(families and move_limit is None)
         self.nans = torch.zeros(len(self.controllers), dtype=torch.int64, device=device)
         self.moves = 0  # act() rounds so far: the first may pay one-time costs and is only bounded (hang_bound)
         self.watchdog: Watchdog | None = None  # started with the first timed move
+
+    @property
+    def families(self) -> list[Party]:
+        """The parties of several agents acting as one."""
+        return [p for p in self.parties if p.lone is None]
 
     # -- acting -------------------------------------------------------------------------------------
 
@@ -287,81 +299,27 @@ class Seating:
         failed) get a zero action. Returns the actions and the failures of this step (empty when all
         went well); NaN values are counted per controller for :meth:`nan_failures`.
         """
-        import torch
-
-        stacks: dict[str, torch.Tensor] = {}
-        keys: dict[str, list[str]] = {}
+        stacks: dict[str, "torch.Tensor"] = {}  # one stacked observation per side and step
         out = {side: self._blank() for side in SIDES if side in obs}
         failures: list[AgentFailure] = []
-        nans: list[tuple[Any, torch.Tensor]] = []  # (controller, NaN count), or a family's (row controllers, counts)
-        for k, (c, rows) in enumerate(zip(self.controllers, self.rows)):
-            troupe = self.troupe_of.get(k)
-            if troupe is not None:  # a family acts where its first member stands, for all of them
-                if k == troupe.members[0]:
-                    self._act_together(troupe, obs, stacks, keys, out, failures, nans)
-                continue
-            if not c.active or rows.count == 0:
-                continue
-            if abandoned(c.agent):
-                failures.append(AgentFailure(c.name, c.role, "is not called again: an earlier move of it never "
-                                             "returned", index=k))
-                continue
-            observation = self._gather(obs, rows, stacks, keys)
-            count = rows.count * self.team_size if rows.flat else rows.count
-            team_size = 1 if rows.flat else self.team_size
-
-            def move(c: Controller = c, observation: dict[str, torch.Tensor] = observation, count: int = count,
-                     team_size: int = team_size) -> "CleanAction | AgentFailure":
-                return checked_act(c.agent, observation, c.name, c.role, count, self.device, raise_now=False,
-                                   team_size=team_size)
-
-            if self.move_limit is None:
-                result = self._own_rng(c, move)
-            else:
-                result = self._timed(c, rows, move)
-            if isinstance(result, AgentFailure):
-                result.index = k
-                failures.append(result)
-                continue
-            self._scatter(out, rows, result)
-            nans.append((k, result.nan_count.sum()))
-        solo = [(k, n) for k, n in nans if isinstance(k, int)]
-        if solo:
-            index = torch.tensor([k for k, _ in solo], device=self.device)
-            self.nans.index_add_(0, index, torch.stack([n for _, n in solo]).to(torch.int64))
-        for rows, n in nans:  # a family's NaNs, row by row to the member whose row it was
-            if not isinstance(rows, int):
-                self.nans.index_add_(0, rows, n.to(torch.int64))
+        for party in self.parties:
+            if self._plays(party):
+                failures += self._act_party(party, obs, stacks, out)
         self.moves += 1
         return out, failures
 
     def reset(self, dones: "torch.Tensor | None" = None) -> list[AgentFailure]:
         """Reset every active controller where ``dones`` [N] is set (everything when None)."""
-
         failures = []
-        for troupe in self.troupes:
-            if self._plays(troupe):
-                mask = None if dones is None else self._rows_of(troupe, dones)
-                failures += self._blame(troupe, checked_call(troupe.family.reset, *self._troupe_who(troupe),
-                                                             "reset", mask))
-        for k, (c, rows) in enumerate(zip(self.controllers, self.rows)):
-            if (not c.active or rows.count == 0 or k in self.troupe_of or abandoned(c.agent)
-                    or not callable(getattr(c.agent, "reset", None))):
-                continue
-            mask = None if dones is None else self._rows_of(rows, dones)
-            failure = checked_call(c.agent.reset, c.name, c.role, "reset", mask)
-            if failure is not None:
-                failure.index = k
-                failures.append(failure)
+        for party in self._callable("reset"):
+            mask = None if dones is None else self._rows_of(party, dones)
+            failures += self._blame(party, checked_call(party.actor.reset, *self._who(party), "reset", mask))
         return failures
 
     def can_keep_envs(self) -> bool:
         """Whether every agent still playing here can drop rows of its memory (``keep_rows``), so that the
         batch can drop its finished battles (:meth:`keep_envs`)."""
-        agents = [t.family for t in self.troupes if self._plays(t)]
-        agents += [c.agent for k, (c, rows) in enumerate(zip(self.controllers, self.rows))
-                   if c.active and rows.count and k not in self.troupe_of]
-        return all(callable(getattr(a, "keep_rows", None)) for a in agents)
+        return all(callable(getattr(p.actor, "keep_rows", None)) for p in self.parties if self._plays(p))
 
     def keep_envs(self, envs: "torch.Tensor") -> list[AgentFailure]:
         """Keep the envs ``envs`` ([K] increasing indices) only, renumbered in that order, as
@@ -371,30 +329,19 @@ class Seating:
 
         kept = torch.zeros(self.num_envs, dtype=torch.bool)
         kept[envs.cpu()] = True
-
-        def rows_kept(members: list[int], flat: bool) -> torch.Tensor:
-            mask = torch.cat([kept[self.owner[s] == k] for k in members for s in range(2)])
-            if flat:
-                mask = mask.repeat_interleave(self.team_size)
-            return torch.nonzero(mask).flatten().to(self.device)
-
         failures: list[AgentFailure] = []
-        for troupe in self.troupes:
-            if self._plays(troupe):
-                failures += self._blame(troupe, checked_call(troupe.family.keep_rows, *self._troupe_who(troupe),
-                                                             "keep_rows", rows_kept(troupe.members, troupe.flat)))
-        for k, (c, rows) in enumerate(zip(self.controllers, self.rows)):
-            if c.active and rows.count and k not in self.troupe_of and not abandoned(c.agent):
-                failure = checked_call(c.agent.keep_rows, c.name, c.role, "keep_rows", rows_kept([k], rows.flat))
-                if failure is not None:
-                    failure.index = k
-                    failures.append(failure)
+        for party in self._callable("keep_rows"):
+            mask = torch.cat([kept[self.owner[s] == k] for k in party.members for s in range(2)])
+            if party.flat:
+                mask = mask.repeat_interleave(self.team_size)
+            rows = torch.nonzero(mask).flatten().to(self.device)
+            failures += self._blame(party, checked_call(party.actor.keep_rows, *self._who(party), "keep_rows", rows))
         self.owner = self.owner[:, envs.cpu()]
         self.num_envs = int(envs.numel())
         self.rows = self._rows()
         self.covered = bool((self.owner >= 0).all())
-        self.troupes = [self._troupe(t.members, t.family) for t in self.troupes]
-        self.troupe_of = {k: t for t in self.troupes for k in t.members}
+        parties = [self._party(p.members, p.actor) for p in self.parties]
+        self.parties = [p for p in parties if p.row_controller.numel()]  # those left with battles to fly
         return failures
 
     def nan_failures(self) -> list[AgentFailure]:
@@ -408,9 +355,9 @@ class Seating:
         """Stop calling controller ``k``; its rows idle from now on (in a family, the family still acts for
         the others and its rows get a zero action)."""
         self.controllers[k].active = False
-        troupe = self.troupe_of.get(k)
-        if troupe is not None:
-            troupe.inactive_rows = self._inactive(troupe)
+        for party in self.parties:
+            if k in party.members:
+                party.inactive_rows = self._inactive(party)
 
     def close(self) -> None:
         """Stop the idle watchdog thread now rather than when the seating is collected (an abandoned
@@ -418,7 +365,7 @@ class Seating:
         if self.watchdog is not None:
             self.watchdog.close()
 
-    def _timed(self, c: Controller, rows: Rows, move: Callable[[], "CleanAction | AgentFailure"]
+    def _timed(self, c: Controller, rows: Party, move: Callable[[], "CleanAction | AgentFailure"]
                ) -> "CleanAction | AgentFailure":
         """``move()`` on the watchdog's thread, against the move limit.
 
@@ -474,8 +421,17 @@ class Seating:
                             not needs_extended(c.agent)))
         return out
 
-    def _troupes(self) -> list[Troupe]:
-        """Controllers with rows whose agents can act as one (:func:`arena.families.family_key`), grouped."""
+    def _parties(self, families: bool) -> list[Party]:
+        """Every controller with rows in a party, in the order of their first members: agents that can act
+        as one (:func:`arena.families.family_key`) grouped when ``families``, the others alone."""
+        groups = self._families() if families else []
+        grouped = {k for members, _ in groups for k in members}
+        lone = [([k], c.agent) for k, (c, rows) in enumerate(zip(self.controllers, self.rows))
+                if rows.count and k not in grouped]
+        return [self._party(members, actor) for members, actor in sorted(groups + lone, key=lambda g: g[0][0])]
+
+    def _families(self) -> list[tuple[list[int], Any]]:
+        """(members, family) of the controllers with rows whose agents can act as one."""
         from arena.families import Family, act_together, family_key
         from arena.guard import AgentCodeError, call_agent
 
@@ -493,7 +449,7 @@ class Seating:
                     call_agent(c.name, "family_key", groups.setdefault, (key, rows.flat, rows.standard), []).append(k)
             except AgentCodeError as exc:
                 self._alone([k], f"family_key() returned a key that cannot group agents ({exc.cause})")
-        troupes = []
+        found = []
         for members in groups.values():
             if len(members) < 2:
                 continue
@@ -509,8 +465,8 @@ class Seating:
                 self._alone(members, f"act_together() returned {type(family).__name__}, not an object with act(), "
                                      "reset() and keep_rows()")
                 continue
-            troupes.append(self._troupe(members, family))
-        return troupes
+            found.append((members, family))
+        return found
 
     def _member_rows(self, members: list[int]) -> list[int]:
         """The rows each member of a family acts on (a row per seat if flown seat by seat)."""
@@ -523,10 +479,16 @@ class Seating:
         log.warning("arena: agent%s %s: %s; %s one by one", "s" * (len(members) > 1), names, why,
                     "they act" if len(members) > 1 else "it acts")
 
-    def _troupe(self, members: list[int], family: Any) -> Troupe:
-        """Where the rows of ``family``, acting for ``members``, sit."""
+    def _party(self, members: list[int], actor: Any) -> Party:
+        """Where the rows of ``actor``, acting for ``members``, sit."""
         import torch
 
+        if len(members) == 1:  # its sides as the controller's own: a view when they form one block
+            own = self.rows[members[0]]
+            count = own.count * (self.team_size if own.flat else 1)
+            return Party(members, actor, own.sides, own.counts, None, None,
+                         torch.full((count,), members[0], device=self.device), own.flat, own.standard,
+                         lone=self.controllers[members[0]])
         sides: list[Any] = []
         place: list[list[int]] = [[], []]  # where each side's rows go in member order
         at = 0
@@ -549,83 +511,85 @@ class Seating:
             order, back = order.to(self.device), back.to(self.device)
         rows = self._member_rows(members)
         row_controller = torch.repeat_interleave(torch.tensor(members), torch.tensor(rows)).to(self.device)
-        troupe = Troupe(members, family, (sides[0], sides[1]), counts, order, back, row_controller,
-                        self.rows[members[0]].flat, self.rows[members[0]].standard)
-        troupe.inactive_rows = self._inactive(troupe)
-        return troupe
+        party = Party(members, actor, (sides[0], sides[1]), counts, order, back, row_controller,
+                      self.rows[members[0]].flat, self.rows[members[0]].standard)
+        party.inactive_rows = self._inactive(party)
+        return party
 
-    def _rows_of(self, rows: "Rows | Troupe", per_env: "torch.Tensor") -> "torch.Tensor":
-        """A per-env [N] tensor (the battles that ended) on the rows of a controller or a family, in the
-        order they act: each side's rows, p1's first (a family's then in member order), a row per seat if
-        flown seat by seat."""
+    def _rows_of(self, party: Party, per_env: "torch.Tensor") -> "torch.Tensor":
+        """A per-env [N] tensor (the battles that ended) on the rows of a party, in the order they act: each
+        side's rows, p1's first, then in member order, a row per seat if flown seat by seat."""
         import torch
 
-        parts = [self._select(per_env, sel) for sel in rows.sides if sel is not None]
+        parts = [self._select(per_env, sel) for sel in party.sides if sel is not None]
         local = parts[0] if len(parts) == 1 else torch.cat(parts)
-        if isinstance(rows, Troupe) and rows.order is not None:
-            local = local.index_select(0, rows.order)
-        return local.repeat_interleave(self.team_size) if rows.flat else local
+        if party.order is not None:
+            local = local.index_select(0, party.order)
+        return local.repeat_interleave(self.team_size) if party.flat else local
 
-    def _plays(self, troupe: Troupe) -> bool:
-        """Whether any member of ``troupe`` still plays."""
-        return any(self.controllers[k].active for k in troupe.members)
+    def _plays(self, party: Party) -> bool:
+        """Whether any member of ``party`` still plays."""
+        return any(self.controllers[k].active for k in party.members)
 
-    def _troupe_who(self, troupe: Troupe) -> tuple[str, str]:
-        first = self.controllers[troupe.members[0]]
-        return f"{first.name} and {len(troupe.members) - 1} more acting as one", first.role
+    def _callable(self, method: str) -> list[Party]:
+        """The parties still playing whose actor has ``method`` and was not abandoned."""
+        return [p for p in self.parties if self._plays(p) and not abandoned(p.actor)
+                and callable(getattr(p.actor, method, None))]
 
-    def _blame(self, troupe: Troupe, failure: AgentFailure | None) -> list[AgentFailure]:
-        """A family's fault is every active member's."""
+    def _who(self, party: Party) -> tuple[str, str]:
+        """(name, role) a party's fault is told under."""
+        if party.lone is not None:
+            return party.lone.name, party.lone.role
+        first = self.controllers[party.members[0]]
+        return f"{first.name} and {len(party.members) - 1} more acting as one", first.role
+
+    def _blame(self, party: Party, failure: AgentFailure | None) -> list[AgentFailure]:
+        """A party's fault is every active member's."""
         if failure is None:
             return []
+        if party.lone is not None:
+            failure.index = party.members[0]
+            return [failure]
         return [AgentFailure(self.controllers[k].name, self.controllers[k].role,
-                             f"(acting as one with {len(troupe.members) - 1} agents of its kind) {failure.reason}",
+                             f"(acting as one with {len(party.members) - 1} agents of its kind) {failure.reason}",
                              index=k)
-                for k in troupe.members if self.controllers[k].active]
+                for k in party.members if self.controllers[k].active]
 
-    def _inactive(self, troupe: Troupe) -> Any:
+    def _inactive(self, party: Party) -> Any:
         import torch
 
-        if all(self.controllers[k].active for k in troupe.members):
+        if all(self.controllers[k].active for k in party.members):
             return None
-        idle = torch.tensor([k for k in troupe.members if not self.controllers[k].active], device=self.device)
-        return torch.isin(troupe.row_controller, idle)
+        idle = torch.tensor([k for k in party.members if not self.controllers[k].active], device=self.device)
+        return torch.isin(party.row_controller, idle)
 
-    def _act_together(self, troupe: Troupe, obs: dict[str, dict[str, "torch.Tensor"]],
-                      stacks: dict[str, "torch.Tensor"], keys: dict[str, list[str]],
-                      out: dict[str, dict[str, "torch.Tensor"]], failures: list[AgentFailure],
-                      nans: list[tuple[Any, "torch.Tensor"]]) -> None:
-        """One call for a family: gather its rows once, check the action once, scatter it once."""
-
-        if not self._plays(troupe):
-            return
-        stuck = [k for k in troupe.members if self.controllers[k].active and abandoned(self.controllers[k].agent)]
+    def _act_party(self, party: Party, obs: dict[str, dict[str, "torch.Tensor"]],
+                   stacks: dict[str, "torch.Tensor"], out: dict[str, dict[str, "torch.Tensor"]]) -> list[AgentFailure]:
+        """One call for a party: gather its rows once, check the action once, scatter it once; its failures.
+        A party of one acts on its own random stream, and on the clock under a move limit."""
+        stuck = [k for k in party.members if self.controllers[k].active and abandoned(self.controllers[k].agent)]
         if stuck:
-            failures += [AgentFailure(self.controllers[k].name, self.controllers[k].role, "is not called again: an "
-                                      "earlier move of it never returned", index=k) for k in stuck]
-            return
-        observation = self._gather(obs, troupe, stacks, keys)
-        count = troupe.row_controller.numel()
-        name, role = self._troupe_who(troupe)
-        result = checked_act(troupe.family, observation, name, role, count, self.device, raise_now=False,
-                             team_size=1 if troupe.flat else self.team_size)
+            return [AgentFailure(self.controllers[k].name, self.controllers[k].role, "is not called again: an "
+                                 "earlier move of it never returned", index=k) for k in stuck]
+        observation = self._gather(obs, party, stacks)
+        name, role = self._who(party)
+
+        def move() -> "CleanAction | AgentFailure":
+            return checked_act(party.actor, observation, name, role, party.row_controller.numel(), self.device,
+                               raise_now=False, team_size=1 if party.flat else self.team_size)
+
+        if party.lone is None:
+            result = move()
+        elif self.move_limit is None:
+            result = self._own_rng(party.lone, move)
+        else:
+            result = self._timed(party.lone, party, move)
         if isinstance(result, AgentFailure):
-            failures += self._blame(troupe, result)
-            return
+            return self._blame(party, result)
         nan_rows = result.nan_count if result.nan_count.dim() == 1 else result.nan_count.sum(-1)
-        nans.append((troupe.row_controller, nan_rows))
-        for key in ACTION_KEYS:
-            value = getattr(result, key)
-            if troupe.inactive_rows is not None:
-                value = value.masked_fill(troupe.inactive_rows.view(-1, *([1] * (value.dim() - 1))), 0)
-            if troupe.flat:
-                value = value.view(-1, self.team_size)
-            if troupe.back is not None:
-                value = value.index_select(0, troupe.back)
-            first = troupe.counts[0]
-            for s, sel in enumerate(troupe.sides):
-                if sel is not None:
-                    out[SIDES[s]][key].index_copy_(0, sel, value[:first] if s == 0 else value[first:])
+        self.nans.index_add_(0, party.row_controller, nan_rows.to(self.nans.dtype))
+        self._scatter(out, party, result)
+        return []
 
     def _blank(self) -> dict[str, "torch.Tensor"]:
         import torch
@@ -638,43 +602,47 @@ class Seating:
     def _select(t: "torch.Tensor", sel: Any) -> "torch.Tensor":
         return t[sel] if isinstance(sel, slice) else t.index_select(0, sel)
 
-    def _gather(self, obs: dict[str, dict[str, "torch.Tensor"]], rows: "Rows | Troupe",
-                stacks: dict[str, "torch.Tensor"], keys: dict[str, list[str]]) -> dict[str, "torch.Tensor"]:
-        """The observation of a controller (or a family): its rows of each side, p1's first (a family's
-        then put in member order), flattened seat by seat if need be."""
+    def _gather(self, obs: dict[str, dict[str, "torch.Tensor"]], party: Party,
+                stacks: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
+        """The observation of a party: its rows of each side, p1's first, then put in member order,
+        flattened seat by seat if need be."""
         import torch
 
         parts = []
         names: list[str] = []
-        for s, sel in enumerate(rows.sides):
+        for s, sel in enumerate(party.sides):
             if sel is None:
                 continue
             side = SIDES[s]
             if side not in obs:
                 raise ValueError(f"the seating needs {side}'s observation, which was not given")
-            if side not in stacks:  # one stacked tensor per side and step: one gather per controller
-                keys[side] = list(obs[side])
-                stacks[side] = torch.stack([obs[side][key] for key in keys[side]])
-            names = keys[side]
+            if side not in stacks:  # one stacked tensor per side and step: one gather per party
+                stacks[side] = torch.stack([obs[side][key] for key in obs[side]])
+            names = list(obs[side])
             parts.append(stacks[side][:, sel] if isinstance(sel, slice) else stacks[side].index_select(1, sel))
         local = parts[0] if len(parts) == 1 else torch.cat(parts, 1)
-        if isinstance(rows, Troupe) and rows.order is not None:
-            local = local.index_select(1, rows.order)
-        if rows.flat:
+        if party.order is not None:
+            local = local.index_select(1, party.order)
+        if party.flat:
             local = local.reshape(local.shape[0], -1)
         out = dict(zip(names, local.unbind(0)))
-        if rows.standard and self.extended_only[0] in out:
+        if party.standard and self.extended_only[0] in out:
             for key in self.extended_only:
                 out.pop(key, None)
         return out
 
-    def _scatter(self, out: dict[str, dict[str, "torch.Tensor"]], rows: Rows, action: "CleanAction") -> None:
-        first = rows.counts[0]
+    def _scatter(self, out: dict[str, dict[str, "torch.Tensor"]], party: Party, action: "CleanAction") -> None:
+        """A party's action into each side's rows (a disabled member's rows stay zero)."""
+        first = party.counts[0]
         for key in ACTION_KEYS:
             value = getattr(action, key)
-            if rows.flat:
+            if party.inactive_rows is not None:
+                value = value.masked_fill(party.inactive_rows.view(-1, *([1] * (value.dim() - 1))), 0)
+            if party.flat:
                 value = value.view(-1, self.team_size)
-            for s, sel in enumerate(rows.sides):
+            if party.back is not None:
+                value = value.index_select(0, party.back)
+            for s, sel in enumerate(party.sides):
                 if sel is None:
                     continue
                 part = value[:first] if s == 0 else value[first:]
@@ -721,7 +689,6 @@ class Seating:
 
             return torch.cuda.device(self.device)
         return nullcontext()
-
 
 Observer = Callable[[Turn], None]
 

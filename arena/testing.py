@@ -112,7 +112,7 @@ def check_family(members: "list[Agent]", *, num_envs: int = 24, steps: int = 40,
         return Seating(controllers, owner, env.team_size, env.device, families=families)
 
     alone, together = seating(False), seating(True)
-    assert len(together.troupes) == 1, "check_family: the members did not form a family (act_together missing?)"
+    assert len(together.families) == 1, "check_family: the members did not form a family (act_together missing?)"
     obs = env.reset()
     for s in (alone, together):
         assert not s.reset(None)

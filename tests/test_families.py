@@ -71,7 +71,7 @@ def test_one_call_a_step_for_the_family_and_one_for_each_other_agent() -> None:
     env = TensorEnv(6, seed=0)
     seating = Seating([Controller(a, f"a{i}", "p") for i, a in enumerate(agents)], owner, 1, env.device,
                       families=True)
-    assert [t.members for t in seating.troupes] == [[0, 1, 2]]
+    assert [t.members for t in seating.families] == [[0, 1, 2]]
     Steerer.calls.clear()
     loop = GameLoop(env, seating)
     obs = env.reset()
@@ -104,7 +104,7 @@ def test_a_members_nan_is_its_own_and_a_raise_is_every_members() -> None:
     def broken(observation: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         raise RuntimeError("boom")
 
-    seating.troupes[0].family.act = broken
+    seating.families[0].actor.act = broken
     _, failures = seating.act(env.reset())
     assert sorted(f.agent for f in failures) == ["a0", "a1", "a2"]
     assert all("acting as one" in f.reason and "boom" in f.reason for f in failures)
@@ -129,7 +129,7 @@ def test_timed_agents_act_alone() -> None:
     agents = [Steerer(), Steerer(gain=2.0)]
     seating = Seating([Controller(a, f"a{i}", "p") for i, a in enumerate(agents)], torch.tensor([[0, 1], [1, 0]]),
                       1, torch.device("cpu"), move_limit=5.0, families=True)
-    assert seating.troupes == []
+    assert seating.families == []
     seating.close()
 
 
@@ -184,7 +184,7 @@ def test_a_broken_family_acts_one_by_one_with_one_line_naming_it(fault: str, wor
     with caplog.at_level("WARNING", logger="arena.loop"):
         seating = Seating([Controller(a, f"a{i}", "p") for i, a in enumerate(agents)], owner, 1, env.device,
                           families=True)
-    assert seating.troupes == []
+    assert seating.families == []
     assert len(caplog.records) == (2 if fault.startswith("key") else 1)
     assert all(words in r.getMessage() and "'a0'" in caplog.text for r in caplog.records)
     obs = env.reset()

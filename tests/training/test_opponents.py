@@ -465,7 +465,7 @@ def test_drawn_past_checkpoints_act_as_one_call_when_every_draw_is_fresh(tmp_pat
     pool.begin_rollout(torch.Generator().manual_seed(4))
     Kin.together.clear()
     rudder = p2_action(pool, {"x": torch.zeros(12)})["rudder"]
-    assert len(pool.seating(torch.device("cpu")).troupes) == (tenure == 1)
+    assert len(pool.seating(torch.device("cpu")).families) == (tenure == 1)
     drawn = [s.agent.value for s in pool.slots for _ in range(s.start, s.stop)]
     assert rudder.tolist() == pytest.approx(drawn)  # each slot's envs got their own checkpoint's action
     assert len(Kin.together) == (tenure == 1)  # with a longer tenure, one call each
