@@ -43,37 +43,39 @@ LOCK_NAME = "tournament.lock"
 SCHEMA_VERSION = "2"
 MIGRATIONS = ("1",)  # older schema versions this arena upgrades in place (after a backup copy)
 APPLICATION_ID = 0x41524E41  # "ARNA" in PRAGMA application_id: marks the file as arena's own
-TABLES = frozenset({"meta", "participants", "runs", "run_participants", "batches", "games", "sides"})
-REQUIRED = {SCHEMA_VERSION: TABLES, "1": TABLES - {"sides"}}  # the tables a database of each version holds
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS participants (
+# Each table's columns, once: the schema creates them, and the migration rebuilds ``games`` from the same text.
+COLUMNS = {
+    "meta": "key TEXT PRIMARY KEY, value TEXT NOT NULL",
+    "participants": """
     id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, name TEXT NOT NULL, agent TEXT NOT NULL,
-    params TEXT NOT NULL, checkpoint TEXT, checkpoint_sha256 TEXT, created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
+    params TEXT NOT NULL, checkpoint TEXT, checkpoint_sha256 TEXT, created REAL NOT NULL""",
+    "runs": """
     id INTEGER PRIMARY KEY, started REAL NOT NULL, finished REAL, status TEXT NOT NULL,
-    device TEXT NOT NULL, config TEXT NOT NULL, versions TEXT NOT NULL, games_played INTEGER DEFAULT 0);
-CREATE TABLE IF NOT EXISTS run_participants (
+    device TEXT NOT NULL, config TEXT NOT NULL, versions TEXT NOT NULL, games_played INTEGER DEFAULT 0""",
+    "run_participants": """
     run_id INTEGER NOT NULL REFERENCES runs(id), position INTEGER NOT NULL,
-    participant_id INTEGER NOT NULL REFERENCES participants(id), PRIMARY KEY (run_id, position));
-CREATE TABLE IF NOT EXISTS batches (
+    participant_id INTEGER NOT NULL REFERENCES participants(id), PRIMARY KEY (run_id, position)""",
+    "batches": """
     id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), seed INTEGER NOT NULL,
-    num_envs INTEGER NOT NULL, games INTEGER NOT NULL, device TEXT NOT NULL, started REAL NOT NULL, finished REAL);
-CREATE TABLE IF NOT EXISTS games (
+    num_envs INTEGER NOT NULL, games INTEGER NOT NULL, device TEXT NOT NULL, started REAL NOT NULL, finished REAL""",
+    "games": """
     id INTEGER PRIMARY KEY,
     p1 INTEGER NOT NULL REFERENCES participants(id), p2 INTEGER NOT NULL REFERENCES participants(id),
     game_index INTEGER NOT NULL, winner INTEGER NOT NULL, length INTEGER NOT NULL,
     team_size INTEGER NOT NULL DEFAULT 1,
     batch_id INTEGER REFERENCES batches(id), slot INTEGER, seed INTEGER,
     forfeit_by INTEGER REFERENCES participants(id), forfeit_reason TEXT, finished_at REAL NOT NULL,
-    UNIQUE (p1, p2, game_index));
-CREATE TABLE IF NOT EXISTS sides (
+    UNIQUE (p1, p2, game_index)""",
+    "sides": """
     game_id INTEGER NOT NULL REFERENCES games(id), side INTEGER NOT NULL,
     participant INTEGER NOT NULL REFERENCES participants(id), score REAL NOT NULL,
-    return REAL, missiles INTEGER, kills REAL, PRIMARY KEY (game_id, side));
-CREATE INDEX IF NOT EXISTS sides_by_participant ON sides (participant);
-"""
+    return REAL, missiles INTEGER, kills REAL, PRIMARY KEY (game_id, side)""",
+}
+TABLES = frozenset(COLUMNS)
+REQUIRED = {SCHEMA_VERSION: TABLES, "1": TABLES - {"sides"}}  # the tables a database of each version holds
+SCHEMA = "".join(f"CREATE TABLE IF NOT EXISTS {name} ({columns});\n" for name, columns in COLUMNS.items()) + \
+    "CREATE INDEX IF NOT EXISTS sides_by_participant ON sides (participant);\n"
 
 
 # A new database: its tables, version and mark in one transaction, so a crash leaves none of them.
@@ -92,14 +94,7 @@ COMMIT;
 MIGRATE_FROM_1 = f"""
 BEGIN;
 {SCHEMA}
-CREATE TABLE games_schema2 (
-    id INTEGER PRIMARY KEY,
-    p1 INTEGER NOT NULL REFERENCES participants(id), p2 INTEGER NOT NULL REFERENCES participants(id),
-    game_index INTEGER NOT NULL, winner INTEGER NOT NULL, length INTEGER NOT NULL,
-    team_size INTEGER NOT NULL DEFAULT 1,
-    batch_id INTEGER REFERENCES batches(id), slot INTEGER, seed INTEGER,
-    forfeit_by INTEGER REFERENCES participants(id), forfeit_reason TEXT, finished_at REAL NOT NULL,
-    UNIQUE (p1, p2, game_index));
+CREATE TABLE games_schema2 ({COLUMNS["games"]});
 INSERT INTO games_schema2 (id, p1, p2, game_index, winner, length, team_size, batch_id, slot, seed, forfeit_by,
                            forfeit_reason, finished_at)
     SELECT id, p1, p2, game_index, winner, length, 1, batch_id, slot, seed, forfeit_by, forfeit_reason, finished_at
