@@ -294,7 +294,6 @@ def stopped(exc: Exception, sync: ProcessSync, out: Path) -> click.ClickExceptio
 def describe_run(runner: Any, algorithm: str, out: Path) -> str:
     """The start-up line: what trains, where, against whom, taught by whom, how big an update is."""
     from arena.training import describe_split
-    from arena_ppo.runners.training_opponents import CLIMB_AIM
 
     cfg, sync = runner.cfg, runner.sync
     size = cfg.run.team_size
@@ -313,11 +312,7 @@ def describe_run(runner: Any, algorithm: str, out: Path) -> str:
     teacher = cfg.run.teacher()
     taught = f"; taught by {teacher} (weight {cfg.ppo.kickstart_coef:g})" if teacher else ""
     warm_up = runner.opponents.warm_up_steps
-    if warm_up and not runner.opponents.league_open and runner.opponents.rungs:
-        rungs = runner.opponents.rungs
-        taught += (f"; the league after {warm_up:,} steps climbing the ladder ({', '.join(rungs)}), the next rung "
-                   f"when it scores {CLIMB_AIM:.0%} against {rungs[runner.opponents.rung]}")
-    elif warm_up and not runner.opponents.league_open:
+    if warm_up and not runner.opponents.league_open:
         taught += f"; the league after {warm_up:,} steps against {runner.opponents.warm_up_opponent} alone"
     if runner.opponents.ladder:
         taught += (f"; the league draws the ladder {cfg.run.ladder_share:.0%} of the time, the run's past "

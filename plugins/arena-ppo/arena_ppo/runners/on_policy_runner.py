@@ -352,13 +352,8 @@ class OnPolicyRunner:
             metrics.update(self.exploiter.turn(self.counters.env_steps))
         tallies = self._tallies()
         if len(self.pool.specs) > 1:
-            for spec, (wins, _, games) in zip(self.pool.specs, tallies):
+            for spec, (wins, games) in zip(self.pool.specs, tallies):
                 metrics[f"win_rate_{spec.label}"] = wins / games if games else float("nan")
-        if self.opponents.climb(tallies, self.counters.env_steps):  # the next rung: new battles against the new pool
-            self.env.pool = self.pool
-            every = torch.ones(self.env.num_envs, dtype=torch.bool, device=self.device)
-            self.env.restart(every)
-            self.algorithm.forget(every)
         self.last_metrics, self._unlogged = metrics, None
         self.outputs.log_update(metrics, self.counters.env_steps)
         for key in LOSS_KEYS[:5]:
@@ -367,13 +362,13 @@ class OnPolicyRunner:
                                          f"lower --learning-rate or set ppo.clip_value_loss=true")
         return metrics
 
-    def _tallies(self) -> list[tuple[float, float, float]]:
-        """(wins, draws, games) against each ``vs`` entry in the last rollout, over every process."""
+    def _tallies(self) -> list[tuple[float, float]]:
+        """(wins, games) against each ``vs`` entry in the last rollout, over every process."""
         tallies = self.pool.take_tallies()
-        counts = torch.tensor([[t.wins, t.draws, t.games] for t in tallies], dtype=torch.float64)
-        if len(self.pool.specs) > 1 or self.opponents.climbing:
+        counts = torch.tensor([[t.wins, t.games] for t in tallies], dtype=torch.float64)
+        if len(self.pool.specs) > 1:
             self.sync.sum_(counts)
-        return [(wins, draws, games) for wins, draws, games in counts.tolist()]
+        return [(wins, games) for wins, games in counts.tolist()]
 
     def evaluate(self) -> dict[str, float]:
         """Games against each reference, playing by run.eval_policy (eval.csv), then keep the weights if best."""
