@@ -9,6 +9,7 @@ from arena.tournament.report.compute import (
     Entrant,
     TournamentReport,
     build_report,
+    percent,
     record_counts,
 )
 from arena.tournament.report.plot import NAMES_MAX, PICTURE_DPI, PICTURE_MAX_IN, plot_head_to_head, rank_ticks
@@ -18,7 +19,6 @@ from arena.tournament.report.render import (
     console_frame,
     display_frame,
     markdown_report,
-    percent,
     render,
     to_json_text,
     write_report,

@@ -291,3 +291,19 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "item"):  # numpy scalar
         return value.item()
     return value
+
+
+def percent(x: float, decimals: int = 0) -> str:
+    """A fraction as a percentage for people, rounded to ``decimals`` but never to 0 or 100 unless it is
+    exactly that: one upset in 256 games is ``0.4%``, not ``0%``, and ``100%`` means every game won.
+    Where rounding would still say 0 or 100 it adds a decimal, then gives ``<0.1%`` or ``>99.9%``."""
+    if x != x:
+        return ""
+    text = f"{100.0 * x:.{decimals}f}"
+    if 0.0 < x < 1.0 and float(text) in (0.0, 100.0):
+        finer = decimals + 1
+        text = f"{100.0 * x:.{finer}f}"
+        if float(text) in (0.0, 100.0):
+            step = 10.0 ** -finer
+            return f"<{step:g}%" if x < 0.5 else f">{100.0 - step:g}%"
+    return text + "%"

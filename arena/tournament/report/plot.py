@@ -7,6 +7,7 @@ import os
 from typing import TYPE_CHECKING
 
 from arena.tournament.over_training import RunProgress
+from arena.tournament.report.compute import percent
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -89,8 +90,6 @@ def plot_head_to_head(h2h: "pd.DataFrame", path: str | os.PathLike[str], title: 
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import Normalize
     from matplotlib.figure import Figure
-
-    from arena.tournament.report.render import percent
 
     n = len(h2h)
     size = min(max(4.0, 0.45 * n + 2.5), PICTURE_MAX_IN)

@@ -17,7 +17,7 @@ from arena.tournament.league_config import RankBy
 from arena.tournament.matchups import format_matchups
 from arena.tournament.over_training import RunProgress
 from arena.tournament.ratings import REFERENCE, SATURATED_SCORE
-from arena.tournament.report.compute import TournamentReport
+from arena.tournament.report.compute import TournamentReport, percent
 from arena.tournament.report.plot import NAMES_MAX, plot_head_to_head, plot_rating_over_training
 
 if TYPE_CHECKING:
@@ -134,22 +134,6 @@ def _ranks(lo: float, hi: float) -> str:
 
 def _pct(x: float) -> str:
     return percent(x, 1)
-
-
-def percent(x: float, decimals: int = 0) -> str:
-    """A fraction as a percentage for people, rounded to ``decimals`` but never to 0 or 100 unless it is
-    exactly that: one upset in 256 games is ``0.4%``, not ``0%``, and ``100%`` means every game won.
-    Where rounding would still say 0 or 100 it adds a decimal, then gives ``<0.1%`` or ``>99.9%``."""
-    if x != x:
-        return ""
-    text = f"{100.0 * x:.{decimals}f}"
-    if 0.0 < x < 1.0 and float(text) in (0.0, 100.0):
-        finer = decimals + 1
-        text = f"{100.0 * x:.{finer}f}"
-        if float(text) in (0.0, 100.0):
-            step = 10.0 ** -finer
-            return f"<{step:g}%" if x < 0.5 else f">{100.0 - step:g}%"
-    return text + "%"
 
 
 def _interval(lo: float, hi: float) -> str:
