@@ -1,8 +1,9 @@
-"""The PPO update (cleanrl's checklist): pure tensors in, losses out.
+"""PPO (cleanrl's checklist): acting in a rollout, and the update, pure tensors in, losses out.
 
-The runner owns the envs, I/O and schedules; this class owns the rollout it learns from (rsl_rl's
-``init_storage``: each step's transition goes in with :meth:`PPO.store`) and turns it into gradient
-steps, so it can be tested on a hand-made rollout.
+The runner owns the env, I/O and schedules; this class owns the rollout it learns from, as rsl_rl's
+does: :meth:`PPO.act` samples the learner's actions and :meth:`PPO.process_env_step` builds and stores
+each step's transition from what the env returned. The update turns a filled rollout into gradient
+steps, so it can be tested on a hand-made one.
 """
 
 from __future__ import annotations
