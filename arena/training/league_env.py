@@ -121,14 +121,13 @@ class LeagueEnv:
             assert side.obs is not None
             extras["teacher"] = self.teacher.label(side.obs["p1"])
         shaped = actions.view(self.num_envs, self.seats, 3) if self.seats > 1 else actions
-        turn, reward, _ = side.play(shaped)
+        turn, reward = side.play(shaped)
         dones, infos = turn.dones, turn.infos
         if self.teacher is not None:
             self.teacher.reset(dones)
         self.tally.add(dones, infos)
         extras["final_obs"] = self.observations(infos["final_obs"], infos.get("final_global_state", {}).get("p1"))
         extras["truncated"] = seat_rows(infos["truncated"], self.seats)
-        extras["infos"] = infos
         return self.observations(turn.next_obs), reward.reshape(-1), seat_rows(dones, self.seats), extras
 
     def end_rollout(self, gather: GatherObjects | None = None) -> None:

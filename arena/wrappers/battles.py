@@ -119,17 +119,12 @@ class LearnerSide:
         self.loop = GameLoop(env, seating)
         self.obs: dict[str, dict[str, torch.Tensor]] | None = None
 
-    def play(self, actions: np.ndarray | torch.Tensor) -> tuple[Turn, torch.Tensor, torch.Tensor]:
-        """Step p1's ``[n, 3]`` (``[n, T, 3]``) actions; returns the turn, p1's shaped reward (``[n]``, ``[n, T]``)
-        and the NaN values in each aircraft's action.
-
-        NaNs are counted here: the fire value becomes a bool below, where the core env can no longer see
-        a NaN in it. The env replaces the rest (NaN fire compares False: no fire).
-        """
+    def play(self, actions: np.ndarray | torch.Tensor) -> tuple[Turn, torch.Tensor]:
+        """Step p1's ``[n, 3]`` (``[n, T, 3]``) actions; returns the turn and p1's shaped reward (``[n]``,
+        ``[n, T]``). A NaN fire value compares False (no fire); the env replaces the other NaNs."""
         if self.obs is None:
             raise RuntimeError("call reset() before step()")
         a = torch.as_tensor(actions, dtype=torch.float32, device=self.device)
-        nan_actions = torch.isnan(a).sum(-1, dtype=torch.int32)
         given = {"p1": {"rudder": a[..., 0], "throttle": a[..., 1], "fire": a[..., 2] > 0}}
         before = self.obs["p1"]
         with torch.no_grad():
@@ -140,7 +135,7 @@ class LearnerSide:
                 reward = reward + self.reward_fn(flatten_seats(before), flatten_seats(turn.infos["final_obs"]["p1"]),
                                                  reward.reshape(-1), seat_rows(turn.dones, self.team_size),
                                                  turn.infos).view_as(reward)
-        return turn, reward, nan_actions
+        return turn, reward
 
     def vector(self, observation: dict[str, torch.Tensor]) -> torch.Tensor:
         return obs_vector(observation, self.keys)
@@ -215,8 +210,14 @@ class LearnerBattles(LearnerSide):
         return self.vector(self.obs["p1"])
 
     def step(self, actions: np.ndarray | torch.Tensor) -> LearnerStep:
-        """Step p1's ``[n, 3]`` (``[n, T, 3]``) actions (checked by the caller); finished battles restart at once."""
-        turn, reward, nan_actions = self.play(actions)
+        """Step p1's ``[n, 3]`` (``[n, T, 3]``) actions (checked by the caller); finished battles restart at once.
+
+        NaNs are counted here: the fire value becomes a bool in the step, where the core env can no longer
+        see a NaN in it.
+        """
+        a = torch.as_tensor(actions, dtype=torch.float32, device=self.device)
+        nan_actions = torch.isnan(a).sum(-1, dtype=torch.int32)
+        turn, reward = self.play(a)
         infos = turn.infos
         state = final_state = None
         if self.global_state:

@@ -189,10 +189,7 @@ class PPO:
         their final observation (``extras["final_obs"]``, where ``extras["truncated"]``), and a recurrent
         policy's state starts from zero where a battle ended."""
         agent, (features, critic_in, out, value, critic_next, active) = self.agent, self._acted
-        final = extras["final_obs"]  # = the next observation where the battle goes on
-        final_features = agent.training_input(final["policy"], commit=False)
-        final_value = agent.values(agent.critic_input(final_features, final.get("critic"), commit=False),
-                                   critic_next)[0]
+        final_value = self.value_of(extras["final_obs"], critic_next)  # = the next obs where the battle goes on
         teacher_rudder, teacher_fire = extras.get("teacher", (None, None))
         self.store(Transition(
             obs=features, critic_obs=critic_in if agent.privileged_critic else None, u=out.u, fire=out.fire,
@@ -222,11 +219,13 @@ class PPO:
         """Advantages and returns of the full rollout (GAE, time-outs bootstrapped), from the value of
         ``obs``, the state after its last step."""
         assert self.storage is not None, "init_storage() first"
+        self.storage.compute_returns(self.value_of(obs, self.hidden.get("critic")), self.cfg.gamma, self.cfg.gae_lambda)
+
+    def value_of(self, obs: dict[str, torch.Tensor], critic_hidden: torch.Tensor | None) -> torch.Tensor:
+        """V(``obs``) in return units, a look that leaves the normalizers alone (the bootstrap values)."""
         agent = self.agent
         features = agent.training_input(obs["policy"], commit=False)
-        last_values = agent.values(agent.critic_input(features, obs.get("critic"), commit=False),
-                                   self.hidden.get("critic"))[0]
-        self.storage.compute_returns(last_values, self.cfg.gamma, self.cfg.gae_lambda)
+        return agent.values(agent.critic_input(features, obs.get("critic"), commit=False), critic_hidden)[0]
 
     @property
     def learning_rate(self) -> float:
