@@ -53,8 +53,8 @@ def train_and_score(name: str, minutes: float, games: int, seed: int, threads: i
     from arena.match import play_match
     from arena.training import BEST_CHECKPOINT, list_checkpoints
     from arena.training.settings import apply, parse_assignments
-    from arena_ppo.prepare import opponent_factory, resolve_reward
-    from arena_ppo.runners import MAPPORunner, OnPolicyRunner
+    from arena_ppo.plan import resolve
+    from arena_ppo.runners import build_run
     from arena_ppo.train_config import default_config
 
     spec = RUNS[name]
@@ -72,21 +72,19 @@ def train_and_score(name: str, minutes: float, games: int, seed: int, threads: i
     apply(cfg, parse_assignments(cfg, assignments))
     env_config = cfg.run.env_config()
     device = torch.device("cpu")
-    runner_class = MAPPORunner if mappo else OnPolicyRunner
-    runner = runner_class(cfg, out, opponent_factory(device, env_config), reward_fn=resolve_reward(cfg.run.reward),
-                          console=None, progress=False)
+    runner = build_run(resolve(cfg, spec["algorithm"], out), console=None, progress=False)
     start = time.perf_counter()
     runner.learn(max_time=minutes * 60.0)
     elapsed = time.perf_counter() - start
-    steps = runner.counters.env_steps
+    steps = runner.learner.counters.env_steps
     row: dict[str, Any] = {"run": name, "team_size": cfg.run.team_size, "env_steps": steps, "minutes": elapsed / 60,
                            "aircraft_steps_per_s": steps * cfg.run.team_size / elapsed}
     kept = {"final": (list_checkpoints(out)[-1], steps)}  # a run always ends with a checkpoint of its last step
-    if runner.best is not None:
-        kept["best"] = (out / BEST_CHECKPOINT, runner.best.step)
+    if runner.evaluator.best is not None:
+        kept["best"] = (out / BEST_CHECKPOINT, runner.evaluator.best.step)
     row["scores"] = []
     for weights, (path, step) in kept.items():
-        agent = runner.agent_class.load(path, device=device, env_config=env_config)
+        agent = type(runner.learner.agent).load(path, device=device, env_config=env_config)
         for policy in policies:
             for rival in rivals:
                 with torch.random.fork_rng(devices=[]):

@@ -84,8 +84,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from arena.training import default_run_dir
     from arena.training.settings import parse_assignments
-    from arena_ppo.prepare import build_config, opponent_factory, resolve_reward
-    from arena_ppo.runners import OnPolicyRunner
+    from arena_ppo.plan import resolve
+    from arena_ppo.prepare import build_config
+    from arena_ppo.runners import build_run
     from arena_ppo.train_config import default_config
 
     given = {"run.vs": tuple(args.vs or ("crank",)), "run.device": args.device, "run.seed": args.seed,
@@ -94,30 +95,33 @@ def main(argv: list[str] | None = None) -> int:
              **({"run.threads": args.threads} if args.threads is not None else {})}
     cfg = build_config("ppo", {**given, **parse_assignments(default_config(), args.set)})
     out = args.out or default_run_dir("bench-ppo")
-    make_opponent = opponent_factory(device, cfg.run.env_config())
-    runner = OnPolicyRunner(cfg, out, make_opponent, reward_fn=resolve_reward(cfg.run.reward), console=None,
-                            progress=sys.stderr.isatty())
+    plan = resolve(cfg, out=out)
+    make_opponent = plan.make_opponent
+    runner = build_run(plan, console=None, progress=sys.stderr.isatty())
+    learner = runner.learner
     from arena.match import play_match
     from arena.training import OpponentSpec
 
     crank = make_opponent(OpponentSpec("agent", "crank"))
     with torch.random.fork_rng(devices=[]):
-        r = play_match(runner.agent, crank, args.games, env_config=runner.env_config, device=device,
+        r = play_match(learner.agent, crank, args.games, env_config=plan.env_config, device=device,
                        seed=args.seed + 777, name_a="ppo", name_b="crank")
-    runner.agent.train(True)
+    learner.agent.train(True)
     print(f"untrained policy vs crank: {r.wins}W {r.draws}D {r.losses}L of {r.games} deterministic games", flush=True)
     from arena.training import describe_split
 
     print(f"training for {args.minutes:g} min on {device} ({torch.get_num_threads()} torch threads) vs "
-          f"{describe_split(runner.pool)}, {cfg.run.num_envs} envs x {cfg.ppo.n_steps} steps per update, reward "
+          f"{describe_split(learner.opponents.pool)}, {cfg.run.num_envs} envs x {cfg.ppo.n_steps} steps per update, "
+          f"reward "
           f"{cfg.run.reward}, lr schedule {cfg.ppo.lr_schedule}, update "
-          f"{'compiled' if runner.ctx.compile_update[0] else 'eager (' + runner.ctx.compile_update[1] + ')'}; "
+          f"{'compiled' if plan.compile_update[0] else 'eager (' + plan.compile_update[1] + ')'}; "
           f"output {out}", flush=True)
     start = time.perf_counter()
     runner.learn(max_time=args.minutes * 60.0)
     elapsed = time.perf_counter() - start
-    sps = runner.counters.env_steps / elapsed
-    print(f"trained {runner.counters.env_steps:,} env steps in {runner.counters.updates} updates, "
+    counters = learner.counters
+    sps = counters.env_steps / elapsed
+    print(f"trained {counters.env_steps:,} env steps in {counters.updates} updates, "
           f"{elapsed / 60:.2f} min of the {args.minutes:g} min budget: {sps:,.0f} env steps/s", flush=True)
     print(f"{'step':>12}  deterministic games against each opponent ({args.games} each)")
     rows = score_checkpoints(out, opponents, args.games, args.seed, device)
@@ -127,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         print("worst checkpoint after 5M steps: " + ", ".join(f"{n} {s:.1%}" for n, s in worst.items()))
     if args.json:
         print(json.dumps({"minutes": args.minutes, "elapsed_s": round(elapsed, 1),
-                          "env_steps": runner.counters.env_steps, "updates": runner.counters.updates,
+                          "env_steps": counters.env_steps, "updates": counters.updates,
                           "sps": round(sps), "overrides": args.set, "vs": list(cfg.run.vs), "out": str(out),
                           "curve": rows}))
     return 0

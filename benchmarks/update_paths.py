@@ -8,7 +8,7 @@ A real rollout against crank fills the storage once per size; then the same roll
 by an eager and a compiled update, taking turns (``--repeats`` each, medians reported), each on its
 own copy of the weights, so a machine that gets busier slows both alike. The compiled update's first
 call (the compilation, or a read of the compiler's cache) is reported on its own. The rollout
-columns time whole rollouts of the runner's own loop, divided by their steps, with the env step eager and
+columns time whole rollouts of the learner's own loop, divided by their steps, with the env step eager and
 compiled (``ARENA_COMPILE=1``; taking turns, after a first rollout each); ``--count-launches``
 (CUDA) counts the kernel launches of one eager rollout with torch's profiler, per step.
 """
@@ -28,8 +28,8 @@ import torch
 
 from arena.threads import HELP as THREADS_HELP
 from arena_ppo.algorithms import PPO
-from arena_ppo.prepare import opponent_factory, resolve_reward
-from arena_ppo.runners import OnPolicyRunner
+from arena_ppo.plan import resolve
+from arena_ppo.runners import Learner, build_run
 from arena_ppo.train_config import TrainConfig
 
 
@@ -43,52 +43,51 @@ def measure(envs: int, args: argparse.Namespace, out: Path) -> dict[str, float]:
     cfg.run.num_envs, cfg.run.eval_games, cfg.run.threads, cfg.run.device = envs, 0, args.threads, args.device
     cfg.run.vs, cfg.run.floor = ("crank",), 0.0
     rollouts: dict[str, list[float]] = {"eager": [], "compiled": []}
-    runners = {name: build_runner(cfg, out / name, args.device, compiled_env=name == "compiled")
+    learners = {name: build_learner_with(cfg, out / name, args.device, compiled_env=name == "compiled")
                for name in rollouts}
-    runner, device = runners["eager"], runners["eager"].device
-    for each in runners.values():  # the first rollout compiles the env step, or reads the cache
+    learner, device = learners["eager"], learners["eager"].device
+    for each in learners.values():  # the first rollout compiles the env step, or reads the cache
         each.collect()
     for _ in range(args.repeats):
-        for name, each in runners.items():
+        for name, each in learners.items():
             sync(device)
             t0 = time.perf_counter()
             each.collect()
             sync(device)
             rollouts[name].append((time.perf_counter() - t0) / each.storage.n_steps)
-    launches = count_launches(runner) if args.count_launches else float("nan")
+    launches = count_launches(learner) if args.count_launches else float("nan")
     updates: dict[str, list[float]] = {"eager": [], "compiled": []}
     algorithms = {}
     for name in updates:
-        model = copy.deepcopy(runner.agent.model)
-        algorithms[name] = PPO(model, runner.algorithm.cfg, copy.deepcopy(runner.agent.value_normalizer),
+        model = copy.deepcopy(learner.agent.model)
+        algorithms[name] = PPO(model, learner.algorithm.cfg, copy.deepcopy(learner.agent.value_normalizer),
                                compiled=name == "compiled")
     generator = torch.Generator().manual_seed(0)
     sync(device)
     t0 = time.perf_counter()
-    float(algorithms["compiled"].update(runner.storage, generator)["policy_loss"])
+    float(algorithms["compiled"].update(learner.storage, generator)["policy_loss"])
     first = time.perf_counter() - t0
     for _ in range(args.repeats):
         for name, algorithm in algorithms.items():
             sync(device)
             t0 = time.perf_counter()
-            float(algorithm.update(runner.storage, generator)["policy_loss"])
+            float(algorithm.update(learner.storage, generator)["policy_loss"])
             updates[name].append(time.perf_counter() - t0)
     return {"rollout_step_ms": 1e3 * statistics.median(rollouts["eager"]),
             "compiled_step_ms": 1e3 * statistics.median(rollouts["compiled"]),
-            "env_compiled": float(runners["compiled"].env.compiled), "eager_s": statistics.median(updates["eager"]),
+            "env_compiled": float(learners["compiled"].env.compiled), "eager_s": statistics.median(updates["eager"]),
             "compiled_s": statistics.median(updates["compiled"]), "first_s": first,
             "compiled_ran": float(algorithms["compiled"].compiled), "launches": launches,
-            "minibatches": float(runner.algorithm.cfg.n_epochs * -(-runner.storage.n_steps * envs //
-                                                                  runner.algorithm.cfg.batch_size))}
+            "minibatches": float(learner.algorithm.cfg.n_epochs * -(-learner.storage.n_steps * envs //
+                                                                  learner.algorithm.cfg.batch_size))}
 
 
-def build_runner(cfg: TrainConfig, out: Path, device: str, compiled_env: bool) -> OnPolicyRunner:
-    """A runner against crank whose env steps eagerly or compiled (``ARENA_COMPILE`` while it is built)."""
+def build_learner_with(cfg: TrainConfig, out: Path, device: str, compiled_env: bool) -> Learner:
+    """A learner against crank whose env steps eagerly or compiled (``ARENA_COMPILE`` while it is built)."""
     saved = os.environ.get("ARENA_COMPILE")
     os.environ["ARENA_COMPILE"] = "1" if compiled_env else "0"
     try:
-        return OnPolicyRunner(cfg, out, opponent_factory(torch.device(device), cfg.run.env_config()),
-                              reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
+        return build_run(resolve(cfg, out=out), console=None, progress=False).learner
     finally:
         if saved is None:
             del os.environ["ARENA_COMPILE"]
@@ -96,16 +95,16 @@ def build_runner(cfg: TrainConfig, out: Path, device: str, compiled_env: bool) -
             os.environ["ARENA_COMPILE"] = saved
 
 
-def count_launches(runner: OnPolicyRunner) -> float:
+def count_launches(learner: Learner) -> float:
     """CUDA kernel launches of one rollout (the profiler's runtime calls), per rollout step."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        runner.collect()
-        sync(runner.device)
+        learner.collect()
+        sync(learner.device)
     names = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch")
     calls = sum(e.count for e in prof.key_averages() if e.key in names)
-    return calls / runner.storage.n_steps
+    return calls / learner.storage.n_steps
 
 
 def main() -> None:

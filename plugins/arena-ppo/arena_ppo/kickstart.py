@@ -51,9 +51,10 @@ def check_teacher(text: str, team_size: int) -> OpponentSpec:
 class Teacher:
     """The teacher agent and its labels: what it would do in each of the learner's envs."""
 
-    def __init__(self, text: str, make_agent: Callable[[OpponentSpec], Any], num_envs: int,
-                 device: torch.device, team_size: int = 1) -> None:
-        self.spec = check_teacher(text, team_size)
+    def __init__(self, spec: OpponentSpec, make_agent: Callable[[OpponentSpec], Any], num_envs: int,
+                 device: torch.device) -> None:
+        """``spec``: the plan's teacher, checked by :func:`check_teacher`."""
+        self.spec = spec
         self.name = self.spec.label
         self.agent = make_agent(self.spec)
         self.num_envs, self.device = num_envs, device  # make_agent puts it in eval mode, as for an opponent

@@ -1,12 +1,12 @@
-"""A run checked before anything is computed or written: its config, output folder, device and opponents.
+"""A command line read into a run: its settings, output folder and checkpoint, checked before anything runs.
 
-:func:`prepare` turns a command line (the settings by key from ``--config``, ``--set`` and the
-options; ``--resume``, ``--out``) into a :class:`Setup`, or raises one line naming what is wrong:
-a setting out of range, a checkpoint that cannot be resumed as asked, a folder that already holds a
-run, a missing device, an unknown opponent or teacher. What runs otherwise than the user wrote it
-(a hand edit of config.yaml applied on resume, a retired setting dropped, a minibatch capped at the
-rollout) is a note the run prints before it trains. Each process of a run on several makes the same
-checks (``rank``), so they all refuse together.
+:func:`prepare` reads the settings by key (``--config``, ``--set``, the options; on ``--resume``,
+the checkpoint's own and a hand edit of its run's config.yaml), names the output folder, and hands
+the settings to :func:`~arena_ppo.plan.resolve`, which checks them together and derives the run. It
+raises one line naming what is wrong: a setting out of range, a checkpoint that cannot be resumed
+as asked, a folder that already holds a run, a missing device, an unknown opponent or teacher. What
+runs otherwise than the user wrote it is a note printed before training. Each process of a run on
+several makes the same checks (``rank``), so they all refuse together.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.declared_settings import shown
+from arena.training.process_group import Rank
 from arena.training.run_dir import ResumePlan, holds_run, plan_resume
 from arena.training.settings import (
     RetiredSettingError,
@@ -31,14 +32,8 @@ from arena.training.settings import (
     settings_of,
 )
 from arena_ppo.launch import fail
-from arena_ppo.train_config import (
-    RETIRED,
-    TrainConfig,
-    check_together,
-    default_config,
-    minibatch_note,
-    unused_settings_notes,
-)
+from arena_ppo.plan import RunPlan, resolve
+from arena_ppo.train_config import RETIRED, TrainConfig, default_config
 
 # What config.yaml records beside the settings; a --config file may hold them. The device and the
 # processes are records only; the env must be the one the settings train in (:func:`check_recorded_env`).
@@ -135,39 +130,35 @@ def saved_config(data: Any, algorithm: str) -> tuple[TrainConfig, list[str], lis
 class Setup:
     """A checked run, before anything is written or allocated: what :func:`prepare` returns."""
 
-    cfg: TrainConfig
-    out: Path
-    device: Any
-    make_opponent: Any
-    reward_fn: Any
+    plan: RunPlan
     resume_data: dict[str, Any] | None = None
-    plan: ResumePlan | None = None
+    branch: ResumePlan | None = None  # where a resumed run writes, and the checkpoints a branch copies
     notes: list[str] = field(default_factory=list)  # lines the main process prints before training
 
 
-def prepare(params: dict[str, Any], algorithm: str, rank: Any = None) -> Setup:
+def prepare(params: dict[str, Any], algorithm: str, rank: Rank | None = None) -> Setup:
     """Every check of a run that needs no compute and writes nothing; raises a one-line error.
 
-    ``rank`` (an :class:`arena.training.process_group.Rank`) checks the run as one of several
-    processes: sizes that must split over them, one GPU each, a checkpoint saved by as many.
+    ``rank`` checks the run as one of several processes: sizes that must split over them, one GPU
+    each, a checkpoint saved by as many.
     """
-    from arena.training import OpponentSpecError, default_run_dir
+    from arena.training import default_run_dir
 
     world = rank.world_size if rank is not None else 1
     try:
         given, notes = given_settings(params, algorithm)
     except ValueError as exc:
         raise fail(str(exc)) from None
-    resume_data, plan = None, None
+    resume_data, branch = None, None
     if params.get("resume") is not None:
         resume = Path(params["resume"])
         resume_data, cfg, resume_notes = resumed(resume, given, algorithm, world)
         notes += resume_notes
         try:
-            plan = plan_resume(resume, resume_data["counters"]["env_steps"], params.get("out"))
+            branch = plan_resume(resume, resume_data["counters"]["env_steps"], params.get("out"))
         except ValueError as exc:
             raise fail(str(exc)) from None
-        out = plan.out
+        out = branch.out
     else:
         cfg = build_config(algorithm, given)
         out = params.get("out") or default_run_dir(algorithm)
@@ -176,44 +167,10 @@ def prepare(params: dict[str, Any], algorithm: str, rank: Any = None) -> Setup:
             raise fail(f"--out {out}: already holds a training run; continue it with --resume PATH, or give "
                        f"another directory")
     try:
-        check_together(cfg)
+        plan = resolve(cfg, algorithm, out, rank, given)
     except ValueError as exc:
         raise fail(str(exc)) from None
-    note = minibatch_note(cfg)
-    if note:
-        notes.append(note)
-    notes += unused_settings_notes(cfg, given)
-    if rank is not None:
-        check_split(cfg, world)
-
-    from arena_ppo.kickstart import check_teacher
-    from arena_ppo.runners import opponent_specs
-
-    try:
-        specs = opponent_specs(cfg.run, cfg.run.num_envs // world)
-        teacher = cfg.run.teacher()
-        teacher_spec = check_teacher(teacher, cfg.run.team_size) if teacher else None
-    except OpponentSpecError as exc:
-        raise fail(str(exc)) from None
-    if world > 1 and cfg.run.num_envs // world < len(specs):
-        raise fail(f"--num-envs {cfg.run.num_envs}: {len(specs)} opponents need {len(specs)} envs in each of the "
-                   f"{world} processes; give at least {len(specs) * world}")
-    reward_fn = resolve_reward(cfg.run.reward)
-    try:
-        from arena.env import resolve_device
-
-        ranked = {"local_rank": rank.local_rank, "local_world_size": rank.local_world_size} if rank else {}
-        device = resolve_device(cfg.run.device, **ranked)
-    except ValueError as exc:
-        text = str(exc)
-        raise fail(text if text.startswith("--device") else f"--device: {text}") from None
-    make_opponent = opponent_factory(device, cfg.run.env_config())
-    for spec in specs:  # fail now, not after the first rollout
-        if spec.kind in ("agent", "checkpoint"):
-            make_opponent(spec)
-    if teacher_spec is not None:
-        opponent_factory(device, cfg.run.env_config(), option="--kickstart")(teacher_spec)
-    return Setup(cfg, Path(out), device, make_opponent, reward_fn, resume_data, plan, notes)
+    return Setup(plan, resume_data, branch, [f"note: {note}" for note in notes] + list(plan.notes))
 
 
 def resumed(resume: Path, given: dict[str, Any], algorithm: str, world: int
@@ -317,21 +274,6 @@ def run_file_edits(resume: Path, saved: TrainConfig, given: dict[str, Any], algo
     return applied, notes
 
 
-def check_split(cfg: TrainConfig, world: int) -> None:
-    """``--num-envs`` and ``ppo.batch_size`` count all processes: each must get an equal, non-empty share."""
-    envs, batch = cfg.run.num_envs, cfg.ppo.batch_size
-    if envs < world:
-        raise fail(f"--num-envs {envs}: fewer battles than the {world} processes; it counts the envs of all "
-                   f"processes, each needs at least one")
-    if envs % world:
-        low, high = envs - envs % world, envs - envs % world + world
-        raise fail(f"--num-envs {envs} does not split evenly over {world} processes (it counts the envs of all of "
-                   f"them); give a multiple of {world}, e.g. {low if low else high} or {high}")
-    if batch < world:
-        raise fail(f"ppo.batch_size {batch}: smaller than the {world} processes; it counts the samples of all "
-                   f"processes, each needs at least one")
-
-
 def check_saved_processes(resume: Path, data: dict[str, Any], world: int, algorithm: str) -> None:
     """A run resumes on as many processes as saved it: each one continues its own envs and streams."""
     saved = data.get("world_size", 1)
@@ -347,31 +289,3 @@ def check_saved_processes(resume: Path, data: dict[str, Any], world: int, algori
     saved_by = "one process" if saved == 1 else f"{saved} processes"
     now = "one" if world == 1 else str(world)
     raise fail(f"--resume {resume}: the run was saved by {saved_by} and continues exactly only {how}, not on {now}")
-
-
-def resolve_reward(name: str) -> Any:
-    from arena.agents import UnknownNameError, reward_registry
-
-    try:
-        return reward_registry().get(name)
-    except UnknownNameError as exc:
-        raise fail(f"--reward: {exc}") from None
-
-
-def opponent_factory(device: Any, env_config: Any, option: str = "--vs") -> Any:
-    """Build fixed opponents by name or checkpoint, as `arena play` does; errors become one-line CLI errors
-    naming ``option``."""
-    from arena.agents import AgentSpecError, build_agent
-
-    def make(spec: Any) -> Any:
-        from arena.guard import AgentCodeError, call_agent
-
-        try:  # "ckpt:PATH": the checkpoint names its own agent
-            agent = build_agent(f"ckpt:{spec.target}" if spec.kind == "checkpoint" else spec.target, device,
-                                env_config)
-            call_agent(spec.label, "eval", agent.eval)
-        except (AgentSpecError, AgentCodeError) as exc:
-            raise fail(f"{option} {spec}: {exc}") from None
-        return agent
-
-    return make

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 import torch
 
-from arena.env import resolve_device
 from arena.training.pfsp import GatherObjects
 from arena.training.process_group import DistributedError, Group, PeerFailure, Rank, fingerprint, to_cpu
 from arena_ppo.launch import fail
@@ -77,8 +76,8 @@ class ProcessSync:
         the learner as it is: not when its processes stopped at different points of it."""
         return True
 
-    def resolve_device(self, name: str) -> "torch.device":
-        return resolve_device(name)
+    def use_device(self, device: "torch.device") -> None:
+        """Bind the processes' communication to this process's device (the plan's)."""
 
     # -- the update ---------------------------------------------------------------------------------
 
@@ -178,10 +177,8 @@ class GroupSync(ProcessSync):
     def saves_midway(self) -> bool:
         return False
 
-    def resolve_device(self, name: str) -> "torch.device":
-        device = resolve_device(name, local_rank=self.rank.local_rank, local_world_size=self.rank.local_world_size)
+    def use_device(self, device: "torch.device") -> None:
         self.group.use_device(device)
-        return device
 
     def average_gradients(self, params: Iterable[torch.nn.Parameter], *scalars: torch.Tensor) -> torch.Tensor:
         """Replace each gradient by its mean over the processes (one flat all-reduce, rsl_rl's

@@ -190,56 +190,6 @@ RETIRED: dict[str, Retired] = {
 }
 
 
-def check_together(cfg: TrainConfig) -> None:
-    """The settings that depend on each other, checked together (each alone is checked by its
-    declaration): ``ValueError`` naming both, so no pair of values runs as something else."""
-    net, ppo = cfg.network, cfg.ppo
-    if net.log_std_min > net.log_std_max:
-        raise ValueError(f"network.log_std_min {net.log_std_min:g} is above network.log_std_max "
-                         f"{net.log_std_max:g}: the rudder's log-std is clamped to [min, max]; give min <= max")
-    if not net.log_std_min <= net.init_log_std <= net.log_std_max:
-        raise ValueError(f"network.init_log_std {net.init_log_std:g} is outside [network.log_std_min "
-                         f"{net.log_std_min:g}, network.log_std_max {net.log_std_max:g}]: it would start clamped to "
-                         f"the bound; give a value within them")
-    if net.recurrent and ppo.n_steps % ppo.data_chunk_length:
-        raise ValueError(f"ppo.data_chunk_length {ppo.data_chunk_length} must divide ppo.n_steps {ppo.n_steps}: "
-                         f"the rollout is cut into whole sequences")
-
-
-def minibatch_note(cfg: TrainConfig) -> str:
-    """A line to say when ``ppo.batch_size`` is not the minibatch that runs ("" when it is): a minibatch
-    cannot hold more than a rollout, and a recurrent one holds whole sequences of ``data_chunk_length``."""
-    ppo = cfg.ppo
-    rollout = cfg.run.num_envs * ppo.n_steps
-    if ppo.batch_size > rollout:
-        return (f"ppo.batch_size {ppo.batch_size:,} is more than a rollout ({cfg.run.num_envs:,} envs x "
-                f"{ppo.n_steps} steps = {rollout:,} env steps): each epoch is one minibatch of the whole rollout")
-    if cfg.network.recurrent and ppo.batch_size % ppo.data_chunk_length:
-        return (f"ppo.batch_size {ppo.batch_size:,} is not a multiple of ppo.data_chunk_length "
-                f"{ppo.data_chunk_length}: a minibatch holds whole sequences of {ppo.data_chunk_length} steps, "
-                f"rounded down (at least one)")
-    return ""
-
-
-# Settings whose help starts with one of these are read only by runs that play one of those opponents.
-SCOPED_HELP = {"league:": ("league",), "self/league:": ("self", "league")}
-
-
-def unused_settings_notes(cfg: TrainConfig, given: Mapping[str, Any]) -> list[str]:
-    """A line for each setting given that this run never reads: a league's own (``run.exploiter_share``)
-    on a run without a league, say. Accepting it without a word would let a user believe it acted."""
-    from arena.declared_settings import declared
-
-    plays = {spec.split("=", 1)[0] for spec in cfg.run.vs}
-    notes = []
-    for s in declared(RunConfig, "run"):
-        for prefix, needs in SCOPED_HELP.items():
-            if s.key in given and s.spec.help.startswith(prefix) and not plays & set(needs):
-                notes.append(f"{s.key} {given[s.key]!r} is ignored: only runs with --vs {' or --vs '.join(needs)} "
-                             f"read it, and this one plays {', '.join(cfg.run.vs)}")
-    return notes
-
-
 def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = None) -> TrainConfig:
     """A trainer's defaults for a run given ``given`` (settings by key).
 

@@ -10,6 +10,7 @@ lists trainers without loading them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -166,9 +167,9 @@ def launch_training(ctx: click.Context, params: dict[str, Any], algorithm: str, 
     from arena.training.process_group import Rank
 
     setup = prepare(params, algorithm, Rank(0, nproc, 0, nproc))
-    if setup.plan is not None and setup.plan.note:
-        click.echo(f"note: {setup.plan.note}", err=True)
-    args = ["train", algorithm, *replay_options(ctx, {"nproc"}, {"out": setup.out})]
+    if setup.branch is not None and setup.branch.note:
+        click.echo(f"note: {setup.branch.note}", err=True)
+    args = ["train", algorithm, *replay_options(ctx, {"nproc"}, {"out": setup.plan.out})]
     del setup  # the processes load the checkpoint and opponents themselves
     result = launch(args, nproc)
     if result.message:
@@ -192,54 +193,53 @@ def train(params: dict[str, Any], algorithm: str, sync: ProcessSync | None = Non
     sync = sync or ProcessSync()
     setup = sync.agreed(lambda: prepare(params, algorithm, sync.rank if sync.several else None))
     # the main process named the output (its clock, its branch); all write there
-    setup.out, setup.plan = sync.share((setup.out, setup.plan))
-    runner = set_up(setup, params, algorithm, sync)
+    out, setup.branch = sync.share((setup.plan.out, setup.branch))
+    setup.plan = replace(setup.plan, out=out)
+    runner = set_up(setup, params, sync)
     if sync.main:
-        if setup.plan is not None and setup.plan.note:
-            click.echo(f"note: {setup.plan.note}", err=True)
+        if setup.branch is not None and setup.branch.note:
+            click.echo(f"note: {setup.branch.note}", err=True)
         for note in setup.notes:  # what of the settings is not as given: edits applied, limits met
-            click.echo(f"note: {note}", err=True)
-        click.echo(describe_run(runner, algorithm, setup.out))
+            click.echo(note, err=True)
+        click.echo(describe_run(runner))
     with StopRequest.for_processes(sync.rank if sync.several else None) as stop:
         try:
             metrics = runner.learn(stop, max_time=params.get("max_time"))
         except KeyboardInterrupt:
             raise click.exceptions.Exit(130) from None
         except Exception as exc:  # noqa: BLE001 - looked up in the table; anything else goes on up
-            raise stopped(exc, sync, setup.out) from None
+            raise stopped(exc, sync, out) from None
     if sync.main:
-        click.echo(describe_end(runner, setup.out))
+        click.echo(describe_end(runner))
     return metrics
 
 
-def set_up(setup: Any, params: dict[str, Any], algorithm: str, sync: ProcessSync) -> Any:
+def set_up(setup: Any, params: dict[str, Any], sync: ProcessSync) -> Any:
     """The set-up steps, in order, each agreed on by every process: the output folder (and a branch's
     checkpoints), the runner, and the state resumed into it. A step that fails undoes what the first
     one created and stops every process with one line."""
-    from arena_ppo.runners import MAPPORunner, OnPolicyRunner
+    from arena_ppo.runners import build_run
 
-    cfg, out, plan = setup.cfg, setup.out, setup.plan
-    runner_class = MAPPORunner if algorithm == "mappo" else OnPolicyRunner
+    plan, branch = setup.plan, setup.branch
 
     def create_outputs() -> bool:
         try:
-            check_writable(out)
+            check_writable(plan.out)
         except ValueError as exc:
             raise fail(str(exc)) from None
-        return plan.materialize() if plan is not None else False  # the branch's self-play pool needs its checkpoints
+        return branch.materialize() if branch is not None else False  # a branch's self-play pool needs them
 
     def build() -> Any:
         try:
-            return runner_class(cfg, out, setup.make_opponent, reward_fn=setup.reward_fn,
-                                on_checkpoint=announce_checkpoint, console=click.echo,
-                                progress=params.get("progress", True), sync=sync)
+            return build_run(plan, sync, console=click.echo, progress=params.get("progress", True),
+                             on_checkpoint=announce_checkpoint)
         except ValueError as exc:
             raise fail(str(exc)) from None
         except (MemoryError, RuntimeError) as exc:
             if not is_out_of_memory(exc):
                 raise
-            raise fail(f"--num-envs {cfg.run.num_envs:,} x ppo.n_steps {cfg.ppo.n_steps:,}: not enough memory on "
-                       f"{setup.device}; use fewer envs or steps per update") from None
+            raise fail(f"--num-envs {plan.cfg.run.num_envs:,} x ppo.n_steps {plan.cfg.ppo.n_steps:,}: not enough "
+                       f"memory on {plan.device}; use fewer envs or steps per update") from None
 
     def restore(runner: Any) -> None:
         try:
@@ -254,8 +254,8 @@ def set_up(setup: Any, params: dict[str, Any], algorithm: str, sync: ProcessSync
         if setup.resume_data is not None:
             sync.agreed(lambda: restore(runner))
     except (click.ClickException, click.exceptions.Exit):
-        if sync.main and plan is not None:
-            plan.undo(created)
+        if sync.main and branch is not None:
+            branch.undo(created)
         raise
     return runner
 
@@ -291,50 +291,48 @@ def stopped(exc: Exception, sync: ProcessSync, out: Path) -> click.ClickExceptio
     raise exc
 
 
-def describe_run(runner: Any, algorithm: str, out: Path) -> str:
+def describe_run(runner: Any) -> str:
     """The start-up line: what trains, where, against whom, taught by whom, how big an update is."""
     from arena.training import describe_split
 
-    cfg, sync = runner.cfg, runner.sync
-    size = cfg.run.team_size
+    plan, learner = runner.plan, runner.learner
+    run, algorithm, world = plan.cfg.run, plan.algorithm, plan.rank.world_size
+    size = run.team_size
     if algorithm == "mappo":
-        teams = f"{size}-v-{size}, {cfg.run.policy} policy, central critic, "
+        teams = f"{size}-v-{size}, {run.policy} policy, central critic, "
     else:
         teams = f"{size}-v-{size} (one policy flies every seat), " if size > 1 else ""
-    world = sync.world_size
-    if not sync.several:
-        where, envs = f"{runner.device}", f"{cfg.run.num_envs} envs"
+    if not runner.sync.several:
+        where, envs = f"{plan.device}", f"{run.num_envs} envs"
     else:
-        gpus = ", one GPU each" if runner.device.type == "cuda" and world > 1 else ""
-        where = f"{world} process{'es' if world > 1 else ''} ({runner.device.type}{gpus})"
-        envs = f"{cfg.run.num_envs} envs ({runner.ctx.local_envs} per process)"
-    split = describe_split(runner.pool) + (" per process" if sync.several and world > 1 else "")
-    teacher = cfg.run.teacher()
-    taught = f"; taught by {teacher} (weight {cfg.ppo.kickstart_coef:g})" if teacher else ""
-    warm_up = runner.opponents.warm_up_steps
-    if warm_up and not runner.opponents.league_open:
-        taught += f"; the league after {warm_up:,} steps against {runner.opponents.warm_up_opponent} alone"
-    if runner.opponents.ladder:
-        taught += (f"; the league draws the ladder {cfg.run.ladder_share:.0%} of the time, the run's past "
-                   f"{'and its exploiters ' if runner.exploiter is not None else ''}the rest")
-    if runner.exploiter is not None:
-        taught += (f"; a main exploiter trains against the learner on {cfg.run.exploiter_share:.0%} of the league's "
-                   f"steps (the learner on {1 - cfg.run.exploiter_share:.0%})")
-    compiled, why = runner.ctx.compile_update
+        gpus = ", one GPU each" if plan.device.type == "cuda" and world > 1 else ""
+        where = f"{world} process{'es' if world > 1 else ''} ({plan.device.type}{gpus})"
+        envs = f"{run.num_envs} envs ({plan.local_envs} per process)"
+    split = describe_split(learner.opponents.pool) + (" per process" if world > 1 else "")
+    taught = f"; taught by {plan.teacher.label} (weight {plan.cfg.ppo.kickstart_coef:g})" if plan.teacher else ""
+    if plan.warm_up_steps and not learner.opponents.league_open:
+        taught += f"; the league after {plan.warm_up_steps:,} steps against {learner.opponents.warm_up_opponent} alone"
+    if plan.league:
+        taught += (f"; the league draws the ladder {run.ladder_share:.0%} of the time, the run's past "
+                   f"{'and its exploiters ' if plan.exploiter_share else ''}the rest")
+    if plan.exploiter_share:
+        taught += (f"; a main exploiter trains against the learner on {plan.exploiter_share:.0%} of the league's "
+                   f"steps (the learner on {1 - plan.exploiter_share:.0%})")
+    compiled, why = plan.compile_update
     update = "compiled" if compiled else f"eager ({why})"
-    step = runner.env.env.step_path
+    step = learner.env.env.step_path
     paths = f"env step and update {step}" if step == update else f"env step {step}, update {update}"
-    return (f"training {algorithm} on {where}, {teams}vs {split}; reward {cfg.run.reward}{taught}; "
-            f"{envs} x {cfg.ppo.n_steps} steps per update, {paths}; output {out}")
+    return (f"training {algorithm} on {where}, {teams}vs {split}; reward {run.reward}{taught}; "
+            f"{envs} x {plan.cfg.ppo.n_steps} steps per update, {paths}; output {plan.out}")
 
 
-def describe_end(runner: Any, out: Path) -> str:
+def describe_end(runner: Any) -> str:
     """The closing lines: steps and updates done, and the weights kept in best.pt."""
     from arena.training import BEST_CHECKPOINT
 
-    counters = runner.counters
+    counters, out = runner.learner.counters, runner.plan.out
     text = f"done: {counters.env_steps:,} steps, {counters.updates} updates; checkpoints in {out}"
-    best = runner.best
+    best = runner.evaluator.best
     if best is not None:
         rated = f"{best.rating.describe()} against the references, " if best.rating is not None else ""
         if best.aim is not None:

@@ -24,9 +24,9 @@ import torch
 import arena_ppo.runners.evaluator as evaluator
 from arena.guard import end_process
 from arena.training import DivergenceError, EvalResult, Group
-from arena_ppo.prepare import opponent_factory, resolve_reward
+from arena_ppo.plan import resolve
 from arena_ppo.process_sync import GroupSync, shared_tensors
-from arena_ppo.runners import MAPPORunner, OnPolicyRunner
+from arena_ppo.runners import build_run
 from arena_ppo.train_config import TrainConfig
 
 STEPS, ENVS = 16, 8
@@ -64,28 +64,26 @@ def main(tmp: Path) -> None:
     evaluator.evaluate = recorded
     report["evaluated"] = played
     runner = None
-    for name, runner_class in (("ppo", OnPolicyRunner), ("mappo", MAPPORunner)):
-        out = tmp / name
-        cfg = config(name)
+    for name in ("ppo", "mappo"):
         lines: list[str] = []
-        runner = runner_class(cfg, out, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
-                              reward_fn=resolve_reward(cfg.run.reward), console=lines.append, progress=False,
-                              sync=GroupSync(group))
+        runner = build_run(resolve(config(name), name, tmp / name, world=group.rank), GroupSync(group),
+                           console=lines.append, progress=False)
         runner.learn()
-        self_play = runner.pool.self_play
+        learner = runner.learner
+        self_play = learner.opponents.pool.self_play
         torch.save({
-            "shared": {k: v.clone() for k, v in shared_tensors(runner.agent).items()},
-            "optimizer": runner.algorithm.optimizer.state_dict(),
-            "learning_rate": runner.algorithm.learning_rate,
+            "shared": {k: v.clone() for k, v in shared_tensors(learner.agent).items()},
+            "optimizer": learner.algorithm.optimizer.state_dict(),
+            "learning_rate": learner.algorithm.learning_rate,
             "records": self_play.state_dict() if self_play is not None else None,
-            "counters": runner.counters.env_steps,
-            "env": runner.env.env.state_dict(),
+            "counters": learner.counters.env_steps,
+            "env": learner.env.env.state_dict(),
         }, tmp / f"{name}-rank{rank}.pt")
         report[name] = lines
     assert runner is not None
     with torch.no_grad():
         if rank == 1:
-            next(runner.agent.model.parameters()).view(-1)[0] += 1e-3
+            next(runner.learner.agent.model.parameters()).view(-1)[0] += 1e-3
     try:
         runner.save()
         report["divergence"] = None

@@ -14,7 +14,7 @@ from arena.match import AgentFailure
 from arena.training import OpponentSpecError
 from arena_ppo.algorithms import PPO
 from arena_ppo.algorithms.ppo import distillation_loss
-from arena_ppo.kickstart import Teacher, check_teacher
+from arena_ppo.kickstart import Teacher, check_teacher, teacher_spec
 from arena_ppo.modules import ActorCritic
 from arena_ppo.storage import RolloutStorage, Transition
 from arena_ppo.train_config import NetworkConfig, PPOConfig
@@ -115,7 +115,7 @@ class NaNTeacher:
 
 def test_a_teacher_that_returns_nan_is_named():
     """Noted on the device at each label, refused once a rollout, before the labels are used."""
-    teacher = Teacher("crank", lambda spec: NaNTeacher(), 3, torch.device("cpu"))
+    teacher = Teacher(teacher_spec("crank"), lambda spec: NaNTeacher(), 3, torch.device("cpu"))
     teacher.label({"x": torch.zeros(3)})
     with pytest.raises(AgentFailure, match="crank.*kickstart teacher.*NaN in 3 env"):
         teacher.check_nans()
@@ -173,14 +173,14 @@ def test_the_teachers_memory_comes_back_only_to_the_same_teacher():
         return build_agent(spec.target, "cpu")
 
     obs = TensorEnv(4, "cpu", seed=1).reset()["p1"]
-    crank = Teacher("crank", make, 4, torch.device("cpu"))
+    crank = Teacher(teacher_spec("crank"), make, 4, torch.device("cpu"))
     for _ in range(3):
         crank.label(obs)
     saved = crank.state_dict()
     assert saved["name"] == "crank" and saved["memory"]
-    again = Teacher("crank", make, 4, torch.device("cpu"))
+    again = Teacher(teacher_spec("crank"), make, 4, torch.device("cpu"))
     again.load_state_dict(saved)
     assert all(torch.equal(getattr(again.agent, k.split(":")[1]), v) for k, v in saved["memory"].items())
-    other = Teacher("placeholder", make, 4, torch.device("cpu"))
+    other = Teacher(teacher_spec("placeholder"), make, 4, torch.device("cpu"))
     other.load_state_dict(saved)  # --kickstart changed on resume: the new teacher starts fresh
     assert not any(hasattr(other.agent, k.split(":")[1]) for k in saved["memory"] if k.startswith("tensor:"))

@@ -155,8 +155,8 @@ def test_recurrent_chunks_replay_the_hidden_states_of_the_rollout_across_dones(t
     """Re-running the stored rollout chunk by chunk gives back the collection's log-probabilities and
     values exactly: the stored start states and the resets where episodes began are right."""
     from arena.env import EnvConfig
-    from arena_ppo.prepare import opponent_factory
-    from arena_ppo.runners import MAPPORunner
+    from arena_ppo.plan import resolve
+    from arena_ppo.runners import build_run
     from arena_ppo.train_config import TrainConfig
 
     cfg = TrainConfig()
@@ -166,17 +166,17 @@ def test_recurrent_chunks_replay_the_hidden_states_of_the_rollout_across_dones(t
     cfg.ppo.n_steps, cfg.ppo.data_chunk_length = 24, 6
     env = EnvConfig(team_size=2, max_time=20.0)  # short battles: several episodes end inside the rollout
     cfg.run.env_config = lambda: env  # type: ignore[method-assign]
-    runner = MAPPORunner(cfg, tmp_path, opponent_factory(torch.device("cpu"), env), console=None, progress=False)
-    runner.collect()
-    runner.collect()  # the second rollout starts from carried-over, non-zero states
-    storage = runner.storage
+    learner = build_run(resolve(cfg, "mappo", tmp_path), console=None, progress=False).learner
+    learner.collect()
+    learner.collect()  # the second rollout starts from carried-over, non-zero states
+    storage = learner.storage
     assert bool(storage.done.any()) and float(storage.actor_hidden[0].abs().sum()) > 0
-    model = runner.agent.model
+    model = learner.agent.model
     seen = 0
     with torch.no_grad():
         for batch in storage.mini_batches(48, 1, torch.Generator().manual_seed(0), chunk=6):
             log_prob = model.evaluate_batch(batch)[0]
-            value = runner.agent.denormalized(model.value_batch(batch))
+            value = learner.agent.denormalized(model.value_batch(batch))
             assert torch.allclose(log_prob, batch["log_prob"], atol=1e-5)
             assert torch.allclose(value, batch["value"], atol=1e-5)
             assert batch["obs_seq"].shape[0] == 6 and batch["actor_h0"].shape[0] == batch["obs_seq"].shape[1]
@@ -204,15 +204,14 @@ def test_a_chunk_length_that_does_not_divide_the_rollout_is_refused(tmp_path):
 @pytest.mark.parametrize("algorithm, team_size", [("ppo", 1), ("mappo", 2), ("mappo", 4)])
 def test_a_rollout_makes_as_many_minibatches_at_every_team_size(tmp_path, algorithm, team_size):
     """ppo.batch_size counts env steps: a team's rows per step do not multiply the optimizer's steps."""
-    from arena_ppo.prepare import opponent_factory
-    from arena_ppo.runners import MAPPORunner, OnPolicyRunner
+    from arena_ppo.plan import resolve
+    from arena_ppo.runners import build_run
     from arena_ppo.train_config import default_config
 
     cfg = default_config(algorithm)
     cfg.run.team_size, cfg.run.num_envs, cfg.run.eval_games, cfg.run.threads = team_size, 8, 0, 1
     cfg.ppo.n_steps, cfg.ppo.batch_size, cfg.ppo.n_epochs = 16, 32, 2
-    runner_class = MAPPORunner if algorithm == "mappo" else OnPolicyRunner
-    runner = runner_class(cfg, tmp_path, opponent_factory("cpu", cfg.run.env_config()), console=None, progress=False)
-    runner.step(0.0)
-    steps = {int(state["step"]) for state in runner.algorithm.optimizer.state.values()}
+    learner = build_run(resolve(cfg, algorithm, tmp_path), console=None, progress=False).learner
+    learner.step(0.0)
+    steps = {int(state["step"]) for state in learner.algorithm.optimizer.state.values()}
     assert steps == {2 * (16 * 8 // 32)}  # epochs x (env steps of the rollout / batch_size)

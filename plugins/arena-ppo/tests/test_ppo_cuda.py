@@ -47,20 +47,18 @@ def test_rollout_steps_and_an_update_never_wait_for_the_host(tmp_path):
     import copy
 
     from arena_ppo.algorithms import PPO
-    from arena_ppo.prepare import opponent_factory, resolve_reward
-    from arena_ppo.runners import OnPolicyRunner
+    from arena_ppo.plan import resolve
+    from arena_ppo.runners import build_run
     from arena_ppo.train_config import TrainConfig
 
     cfg = TrainConfig()
     cfg.run.num_envs, cfg.run.eval_games, cfg.run.device, cfg.run.vs, cfg.run.floor = 1024, 0, "cuda", ("crank",), 0.0
     cfg.ppo.n_steps, cfg.ppo.batch_size, cfg.ppo.n_epochs = 8, 4096, 2
-    device = torch.device("cuda")
-    runner = OnPolicyRunner(cfg, tmp_path, opponent_factory(device, cfg.run.env_config()),
-                            reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
-    runner.collect()  # first calls: allocations, the compiled env step
-    eager = PPO(copy.deepcopy(runner.agent.model), runner.algorithm.cfg)
-    compiled = PPO(copy.deepcopy(runner.agent.model), runner.algorithm.cfg, compiled=True)
-    compiled.update(runner.storage, torch.Generator().manual_seed(0))  # compiles
+    learner = build_run(resolve(cfg, out=tmp_path), console=None, progress=False).learner
+    learner.collect()  # first calls: allocations, the compiled env step
+    eager = PPO(copy.deepcopy(learner.agent.model), learner.algorithm.cfg)
+    compiled = PPO(copy.deepcopy(learner.agent.model), learner.algorithm.cfg, compiled=True)
+    compiled.update(learner.storage, torch.Generator().manual_seed(0))  # compiles
     compiled.model.load_state_dict(eager.model.state_dict())
     compiled.optimizer.load_state_dict(eager.optimizer.state_dict())
     compiled.set_learning_rate(eager.learning_rate)
@@ -68,14 +66,14 @@ def test_rollout_steps_and_an_update_never_wait_for_the_host(tmp_path):
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        got = compiled.update(runner.storage, torch.Generator().manual_seed(1))
+        got = compiled.update(learner.storage, torch.Generator().manual_seed(1))
     finally:
         torch.cuda.set_sync_debug_mode(0)
-    want = eager.update(runner.storage, torch.Generator().manual_seed(1))
+    want = eager.update(learner.storage, torch.Generator().manual_seed(1))
 
-    env, algorithm = runner.env, runner.algorithm
-    env.begin_rollout(runner.generators["shuffle"])
-    runner.storage.clear()
+    env, algorithm = learner.env, learner.algorithm
+    env.begin_rollout(learner.generators["shuffle"])
+    learner.storage.clear()
     obs = env.observations()
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")

@@ -159,9 +159,12 @@ def test_a_minibatch_larger_than_the_rollout_is_said(tmp_path):
     assert result.exit_code == 0, result.output
     assert ("note: ppo.batch_size 100,000 is more than a rollout (8 envs x 16 steps = 128 env steps): each epoch is "
             "one minibatch of the whole rollout") in result.output
-    from arena_ppo.train_config import TrainConfig, minibatch_note
+    from arena_ppo.plan import resolve
+    from arena_ppo.train_config import TrainConfig
 
-    assert minibatch_note(TrainConfig()) == ""  # the defaults: 1,024 envs x 32 steps, minibatches of 8,192
+    cfg = TrainConfig()
+    cfg.run.device = "cpu"
+    assert resolve(cfg).notes == ()  # the defaults: 1,024 envs x 32 steps, minibatches of 8,192
 
 
 def test_a_league_setting_on_a_run_without_a_league_is_said_to_be_ignored(tmp_path):
@@ -172,15 +175,17 @@ def test_a_league_setting_on_a_run_without_a_league_is_said_to_be_ignored(tmp_pa
             in result.output)
     assert ("note: run.pfsp_power 1.0 is ignored: only runs with --vs self or --vs league read it, and this one "
             "plays crank") in result.output
-    from arena_ppo.train_config import default_config, unused_settings_notes
+    from arena_ppo.plan import resolve
+    from arena_ppo.train_config import default_config
 
     given = {"run.exploiter_share": 0.5, "run.pfsp_power": 1.0}
     cfg = default_config("ppo")
-    cfg.run.vs = ("self=2", "crank")
-    assert unused_settings_notes(cfg, given) == [
-        "run.exploiter_share 0.5 is ignored: only runs with --vs league read it, and this one plays self=2, crank"]
+    cfg.run.vs, cfg.run.device = ("self=2", "crank"), "cpu"
+    assert resolve(cfg, given=given).notes == (
+        "note: run.exploiter_share 0.5 is ignored: only runs with --vs league read it, and this one plays self=2, "
+        "crank",)
     cfg.run.vs = ("league",)
-    assert unused_settings_notes(cfg, given) == []
+    assert resolve(cfg, given=given).notes == ()
 
 
 @pytest.mark.parametrize("name", ["config.yaml", "eval.csv", "best.json"])

@@ -519,21 +519,22 @@ def test_a_slot_drawn_again_restarts_its_battles_and_credits_only_whole_games(tm
     """--vs league --no-handover with a tenure of one rollout: every slot is drawn again at each
     rollout and its battles start over, so no game changes opponent midway; only the games that began
     and ended within a rollout are credited (with --tenure 0 a whole battle fits in one)."""
-    from arena_ppo.prepare import build_config, opponent_factory
-    from arena_ppo.runners import OnPolicyRunner
+    from arena_ppo.plan import resolve
+    from arena_ppo.prepare import build_config
+    from arena_ppo.runners import build_run
 
     cfg = build_config("ppo", {"run.vs": ("league",), "run.floor": 0.0, "run.num_envs": 8, "run.self_slots": 4,
                                "ppo.n_steps": 16, "run.tenure": 16, "run.handover": False, "run.device": "cpu",
                                "run.threads": 1, "run.warm_up_steps": 0})
-    runner = OnPolicyRunner(cfg, tmp_path, opponent_factory(torch.device("cpu"), cfg.run.env_config()),
-                            console=None, progress=False)
-    runner.collect()
-    assert runner.env.env.state.time.eq(16).all()  # no battle of 16 s ends: none was credited
-    assert sum(t.games for t in runner.pool.self_play.records.values()) == 0
-    runner.counters.env_steps = 128
-    runner.pool.begin_rollout = lambda generator: runner.pool.slots[1:3]  # as if two slots were drawn
-    runner.collect()
-    time = runner.env.env.state.time
+    learner = build_run(resolve(cfg, out=tmp_path), console=None, progress=False).learner
+    pool = learner.opponents.pool
+    learner.collect()
+    assert learner.env.env.state.time.eq(16).all()  # no battle of 16 s ends: none was credited
+    assert sum(t.games for t in pool.self_play.records.values()) == 0
+    learner.counters.env_steps = 128
+    pool.begin_rollout = lambda generator: pool.slots[1:3]  # as if two slots were drawn
+    learner.collect()
+    time = learner.env.env.state.time
     assert time[2:6].eq(16).all() and time[:2].eq(32).all() and time[6:].eq(32).all()
 
 
@@ -600,8 +601,8 @@ def test_on_a_terminal_the_update_lines_go_above_the_live_line(tmp_path, monkeyp
     line starts a line of its own instead of being glued to the end of the live one."""
     import arena_ppo.runners.on_policy_runner as on_policy_runner
     from arena.progress import Progress
-    from arena_ppo.prepare import opponent_factory, resolve_reward
-    from arena_ppo.runners import OnPolicyRunner
+    from arena_ppo.plan import resolve
+    from arena_ppo.runners import build_run
     from arena_ppo.train_config import TrainConfig
 
     screen = Terminal()
@@ -609,8 +610,7 @@ def test_on_a_terminal_the_update_lines_go_above_the_live_line(tmp_path, monkeyp
     cfg = TrainConfig()
     cfg.run.num_envs, cfg.run.eval_games, cfg.run.device, cfg.run.threads = 8, 0, "cpu", 1
     cfg.run.max_steps, cfg.run.log_interval, cfg.ppo.n_steps, cfg.ppo.batch_size = 192, 1, 8, 32
-    runner = OnPolicyRunner(cfg, tmp_path, opponent_factory("cpu", cfg.run.env_config()),
-                            reward_fn=resolve_reward(cfg.run.reward), console=lambda text: screen.write(text + "\n"))
+    runner = build_run(resolve(cfg, out=tmp_path), console=lambda text: screen.write(text + "\n"))
     runner.learn()
     rows = screen.getvalue().split("\n")
     shown = [row.split("\r\033[K")[-1] for row in rows]  # what each screen row shows once redrawn

@@ -1,8 +1,8 @@
-"""The training loops: PPO's, and MAPPO's on top of it."""
+"""The training loop, and the learner it steps, built from a run's plan."""
 
-from arena_ppo.runners.mappo_runner import MAPPORunner
+from arena_ppo.runners.build import build_learner, build_run
+from arena_ppo.runners.learner import Learner
 from arena_ppo.runners.on_policy_runner import OnPolicyRunner
 from arena_ppo.runners.resume import Counters
-from arena_ppo.runners.training_opponents import opponent_specs
 
-__all__ = ["Counters", "MAPPORunner", "OnPolicyRunner", "opponent_specs"]
+__all__ = ["Counters", "Learner", "OnPolicyRunner", "build_learner", "build_run"]

@@ -1,13 +1,13 @@
 """Evaluation during training, and the best evaluated weights kept in ``best.pt``.
 
-An :class:`Evaluator` is handed what it needs at the start of a run (who it plays, how to build them,
-the env, the seed, the processes' sync object, where to write, how the policy plays)
-and is then given the learner at each evaluation. The fixed opponents are the references: once a run
-they play each other, which fixes their Elo, and at each evaluation the learner plays every one and is
-rated from those games alone, as a league with the same references rates a run's checkpoints. The
-weights with the best rating so far are kept (:mod:`arena.training.best`). With several processes each
-plays its share of the games with its own seed and the results are summed, so every process holds the
-same figures and agrees on what is kept; only the main one writes.
+An :class:`Evaluator` is built from the run's plan (who it plays, how to build them, the env, the
+seed, where to write, how the policy plays) and the processes' sync object, and is then given the
+learner at each evaluation. The fixed opponents are the references: once a run they play each other,
+which fixes their Elo, and at each evaluation the learner plays every one and is rated from those
+games alone, as a league with the same references rates a run's checkpoints. The weights with the
+best rating so far are kept (:mod:`arena.training.best`). With several processes each plays its
+share of the games with its own seed and the results are summed, so every process holds the same
+figures and agrees on what is kept; only the main one writes.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from typing import Any
 
 import torch
 
-from arena.agents import DEFAULT_POLICY
-from arena.env import EnvConfig
 from arena.training import (
     BEST_CHECKPOINT,
     BestRecord,
@@ -36,6 +34,7 @@ from arena.training import (
     reference_scale,
 )
 from arena.training.process_group import split_count
+from arena_ppo.plan import RunPlan
 from arena_ppo.process_sync import ProcessSync
 
 EVAL_SEED_OFFSET = 10_000  # evaluation games draw from their own seeds, apart from training's
@@ -63,21 +62,19 @@ def training_mix(specs: list[OpponentSpec]) -> dict[str, float] | None:
 class Evaluator:
     """Games against fixed references, a rating from them, and the best rated weights kept (``keep``)."""
 
-    def __init__(self, specs: list[OpponentSpec], make_opponent: Callable[[OpponentSpec], Any], env_config: EnvConfig,
-                 device: torch.device, seed: int, games: int, out_dir: Path, sync: ProcessSync | None = None,
-                 keep: bool = True, echo: Callable[[str], None] = lambda text: None,
-                 policy: str = DEFAULT_POLICY) -> None:
-        self.specs = evaluation_specs(specs)
-        self.mix = training_mix(specs)
-        self.policy = policy
+    def __init__(self, plan: RunPlan, sync: ProcessSync, echo: Callable[[str], None] = lambda text: None) -> None:
+        run = plan.cfg.run
+        self.specs = evaluation_specs(list(plan.specs))
+        self.mix = training_mix(list(plan.specs))
+        self.policy = run.eval_policy
         self.scale: ReferenceScale | None = None  # the references' Elo, from their games among themselves
-        self.make_opponent = make_opponent
-        self.env_config, self.device = env_config, device
-        self.seed = seed + EVAL_SEED_OFFSET
-        self.processes = sync or ProcessSync()
-        self.games = split_count(games, self.processes.rank)  # this process's share
-        self.out_dir, self.main = Path(out_dir), self.processes.main
-        self.keep, self.echo = keep, echo
+        self.make_opponent = plan.make_opponent
+        self.env_config, self.device = plan.env_config, plan.device
+        self.seed = plan.seed + EVAL_SEED_OFFSET
+        self.processes = sync
+        self.games = split_count(run.eval_games, plan.rank)  # this process's share
+        self.out_dir, self.main = plan.out, plan.rank.main
+        self.keep, self.echo = run.keep_best, echo
         self.best: BestRecord | None = None
         self._opponents: dict[str, Any] = {}
 

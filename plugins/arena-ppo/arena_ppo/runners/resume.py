@@ -1,7 +1,7 @@
 """A run's state beyond the weights, and reading it back from a checkpoint for an exact resume.
 
-:func:`read_state` is handed the parts of a runner that hold state (the agent, the update, the env,
-the random generators, the opponents, the recurrent state, the teacher) and puts each part of a
+:func:`read_state` is handed a learner, whose parts hold state (the agent, the update, the env, the
+random generators, the opponents, the recurrent state, the teacher), and puts each part of a
 checkpoint back into its part, after checking it against what the part holds now; a damaged part
 raises ``ValueError`` naming its key, so a bad file is refused at start-up rather than crashing later.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -18,6 +18,20 @@ from arena.guard import head
 from arena.match import AgentFailure
 from arena.training import BestRecord
 from arena.training.state_checks import check_like, check_optimizer_state
+
+
+class StatefulParts(Protocol):
+    """The parts of a learner that a checkpoint restores (:class:`~arena_ppo.runners.learner.Learner`)."""
+
+    agent: Any
+    algorithm: Any
+    env: Any  # the league env; its battles (``env.env``) hold the state
+    generators: dict[str, torch.Generator]
+    opponents: Any
+    teacher: Any
+
+    @property
+    def device(self) -> torch.device: ...
 
 
 @dataclass
@@ -50,9 +64,10 @@ def rng_state(generators: dict[str, torch.Generator], device: torch.device) -> d
     return rng
 
 
-def read_state(data: dict[str, Any], *, agent: Any, algorithm: Any, env: Any, generators: dict[str, torch.Generator],
-               opponents: Any, hidden: dict[str, torch.Tensor], teacher: Any, device: torch.device) -> Restored:
-    """Load a checkpoint written by the runner's ``save`` into these parts; ``ValueError`` naming the part."""
+def read_state(data: dict[str, Any], learner: StatefulParts) -> Restored:
+    """Load a checkpoint written by the runner's ``save`` into ``learner``'s parts; ``ValueError`` naming the part."""
+    agent, algorithm, env, generators = learner.agent, learner.algorithm, learner.env.env, learner.generators
+    opponents, hidden, teacher, device = learner.opponents, learner.algorithm.hidden, learner.teacher, learner.device
     stage = ""  # the weights' own messages name their key (model.…, obs_normalizer)
     try:
         agent.load_weights(data)

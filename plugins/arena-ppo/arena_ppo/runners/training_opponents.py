@@ -4,78 +4,44 @@ A ``league`` run first plays the ladder's top rung alone for ``run.warm_up_steps
 league (the ladder, its training partners and the run's own checkpoints drawn by PFSP) from those
 weights; its pool draws only checkpoints saved from then on. This is the recipe that measured best
 against the whole ladder (docs/experiments/). :class:`TrainingOpponents` is handed what it needs to
-build agents (the run context) and keeps the current :class:`~arena.training.OpponentPool` and the stage.
+build agents (the run's plan) and keeps the current :class:`~arena.training.OpponentPool` and the stage.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from arena.training import (
-    OpponentPool,
-    OpponentSpec,
-    SelfPlayPool,
-    league_agents,
-    league_partners,
-    parse_opponent_specs,
-    with_floor,
-)
-from arena_ppo.runners.context import RunContext
-from arena_ppo.train_config import RunConfig
-
-
-def opponent_specs(run: RunConfig, num_envs: int | None = None, warm_up: bool = False) -> list[OpponentSpec]:
-    """The opponents a run trains against: its ``vs`` entries (``league`` as the ladder's top rung
-    during the warm-up) plus the ``floor`` share of ``num_envs`` envs (one process's share)."""
-    specs = parse_opponent_specs(run.vs)
-    if warm_up:
-        specs = [replace(s, kind="agent", target=league_agents()[-1]) if s.kind == "league" else s for s in specs]
-    return with_floor(specs, run.floor, run.num_envs if num_envs is None else num_envs)
+from arena.training import OpponentPool, OpponentSpec, SelfPlayPool, league_agents, league_partners
+from arena_ppo.plan import RunPlan, opponent_specs
 
 
 class TrainingOpponents:
     """The opponent pool of a run, rebuilt once when a league's warm-up ends."""
 
-    def __init__(self, ctx: RunContext, load_snapshot: Callable[[Path], Any], snapshot: Callable[[], Any]) -> None:
-        run, self.n_steps, battle_steps = ctx.cfg.run, ctx.cfg.ppo.n_steps, ctx.env_config.max_steps
-        self.run, self.num_envs, self.team_size = run, ctx.local_envs, ctx.seats
-        self.make_opponent, self.load_snapshot, self.snapshot = ctx.make_opponent, load_snapshot, snapshot
-        self.out_dir, self.quiet = ctx.out_dir, not ctx.sync.main
-        n_steps, make_opponent, echo = self.n_steps, ctx.make_opponent, ctx.echo
-        self.specs = opponent_specs(run, self.num_envs)
-        league = any(s.kind == "league" for s in self.specs)
-        self.warm_up_steps = run.warm_up_steps if league else 0
+    def __init__(self, plan: RunPlan, load_snapshot: Callable[[Path], Any], snapshot: Callable[[], Any]) -> None:
+        self.plan, self.run, self.load_snapshot, self.snapshot = plan, plan.cfg.run, load_snapshot, snapshot
+        self.specs = list(plan.specs)
+        self.warm_up_steps = plan.warm_up_steps
         self.warm_up_opponent = league_agents()[-1] if self.warm_up_steps else ""
-        self.ladder = ({name: make_opponent(OpponentSpec("agent", name))
-                        for name in [*league_agents(), *league_partners()]} if league else {})
-        self.tenure = math.ceil((run.tenure or battle_steps) / n_steps)  # in rollouts
+        self.ladder = ({name: plan.make_opponent(OpponentSpec("agent", name))
+                        for name in [*league_agents(), *league_partners()]} if plan.league else {})
         self.league_open = not self.warm_up_steps
         self.pool = self.build()
-        if self.warm_up_steps >= run.max_steps:
-            echo(f"warning: the league's warm-up (run.warm_up_steps {self.warm_up_steps:,}) takes all of "
-                 f"--max-steps {run.max_steps:,}: the league never opens; give more steps, or --set "
-                 f"run.warm_up_steps=N")
-        if any(s.kind in ("self", "league") for s in self.specs) and not run.handover and \
-                self.tenure * n_steps < battle_steps:
-            echo(f"warning: run.handover false with run.tenure {run.tenure}: a battle longer than "
-                 f"{self.tenure * n_steps} steps restarts before it ends, and its result is never credited "
-                 f"(run.tenure 0: the longest battle, {battle_steps} steps)")
 
     def build(self) -> OpponentPool:
-        specs = opponent_specs(self.run, self.num_envs, warm_up=not self.league_open)
+        plan = self.plan
+        specs = opponent_specs(self.run, plan.local_envs, warm_up=not self.league_open)
         self_play = None
         if any(s.kind in ("self", "league") for s in specs):
-            self_play = SelfPlayPool(self.out_dir, self.load_snapshot, fixed=self.ladder,
+            self_play = SelfPlayPool(plan.out, self.load_snapshot, fixed=self.ladder,
                                      fixed_share=self.run.ladder_share if self.ladder else None,
                                      power=self.run.pfsp_power, since=self.warm_up_steps)
-            if self.quiet:  # one warning per run, not per process
+            if not plan.rank.main:  # one warning per run, not per process
                 self_play.warn = lambda text: None
-        return OpponentPool(specs, self.num_envs, self.make_opponent, self_play=self_play, snapshot=self.snapshot,
-                            self_slots=self.run.self_slots, team_size=self.team_size, tenure=self.tenure,
+        return OpponentPool(specs, plan.local_envs, plan.make_opponent, self_play=self_play, snapshot=self.snapshot,
+                            self_slots=self.run.self_slots, team_size=plan.seats, tenure=plan.tenure,
                             handover=self.run.handover)
 
     def opens_league(self, env_steps: int) -> bool:

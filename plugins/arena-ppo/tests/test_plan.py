@@ -1,4 +1,4 @@
-"""The run context and the rollout's contract with the opponent pool."""
+"""The run plan, resolved once, and the rollout's contract with the opponent pool."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import copy
 
 import torch
 
-from arena_ppo.prepare import opponent_factory, resolve_reward
+from arena.training.process_group import Rank
+from arena_ppo.plan import resolve
 from arena_ppo.process_sync import ProcessSync
-from arena_ppo.runners import MAPPORunner, OnPolicyRunner
+from arena_ppo.runners import build_run
 from arena_ppo.train_config import TrainConfig, default_config
 
 
@@ -20,14 +21,14 @@ def small(cfg: TrainConfig) -> TrainConfig:
 
 def test_building_a_run_never_writes_into_the_config_it_was_given(tmp_path):
     """The agent resolves its input sizes in its own copy: config.yaml gets them, the caller's config not."""
-    for runner_class, algorithm in ((OnPolicyRunner, "ppo"), (MAPPORunner, "mappo")):
+    for algorithm in ("ppo", "mappo"):
         cfg = small(default_config(algorithm))
         given = copy.deepcopy(cfg)
-        runner = runner_class(cfg, tmp_path / algorithm, opponent_factory("cpu", cfg.run.env_config()),
-                              console=None, progress=False)
-        assert cfg == given and runner.cfg == given and runner.cfg is not cfg
-        assert runner.config.network == runner.agent.network is not cfg.network
-    assert runner.config.network.obs_dim != given.network.obs_dim, "a team's actor reads its seat besides"
+        runner = build_run(resolve(cfg, algorithm, tmp_path / algorithm), console=None, progress=False)
+        assert cfg == given and runner.plan.cfg == given and runner.plan.cfg is not cfg
+        assert runner.learner.agent.network is not cfg.network
+    network = runner.learner.state()["config"]["network"]
+    assert network["obs_dim"] != given.network.obs_dim, "a team's actor reads its seat besides"
 
 
 class CountingPool:
@@ -51,12 +52,11 @@ def test_a_rollout_speaks_to_the_pool_twice(tmp_path):
     steps in between go through the seating alone."""
     cfg = small(TrainConfig())
     cfg.run.vs = ("crank", "self")
-    runner = OnPolicyRunner(cfg, tmp_path, opponent_factory("cpu", cfg.run.env_config()),
-                            reward_fn=resolve_reward(cfg.run.reward), console=None, progress=False)
+    learner = build_run(resolve(cfg, out=tmp_path), console=None, progress=False).learner
     for _ in range(2):
-        pool = CountingPool(runner.pool)
-        runner.env.pool = pool  # type: ignore[assignment]
-        runner.collect()
+        pool = CountingPool(learner.opponents.pool)
+        learner.env.pool = pool  # type: ignore[assignment]
+        learner.collect()
         assert pool.calls == ["start_rollout", "end_rollout"]
 
 
@@ -74,12 +74,26 @@ def test_one_process_agrees_with_itself_at_no_cost():
 
 
 def test_a_run_built_through_the_library_checks_settings_that_depend_on_each_other(tmp_path):
-    """The runner, not only the command line, refuses crossed bounds: no caller trains on a silent clamp."""
+    """The plan, not only the command line, refuses crossed bounds: no caller trains on a silent clamp."""
     import pytest
 
     cfg = small(default_config("ppo"))
     cfg.network.log_std_min, cfg.network.log_std_max = 2.0, -2.0
     with pytest.raises(ValueError, match=r"^network.log_std_min 2 is above network.log_std_max -2"):
-        OnPolicyRunner(cfg, tmp_path / "run", opponent_factory("cpu", cfg.run.env_config()), console=None,
-                       progress=False)
+        resolve(cfg, out=tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_plan_derives_each_value_once_for_its_process():
+    """Envs, seeds, minibatch rows and the exploiter are this process's: derived here, checked nowhere else."""
+    import pytest
+
+    cfg = small(default_config("mappo"))
+    cfg.run.num_envs, cfg.ppo.batch_size, cfg.run.seed = 8, 32, 5
+    one, second = resolve(cfg, "mappo"), resolve(cfg, "mappo", world=Rank(1, 2, 1, 2))
+    assert (one.local_envs, second.local_envs) == (8, 4) and one.seed == 5 and second.seed != 5
+    assert (one.minibatch_rows, second.minibatch_rows) == (64, 32), "env steps over processes, a row per aircraft"
+    assert one.threads == 1 and [s.label for s in one.specs] == ["crank", "placeholder"], "vs and the floor"
+    cfg.run.num_envs = 9
+    with pytest.raises(ValueError, match="--num-envs 9 does not split evenly over 2 processes"):
+        resolve(cfg, "mappo", world=Rank(0, 2, 0, 2))

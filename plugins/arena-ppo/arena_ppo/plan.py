@@ -1,0 +1,241 @@
+"""A run decided once: :func:`resolve` checks the settings and derives every value a run is built from.
+
+The command line (:mod:`arena_ppo.prepare`), the benchmarks and the tests all go through
+:func:`resolve`, which raises one ``ValueError`` line for settings that cannot run together and
+otherwise returns a frozen :class:`RunPlan`: this process's envs, device, seed and threads, the
+opponents and the teacher, whether the update compiles, the league's stages, and the notes to print
+where a run will not do quite what was written. Nothing built from a plan checks a setting again, and
+resolving writes nothing, seeds nothing and sets no thread count (:func:`arena_ppo.runners.build_run`
+does, in order).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from arena.declared_settings import declared
+from arena.threads import check_threads, default_threads
+from arena.training import OpponentSpec, league_agents, parse_opponent_specs, with_floor
+from arena.training.process_group import Rank, rank_seed
+from arena_ppo.launch import fail
+from arena_ppo.train_config import RunConfig, TrainConfig
+
+if TYPE_CHECKING:  # torch loads when a run starts, not when `arena train --help` lists the trainers
+    import torch
+
+    from arena.env import EnvConfig
+
+EXPLOITER = "learner"  # the main exploiter's one opponent, as its plan and messages name it
+EXPLOITER_SEED_OFFSET = 7_919  # the exploiter's envs and streams, apart from the learner's
+
+RewardFn = Callable[..., "torch.Tensor"]
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything a run is built from, resolved by :func:`resolve`; fields are this process's.
+
+    ``cfg`` is a private copy of the settings that nothing writes to. ``make_opponent(spec)`` builds a
+    fixed opponent of a ``vs`` entry, ``reward_fn`` is the shaping added to the env reward.
+    """
+
+    algorithm: str  # ppo or mappo
+    cfg: TrainConfig
+    out: Path
+    rank: Rank
+    device: "torch.device"
+    local_envs: int  # this process's envs; run.num_envs counts all of them
+    seed: int  # this process's envs and random streams (the weights start from run.seed on every one)
+    env_config: "EnvConfig"
+    specs: tuple[OpponentSpec, ...]  # the vs entries and the floor, split over this process's envs
+    teacher: OpponentSpec | None
+    warm_up_steps: int  # a league's warm-up against the ladder's top rung; 0 without a league
+    tenure: int  # rollouts a drawn opponent keeps its envs
+    exploiter_share: float  # 0: no main exploiter
+    minibatch_rows: int  # rows of one minibatch on this process (a team's step is a row per aircraft)
+    threads: int  # torch threads to set; 0 keeps torch's own
+    compile_update: tuple[bool, str]  # whether the update's gradient step compiles, and why not
+    make_opponent: Callable[[OpponentSpec], Any]
+    reward_fn: RewardFn
+    notes: tuple[str, ...] = ()  # lines to print before training: what runs otherwise than written
+
+    @property
+    def seats(self) -> int:
+        """The learner flies every seat of p1: one row per aircraft."""
+        return self.env_config.team_size
+
+    @property
+    def league(self) -> bool:
+        return any(s.kind == "league" for s in self.specs)
+
+    @property
+    def eval_every(self) -> int:
+        return self.cfg.run.eval_interval or self.cfg.run.save_interval
+
+    def exploiter(self, opponent: Any) -> "RunPlan":
+        """The main exploiter's plan: this run's envs and update, one opponent (``opponent``, the frozen
+        learner), no teacher, stage or evaluation, its own seed, on one process."""
+        cfg = copy.deepcopy(self.cfg)
+        cfg.run = replace(cfg.run, vs=(EXPLOITER,), floor=0.0, kickstart="none", warm_up_steps=0, eval_games=0,
+                          keep_best=False, seed=cfg.run.seed + EXPLOITER_SEED_OFFSET)
+        return replace(self, cfg=cfg, out=self.out / "exploiter", rank=Rank(), seed=cfg.run.seed,
+                       specs=(OpponentSpec("agent", EXPLOITER),), teacher=None, warm_up_steps=0, exploiter_share=0.0,
+                       make_opponent=lambda spec: opponent, notes=())
+
+
+def opponent_specs(run: RunConfig, num_envs: int, warm_up: bool = False) -> list[OpponentSpec]:
+    """The opponents a run trains against in ``num_envs`` envs: its ``vs`` entries (``league`` as the
+    ladder's top rung during the warm-up) plus the ``floor`` share."""
+    specs = parse_opponent_specs(run.vs)
+    if warm_up:
+        specs = [replace(s, kind="agent", target=league_agents()[-1]) if s.kind == "league" else s for s in specs]
+    return with_floor(specs, run.floor, num_envs)
+
+
+def resolve(cfg: TrainConfig, algorithm: str = "ppo", out: Path | str = "runs/run", world: Rank | None = None,
+            given: Mapping[str, Any] | None = None) -> RunPlan:
+    """Check ``cfg`` as a whole and derive the run from it, for one process of ``world`` (None: a run of one
+    process, started without torchrun or ``--nproc``); ``given`` (the settings the user wrote, by key)
+    adds a note for each one this run never reads. Raises one ``ValueError`` line; an opponent or
+    teacher that cannot be built raises the command line's error."""
+    from arena.agents import UnknownNameError, reward_registry
+    from arena.env import resolve_device
+    from arena.threads import ThreadsError
+    from arena.training import OpponentSpecError
+    from arena_ppo.algorithms.ppo import compile_update
+    from arena_ppo.kickstart import check_teacher
+
+    ranked = {"local_rank": world.local_rank, "local_world_size": world.local_world_size} if world else {}
+    world = world or Rank()
+    cfg = copy.deepcopy(cfg)
+    run, ppo, size = cfg.run, cfg.ppo, world.world_size
+    check_together(cfg)
+    check_split(cfg, size)
+    local_envs = run.num_envs // size
+    try:
+        specs = opponent_specs(run, local_envs)
+        teacher = check_teacher(run.teacher(), run.team_size) if run.teacher() else None
+    except OpponentSpecError as exc:
+        raise ValueError(str(exc)) from None
+    if size > 1 and local_envs < len(specs):
+        raise ValueError(f"--num-envs {run.num_envs}: {len(specs)} opponents need {len(specs)} envs in each of the "
+                         f"{size} processes; give at least {len(specs) * size}")
+    try:
+        reward_fn = reward_registry().get(run.reward)
+    except UnknownNameError as exc:
+        raise ValueError(f"--reward: {exc}") from None
+    try:
+        device = resolve_device(run.device, **ranked)  # one of several processes: the GPU of its local rank
+    except ValueError as exc:
+        raise ValueError(str(exc) if str(exc).startswith("--device") else f"--device: {exc}") from None
+    try:
+        threads = default_threads(local_envs, world.local_world_size) if run.threads is None else check_threads(
+            run.threads)
+    except ThreadsError as exc:
+        raise ValueError(str(exc)) from None
+    env_config = run.env_config()
+    make_opponent = opponent_factory(device, env_config)
+    for spec in specs:  # fail now, not after the first rollout
+        if spec.kind in ("agent", "checkpoint"):
+            make_opponent(spec)
+    if teacher is not None:
+        opponent_factory(device, env_config, option="--kickstart")(teacher)
+    league = any(s.kind == "league" for s in specs)
+    plan = RunPlan(algorithm, cfg, Path(out), world, device, local_envs, rank_seed(run.seed, world.rank), env_config,
+                   tuple(specs), teacher, run.warm_up_steps if league else 0,
+                   math.ceil((run.tenure or env_config.max_steps) / ppo.n_steps),
+                   run.exploiter_share if league and size == 1 else 0.0,
+                   max(1, ppo.batch_size // size) * run.team_size, threads, compile_update(device), make_opponent,
+                   reward_fn)
+    return replace(plan, notes=tuple(run_notes(plan, given or {})))
+
+
+def check_together(cfg: TrainConfig) -> None:
+    """The settings that depend on each other, checked together (each alone is checked by its
+    declaration): ``ValueError`` naming both, so no pair of values runs as something else."""
+    net, ppo = cfg.network, cfg.ppo
+    if net.log_std_min > net.log_std_max:
+        raise ValueError(f"network.log_std_min {net.log_std_min:g} is above network.log_std_max "
+                         f"{net.log_std_max:g}: the rudder's log-std is clamped to [min, max]; give min <= max")
+    if not net.log_std_min <= net.init_log_std <= net.log_std_max:
+        raise ValueError(f"network.init_log_std {net.init_log_std:g} is outside [network.log_std_min "
+                         f"{net.log_std_min:g}, network.log_std_max {net.log_std_max:g}]: it would start clamped to "
+                         f"the bound; give a value within them")
+    if net.recurrent and ppo.n_steps % ppo.data_chunk_length:
+        raise ValueError(f"ppo.data_chunk_length {ppo.data_chunk_length} must divide ppo.n_steps {ppo.n_steps}: "
+                         f"the rollout is cut into whole sequences")
+
+
+def check_split(cfg: TrainConfig, world: int) -> None:
+    """``--num-envs`` and ``ppo.batch_size`` count all processes: each must get an equal, non-empty share."""
+    envs, batch = cfg.run.num_envs, cfg.ppo.batch_size
+    if envs < world:
+        raise ValueError(f"--num-envs {envs}: fewer battles than the {world} processes; it counts the envs of all "
+                         f"processes, each needs at least one")
+    if envs % world:
+        low, high = envs - envs % world, envs - envs % world + world
+        raise ValueError(f"--num-envs {envs} does not split evenly over {world} processes (it counts the envs of "
+                         f"all of them); give a multiple of {world}, e.g. {low if low else high} or {high}")
+    if batch < world:
+        raise ValueError(f"ppo.batch_size {batch}: smaller than the {world} processes; it counts the samples of all "
+                         f"processes, each needs at least one")
+
+
+# Settings whose help starts with one of these are read only by runs that play one of those opponents.
+SCOPED_HELP = {"league:": ("league",), "self/league:": ("self", "league")}
+
+
+def run_notes(plan: RunPlan, given: Mapping[str, Any]) -> list[str]:
+    """The lines to print before training where the run does not do quite what was written."""
+    run, ppo, notes = plan.cfg.run, plan.cfg.ppo, []
+    rollout = run.num_envs * ppo.n_steps
+    if ppo.batch_size > rollout:
+        notes.append(f"note: ppo.batch_size {ppo.batch_size:,} is more than a rollout ({run.num_envs:,} envs x "
+                     f"{ppo.n_steps} steps = {rollout:,} env steps): each epoch is one minibatch of the whole rollout")
+    elif plan.cfg.network.recurrent and ppo.batch_size % ppo.data_chunk_length:
+        notes.append(f"note: ppo.batch_size {ppo.batch_size:,} is not a multiple of ppo.data_chunk_length "
+                     f"{ppo.data_chunk_length}: a minibatch holds whole sequences of {ppo.data_chunk_length} steps, "
+                     f"rounded down (at least one)")
+    plays = {spec.split("=", 1)[0] for spec in run.vs}
+    for s in declared(RunConfig, "run"):  # a league's own setting on a run without one, say
+        for prefix, needs in SCOPED_HELP.items():
+            if s.key in given and s.spec.help.startswith(prefix) and not plays & set(needs):
+                notes.append(f"note: {s.key} {given[s.key]!r} is ignored: only runs with --vs "
+                             f"{' or --vs '.join(needs)} read it, and this one plays {', '.join(run.vs)}")
+    if plan.league and run.exploiter_share and plan.rank.world_size > 1:
+        notes.append(f"note: run.exploiter_share {run.exploiter_share:g} is ignored on {plan.rank.world_size} "
+                     f"processes: the main exploiter trains on one; this league has none")
+    if plan.warm_up_steps >= run.max_steps:
+        notes.append(f"warning: the league's warm-up (run.warm_up_steps {plan.warm_up_steps:,}) takes all of "
+                     f"--max-steps {run.max_steps:,}: the league never opens; give more steps, or --set "
+                     f"run.warm_up_steps=N")
+    battle, drawn = plan.env_config.max_steps, any(s.kind in ("self", "league") for s in plan.specs)
+    if drawn and not run.handover and plan.tenure * ppo.n_steps < battle:
+        notes.append(f"warning: run.handover false with run.tenure {run.tenure}: a battle longer than "
+                     f"{plan.tenure * ppo.n_steps} steps restarts before it ends, and its result is never credited "
+                     f"(run.tenure 0: the longest battle, {battle} steps)")
+    return notes
+
+
+def opponent_factory(device: Any, env_config: Any, option: str = "--vs") -> Callable[[OpponentSpec], Any]:
+    """Build fixed opponents by name or checkpoint, as `arena play` does; errors become one-line CLI errors
+    naming ``option``."""
+    from arena.agents import AgentSpecError, build_agent
+
+    def make(spec: Any) -> Any:
+        from arena.guard import AgentCodeError, call_agent
+
+        try:  # "ckpt:PATH": the checkpoint names its own agent
+            agent = build_agent(f"ckpt:{spec.target}" if spec.kind == "checkpoint" else spec.target, device,
+                                env_config)
+            call_agent(spec.label, "eval", agent.eval)
+        except (AgentSpecError, AgentCodeError) as exc:
+            raise fail(f"{option} {spec}: {exc}") from None
+        return agent
+
+    return make

@@ -1,0 +1,106 @@
+"""A run built from its plan, in the one order its random draws need.
+
+The weights initialize from ``run.seed`` on every process, then each process draws from its own
+seed; the opponents come before the env (the env serves the observation keys they read) and the
+storage after it. :func:`build_learner` is that order for one learner, :func:`build_run` for the
+run (the learner, a league's main exploiter, the evaluation and the outputs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
+
+import torch
+
+from arena.env import TensorEnv
+from arena.loop import observation_config
+from arena.threads import apply_threads
+from arena.training.league_env import LeagueEnv
+from arena_ppo.agent import PPOAgent
+from arena_ppo.kickstart import Teacher
+from arena_ppo.mappo_agent import MAPPOAgent
+from arena_ppo.plan import RunPlan
+from arena_ppo.process_sync import ProcessSync
+from arena_ppo.runners.evaluator import Evaluator
+from arena_ppo.runners.exploiter import MainExploiter
+from arena_ppo.runners.learner import Learner, build_algorithm, frozen_copy
+from arena_ppo.runners.on_policy_runner import CheckpointObserver, OnPolicyRunner
+from arena_ppo.runners.outputs import RunOutputs
+from arena_ppo.runners.training_opponents import TrainingOpponents
+from arena_ppo.storage import RolloutStorage
+
+if TYPE_CHECKING:
+    from arena_ppo.modules import RecurrentActorCritic
+
+
+def build_agent(plan: RunPlan) -> PPOAgent:
+    """The learner's agent: MAPPO's team (central critic, per-seat or shared actor) or PPO's."""
+    cfg, run = plan.cfg, plan.cfg.run
+    if plan.algorithm == "mappo":
+        return MAPPOAgent(plan.device, plan.env_config, network=cfg.network, obs_norm=run.obs_norm,
+                          value_norm=cfg.ppo.value_norm, policy=run.policy)
+    return PPOAgent(plan.device, plan.env_config, network=cfg.network, obs_norm=run.obs_norm,
+                    privileged_critic=run.privileged_critic, value_norm=cfg.ppo.value_norm)
+
+
+def build_learner(plan: RunPlan, sync: ProcessSync) -> Learner:
+    """One learner: its weights, update, opponents, teacher, envs and rollout storage."""
+    run = plan.cfg.run
+    torch.manual_seed(run.seed)  # network initialization: the same on every process
+    generators = {"action": torch.Generator(device=plan.device), "shuffle": torch.Generator()}
+    generators["action"].manual_seed(plan.seed + 1)
+    generators["shuffle"].manual_seed(plan.seed + 2)
+    agent = build_agent(plan)
+    algorithm = build_algorithm(plan, agent, sync, plan.compile_update[0])
+    if plan.rank.rank:  # the weights are initialized: from here on every other process draws from its own seed
+        torch.manual_seed(plan.seed)
+    opponents = TrainingOpponents(plan, lambda path: type(agent).load(path, device=plan.device,
+                                                                       env_config=plan.env_config),
+                                  lambda: frozen_copy(agent, plan))
+    teacher = Teacher(plan.teacher, plan.make_opponent, plan.local_envs, plan.device) if plan.teacher else None
+    algorithm.kickstart_coef = plan.cfg.ppo.kickstart_coef if teacher is not None else 0.0
+    # An opponent (or teacher) that reads the extended observation gets it; the learner keeps its own keys.
+    players = opponents.agents() + ([teacher.agent] if teacher is not None else [])
+    config = observation_config(plan.env_config, players)
+    battles = TensorEnv(plan.local_envs, plan.device, seed=plan.seed, config=config,
+                        final_global_state="p1" if run.privileged_critic else False)
+    env = LeagueEnv(battles, opponents.pool, agent.obs_keys, reward_fn=plan.reward_fn, teacher=teacher,
+                    global_state=run.privileged_critic)
+    net = agent.network
+    learner = Learner(plan, sync, agent, algorithm, opponents, env, teacher, generators)
+    model = cast("RecurrentActorCritic", agent.model)
+    hidden = (model.actor_hidden_size, model.critic_hidden_size) if agent.recurrent else None
+    algorithm.init_storage(RolloutStorage(plan.cfg.ppo.n_steps, plan.local_envs * plan.seats, net.obs_dim,
+                                          net.critic_obs_dim if run.privileged_critic else None, plan.device,
+                                          active_masks=learner.active_masks, hidden_sizes=hidden,
+                                          teacher=teacher is not None))
+    algorithm.init_acting(agent, generators["action"], learner.active_masks)
+    return learner
+
+
+def build_exploiter(plan: RunPlan, learner: Learner, echo: Callable[[str], None]) -> MainExploiter:
+    """A league's main exploiter: a second learner, against a frozen copy of the first that samples its
+    actions as the learner does in training; its initialization leaves the learner's global streams alone."""
+    opponent = frozen_copy(learner.agent, plan).train(True)
+    with torch.random.fork_rng(devices=[plan.device] if plan.device.type == "cuda" else []):
+        trainee = build_learner(plan.exploiter(opponent), ProcessSync())
+    return MainExploiter(plan, learner, trainee, opponent, echo)
+
+
+def build_run(plan: RunPlan, sync: ProcessSync | None = None, console: Callable[[str], None] | None = print,
+              progress: bool = True, on_checkpoint: CheckpointObserver | None = None) -> OnPolicyRunner:
+    """The run of ``plan`` on this process (one of several with ``sync``): threads set, the learner built,
+    a league's main exploiter beside it, the evaluation and the outputs. ``console`` None: silent;
+    ``on_checkpoint(path, step, metrics)`` observes every checkpoint on the main process."""
+    sync = sync or ProcessSync()
+    sync.use_device(plan.device)
+    apply_threads(plan.threads)
+    learner = build_learner(plan, sync)
+    outputs = RunOutputs(plan.out, console, sync.main)
+    exploiter = build_exploiter(plan, learner, outputs.echo) if plan.exploiter_share else None
+    if exploiter is not None and learner.opponents.league_open:  # a league without a warm-up
+        exploiter.start(learner.counters.env_steps)
+    evaluator = Evaluator(plan, sync, outputs.echo)
+    return OnPolicyRunner(plan, learner, evaluator, outputs, sync, exploiter, progress=progress and sync.main,
+                          on_checkpoint=on_checkpoint if sync.main else None)
