@@ -351,12 +351,14 @@ class Seating:
         return [AgentFailure(c.name, c.role, f"returned NaN in {int(n)} action value(s)", index=k)
                 for k, (c, n) in enumerate(zip(self.controllers, counts)) if n and c.active]
 
-    def disable(self, k: int) -> None:
-        """Stop calling controller ``k``; its rows idle from now on (in a family, the family still acts for
-        the others and its rows get a zero action)."""
-        self.controllers[k].active = False
+    def set_active(self, active: Sequence[bool]) -> None:
+        """Which controllers still play, one flag each: the others are not called, and their rows idle (in a
+        family, the family still acts for the others and their rows get a zero action)."""
+        changed = {k for k, (c, on) in enumerate(zip(self.controllers, active)) if c.active != bool(on)}
+        for k in changed:
+            self.controllers[k].active = bool(active[k])
         for party in self.parties:
-            if k in party.members:
+            if changed.intersection(party.members):
                 party.inactive_rows = self._inactive(party)
 
     def close(self) -> None:
@@ -698,41 +700,42 @@ class GameLoop:
     """A seating playing in one env: act, step, tell the observers, reset the agents of finished battles.
 
     ``given`` sides are acted for by the caller (a learner's actions); every other side comes from the
-    seating. ``on_fault`` judges the failures of a step before the env moves on (default: raise them
-    together); the observers see every step (replay recorders, statistics). An observer with a
-    ``before_step(env)`` method is also called before the agents act, while the env still shows the
-    state they are about to act on (a recorder takes a new battle's first frame there).
+    seating, and the failures of a step are raised together before the env moves on. The observers see
+    every step (replay recorders, statistics); one with a ``before_step(env)`` method is also called
+    before the env steps, while it still shows the state the agents acted on (a recorder takes a new
+    battle's first frame there). A caller that judges failures itself (the tournament executor, which
+    forfeits the games of an agent that failed) acts through the seating and calls :meth:`advance`.
     """
 
     env: "TensorEnv"
     seating: Seating
     observers: list[Observer] = field(default_factory=list)
-    on_fault: Callable[[list[AgentFailure]], None] = raise_failures
     steps: int = 0
 
     def reset_agents(self, envs: "torch.Tensor | None" = None) -> None:
         """Every agent forgets the battles of the [N] bool mask ``envs`` (None: everything), which start anew."""
-        self._judge(self.seating.reset(envs))
+        raise_failures(self.seating.reset(envs))
 
     def step(self, obs: dict[str, dict[str, "torch.Tensor"]],
              given: dict[str, dict[str, "torch.Tensor"]] | None = None) -> Turn:
         given = given or {}
+        actions, failures = self.seating.act({side: obs[side] for side in SIDES if side not in given})
+        raise_failures(failures)
+        actions.update(given)
+        turn = self.advance(obs, actions)
+        raise_failures(self.seating.reset(turn.dones))  # auto-reset battles start afresh: clear their memory
+        return turn
+
+    def advance(self, obs: dict[str, dict[str, "torch.Tensor"]], actions: dict[str, dict[str, "torch.Tensor"]]
+                ) -> Turn:
+        """The env steps both sides' ``actions`` (taken on ``obs``); the observers see the turn."""
         for observer in self.observers:
             before = getattr(observer, "before_step", None)
             if before is not None:
                 before(self.env)
-        wanted = {side: obs[side] for side in SIDES if side not in given}
-        actions, failures = self.seating.act(wanted)
-        self._judge(failures)
-        actions.update(given)
         next_obs, rewards, dones, infos = self.env.step(actions["p1"], actions["p2"])
         self.steps += 1
         turn = Turn(self.steps, obs, actions, next_obs, rewards, dones, infos)
         for observer in self.observers:
             observer(turn)
-        self._judge(self.seating.reset(dones))  # auto-reset battles start afresh: clear their memory
         return turn
-
-    def _judge(self, failures: list[AgentFailure]) -> None:
-        if failures:
-            self.on_fault(failures)

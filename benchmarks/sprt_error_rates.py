@@ -39,7 +39,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from arena.tournament.executor import plan_batches
+from arena.tournament.batching import plan_batches
 from arena.tournament.results import DRAW, P1_WINS, P2_WINS, GameResult
 from arena.tournament.schedule import pairings, units
 from arena.tournament.sprt import SPRTConfig, SPRTState, Verdict, expected_score

@@ -118,7 +118,7 @@ def test_a_disabled_member_idles_while_the_family_plays_on() -> None:
                       families=True)
     obs = env.reset()
     before, _ = seating.act(obs)
-    seating.disable(1)
+    seating.set_active([True, False])
     after, _ = seating.act(obs)
     ones = owner == 1
     assert bool((after["p1"]["throttle"][ones[0]] == 0).all()) and bool((after["p2"]["throttle"][ones[1]] == 0).all())

@@ -98,7 +98,7 @@ def test_faults_name_the_controller_and_its_rows_idle_once_disabled(bad, words):
     seats = seating([good, broken], [[0, 0, 1, 1], [1, 1, 0, 0]])
     _, failures = seats.act(obs)
     assert len(failures) == 1 and failures[0].index == 1 and words in str(failures[0])
-    seats.disable(1)
+    seats.set_active([True, False])
     actions, failures = seats.act(obs)
     assert not failures and actions["p1"]["rudder"].tolist() == [0.5, 0.5, 0.0, 0.0]
 

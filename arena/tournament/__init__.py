@@ -5,7 +5,8 @@ Bradley-Terry fit, reported as pandas DataFrames and files.
     (runner ties them together; the CLI's `tournament` and `leaderboard` commands call the runner)
 """
 
-from arena.tournament.executor import Batch, ExecutionStats, ListSink, plan_batches, play
+from arena.tournament.batching import Batch, plan_batches
+from arena.tournament.executor import play
 from arena.tournament.league_config import (
     ConfigError,
     ParticipantSpec,
@@ -19,6 +20,7 @@ from arena.tournament.report import LEADERBOARD_COLUMNS, Entrant, TournamentRepo
 from arena.tournament.results import GameResult
 from arena.tournament.runner import rebuild_report, run_tournament
 from arena.tournament.schedule import Pairing, Unit, missing, pairings, units
+from arena.tournament.sinks import ExecutionStats, ListSink
 from arena.tournament.store import ResultStore, StoreError
 
 __all__ = [

@@ -1,47 +1,41 @@
 """Batched play of many pairings at once.
 
-All games of a batch share one :class:`~arena.env.TensorEnv`. Each ordered pairing (a schedule
-:class:`~arena.tournament.schedule.Unit`) owns a fixed block of env slots and plays its games in them
-back to back: when a game ends the env resets that slot in place and the slot starts the pairing's next
-game, until the pairing has none left. Because every slot keeps its two players for the whole batch,
-each participant sees the same envs, in the same order, at every step — so it acts **once per step**
-on one gathered batch (its p1 slots, then its p2 slots: the shared game loop's seating,
-:mod:`arena.loop`), and agents with per-env memory (CrankAgent's state machine, a recurrent policy)
-stay aligned; ``reset(mask)`` clears the slots whose game ended. In team battles a participant flies
-every seat of its side. Participants of one kind (checkpoints of one architecture, CrankAgent
-variants, seeded placeholders) act as one family: one call a step for all of them
-(:mod:`arena.families`).
+All games of a batch (:mod:`arena.tournament.batching`) share one :class:`~arena.env.TensorEnv`. Each
+ordered pairing owns a fixed block of env slots and plays its games in them back to back; the batch's
+:class:`~arena.tournament.slots.SlotTable` says who plays in each slot, which game, from which start.
+Every slot keeps its two players for the whole batch, so each participant acts **once per step** on
+one gathered batch (the game loop's seating, :mod:`arena.loop`; a family of agents of one kind, one
+call for all: :mod:`arena.families`), and agents with per-env memory stay aligned; ``reset(mask)``
+clears the slots whose game ended. In team battles a participant flies every seat of its side.
 
-Games end at different times, and a batch steps until its longest game is over. Once a quarter of
-its envs idle, it keeps only those (:meth:`arena.env.TensorEnv.keep_envs`, and every agent
-keeps its rows' memory: ``keep_rows``), so the envs of finished games stop costing steps. A batch
-with an agent that cannot drop rows, or a compiled step (fixed batch size), plays to the end whole.
+The executor drives the seating: it acts, judges the failures, steps the env, and hands the seating
+who still plays (``set_active``): a participant with no game left in the batch is not called. Once a
+quarter of the envs idle, the batch keeps only those that play (:meth:`arena.env.TensorEnv.keep_envs`;
+every agent keeps its rows' memory with ``keep_rows``), unless an agent cannot drop rows or the step is
+compiled (a fixed batch size).
 
-A participant is called only while it has a game in the batch. One that raises (``sys.exit``
-included), hands back a malformed action or NaNs forfeits the games it failed in (those in flight)
-with the reason recorded; its slots idle and everyone else plays on. Its games not yet started in
-that batch are left unplayed, so the next run plays them; it gets a fresh chance in the next batch.
-With a ``time_per_move`` budget, an act() call (one move on all the participant's battles) that
-takes longer is a forfeit too, like a time forfeit in fastchess: a slow agent must not hold the
-whole league hostage. Each timed call runs on a watchdog thread, so a move that never returns is a
-time forfeit as well (:meth:`arena.loop.Seating._timed`); that agent instance is then abandoned and
-never called again in this process, and its games in later batches are left unplayed for the next
-run, which builds it afresh.
+A participant that raises (``sys.exit`` included), hands back a malformed action or NaNs forfeits the
+games it failed in (those in flight), with the reason recorded; everyone else plays on. Its games not
+yet started in the batch are left unplayed, for the next run. With a ``time_per_move`` budget, an act()
+call that takes longer is a forfeit too, as in fastchess; a move that never returns is one as well
+(:meth:`arena.loop.Seating._timed`), and that agent instance is never called again in this process.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from arena.env.teams import side_total
 from arena.seeds import text_seed
+from arena.tournament.batching import Batch, batch_seed, plan_batches
 from arena.tournament.results import P1_WINS, P2_WINS, GameResult
 from arena.tournament.schedule import Unit
+from arena.tournament.sinks import ExecutionStats, ListSink, ResultSink
+from arena.tournament.slots import SlotTable
 
 if TYPE_CHECKING:
     import torch
@@ -51,7 +45,6 @@ if TYPE_CHECKING:
     from arena.loop import AgentFailure
     from arena.progress import Progress
 
-GAMES_PER_SLOT = 4  # games a slot plays back to back in one batch; bounds what one forfeit can cost
 # A batch drops its finished battles once fewer than this share of its envs still play (and at least
 # KEEP_MIN_ENVS envs would go): the long games that finish a batch no longer step the short ones' envs.
 KEEP_SHARE = 0.75
@@ -60,174 +53,31 @@ REASON_MAX = 300  # characters of an exception message kept as a forfeit reason
 
 
 @dataclass(frozen=True)
-class Batch:
-    """Games played together in one env: ``slots[i]`` env slots serve ``units[i]``."""
+class BatchSpec:
+    """One batch to play: its games, its number in the league's order, its env seed, and (replays) the
+    games to record, by slot."""
 
-    units: tuple[Unit, ...]
-    slots: tuple[int, ...]
-
-    @property
-    def num_envs(self) -> int:
-        return sum(self.slots)
-
-    @property
-    def games(self) -> int:
-        return sum(len(u.games) for u in self.units)
-
-
-class ResultSink(Protocol):
-    """Where the executor reports progress; the runner's adapter writes to the results database."""
-
-    def batch_started(self, number: int, seed: int, num_envs: int, games: int) -> int:
-        """Record a batch about to start; return the id to stamp on its games."""
-
-    def games_finished(self, results: list[GameResult]) -> None:
-        """Games that just ended (played out or forfeited)."""
-
-    def batch_finished(self, batch_id: int) -> None:
-        ...
+    batch: Batch
+    number: int
+    seed: int
+    record: Mapping[int, set[int]] = field(default_factory=dict)
 
 
 @dataclass
-class ListSink:
-    """Collects everything in memory (tests, benchmarks)."""
+class PlayContext:
+    """What every batch of a run plays with: the agents and their names, the env, where results go, the
+    move budget and the games' own starts (``game_seed(p1, p2, game)``; None: from the batch seed)."""
 
-    results: list[GameResult] = field(default_factory=list)
-    batches: list[tuple[int, int, int, int]] = field(default_factory=list)
-
-    def batch_started(self, number: int, seed: int, num_envs: int, games: int) -> int:
-        self.batches.append((number, seed, num_envs, games))
-        return number
-
-    def games_finished(self, results: list[GameResult]) -> None:
-        self.results.extend(results)
-
-    def batch_finished(self, batch_id: int) -> None:
-        pass
-
-
-@dataclass
-class ExecutionStats:
-    games: int = 0  # games recorded, forfeits included
-    forfeits: int = 0
-    batches: int = 0
-    steps: int = 0  # env steps over all batches
-    env_steps: int = 0  # steps × envs: the simulation work done
-    wall_s: float = 0.0
-    left: int = 0  # games not started because a participant failed earlier in their batch (played next run)
-    stopped_early: bool = False  # ``stop()`` ended the schedule before its last batch
-
-    @property
-    def games_per_second(self) -> float:
-        return self.games / self.wall_s if self.wall_s > 0 else 0.0
-
-
-def plan_batches(units: Sequence[Unit], max_envs: int, games_per_slot: int = GAMES_PER_SLOT) -> list[Batch]:
-    """Cut the schedule into batches of at most ``max_envs`` slots and ``max_envs·games_per_slot`` games.
-
-    Slots go to pairings in proportion to their games (at least one each), so every pairing of a batch
-    finishes at about the same time and few slots idle at the end.
-    """
-    if max_envs < 1:
-        raise ValueError(f"max_envs must be >= 1, got {max_envs}")
-    cap = max_envs * max(1, games_per_slot)
-    units = tiled(units, cap)
-    batches: list[Batch] = []
-    current: list[Unit] = []
-    count = 0
-
-    def close() -> None:
-        nonlocal current, count
-        if current:
-            batches.append(Batch(tuple(current), tuple(allocate([len(u.games) for u in current],
-                                                                 min(max_envs, count)))))
-        current, count = [], 0
-
-    for unit in units:
-        games = list(unit.games)
-        while games:
-            if len(current) == max_envs or count == cap:
-                close()
-            take = min(len(games), cap - count)
-            current.append(Unit(unit.p1, unit.p2, games[:take]))
-            games = games[take:]
-            count += take
-    close()
-    return batches
-
-
-def tiled(units: Sequence[Unit], games_per_batch: int) -> list[Unit]:
-    """``units`` in blocks of participants, so that a batch meets as few participants as it can.
-
-    Every participant in a batch acts once per step on all its battles there, so a step costs a call
-    per participant present. In list order, a league's first batch would hold participant 0 against
-    everyone; in b × b blocks of pairings (b about the square root of the pairings a batch holds) it
-    holds at most 2b participants. Both sides of a pairing stay next to each other.
-    """
-    if not units:
-        return list(units)
-    per_unit = max(1.0, sum(len(u.games) for u in units) / len(units))
-    pairings_per_batch = max(1.0, games_per_batch / per_unit / 2.0)
-    side = max(1, int(math.sqrt(pairings_per_batch)))
-
-    def block(u: Unit) -> tuple[int, int, int, int, bool]:
-        lo, hi = min(u.p1, u.p2), max(u.p1, u.p2)
-        return lo // side, hi // side, lo, hi, u.p1 != lo
-
-    return sorted(units, key=block)
-
-
-def allocate(games: Sequence[int], slots: int) -> list[int]:
-    """Split ``slots`` among units with ``games[i]`` games: one each, the rest by largest remainder."""
-    n = len(games)
-    if n > slots:
-        raise ValueError(f"{n} pairings cannot share {slots} slots")
-    out = [1] * n
-    spare = slots - n
-    weights = [g - 1 for g in games]
-    total = sum(weights)
-    if spare <= 0 or total <= 0:
-        return out
-    spare = min(spare, total)
-    quotas = [spare * w / total for w in weights]
-    floors = [int(q) for q in quotas]
-    left = spare - sum(floors)
-    order = sorted(range(n), key=lambda i: (-(quotas[i] - floors[i]), i))
-    for i in order[:left]:
-        floors[i] += 1
-    return [o + f for o, f in zip(out, floors)]
-
-
-def slot_ranges(slot_unit: Sequence[int], units: int) -> list[range]:
-    """The envs of each unit, given the unit of each env (a unit's envs are next to each other)."""
-    first = [len(slot_unit)] * units
-    last = [0] * units
-    for s, u in enumerate(slot_unit):
-        first[u] = min(first[u], s)
-        last[u] = s + 1
-    return [range(f, max(f, e)) for f, e in zip(first, last)]
-
-
-def batch_seed(seed: int, number: int) -> int:
-    """The env seed of batch ``number``: distinct per batch, stable for the same (seed, number)."""
-    return text_seed(f"arena-tournament:{seed}:{number}")
-
-
-class GameSeeds:
-    """The start of game g of a pairing, from (league seed, the pairing's two keys, g) alone.
-
-    Both orders of a pairing share it: game g of (a, b) and game g of (b, a) start from the same
-    positions with the sides swapped (paired openings, as chess engine testers play them), so the
-    side a participant is dealt cancels out of its score. A game can be replayed alone, and a league
-    played in another batch layout or on other machines starts every game the same way.
-    """
-
-    def __init__(self, league_seed: int, keys: Sequence[str]) -> None:
-        self.league_seed, self.keys = league_seed, list(keys)
-
-    def __call__(self, p1: int, p2: int, game: int) -> int:
-        lo, hi = sorted((self.keys[p1], self.keys[p2]))
-        return text_seed(f"arena-game:{self.league_seed}:{lo}:{hi}:{game}")
+    agents: Sequence["Agent"]
+    names: Sequence[str]
+    device: "torch.device"
+    sink: ResultSink
+    stats: ExecutionStats = field(default_factory=ExecutionStats)
+    env_config: "EnvConfig | None" = None
+    progress: "Progress | None" = None
+    start: float = field(default_factory=time.perf_counter)
+    time_per_move: float | None = None
+    game_seed: "Callable[[int, int, int], int] | None" = None
 
 
 def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, device: "str | torch.device" = "cpu",
@@ -249,25 +99,22 @@ def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, 
     """
     from arena.env import resolve_device
 
-    dev = resolve_device(device)
     names = list(names) if names is not None else [f"#{i}" for i in range(len(agents))]
-    stats = ExecutionStats()
-    start = time.perf_counter()
+    ctx = PlayContext(agents, names, resolve_device(device), sink, env_config=env_config, progress=progress,
+                      time_per_move=time_per_move, game_seed=game_seed)
     try:
         for i, batch in enumerate(plan_batches(units, max_envs)):
             if max_batches is not None and i >= max_batches:
                 break
             if stop is not None and stop():  # e.g. a decided SPRT: the remaining games are not needed
-                stats.stopped_early = True
+                ctx.stats.stopped_early = True
                 break
             number = first_batch + i
-            runner = _BatchRun(batch, number, batch_seed(seed, number), agents, names, dev, env_config, sink,
-                               stats, progress, start, time_per_move, game_seed)
-            runner.run()
-            stats.batches += 1
+            _BatchRun(BatchSpec(batch, number, batch_seed(seed, number)), ctx).run()
+            ctx.stats.batches += 1
     finally:
-        stats.wall_s = time.perf_counter() - start
-    return stats
+        ctx.stats.wall_s = time.perf_counter() - ctx.start
+    return ctx.stats
 
 
 def play_batch(batch: Batch, number: int, seed: int, agents: Sequence["Agent"], names: Sequence[str], *,
@@ -276,12 +123,12 @@ def play_batch(batch: Batch, number: int, seed: int, agents: Sequence["Agent"], 
     """Batch ``number`` of a league seeded ``seed``, alone, exactly as :func:`play` plays it in turn (a
     worker of a distributed league runs this). ``agents`` need only hold the batch's participants. The
     results carry ``number`` as their batch id; the caller stamps the stored id."""
-    sink, stats = ListSink(), ExecutionStats()
-    start = time.perf_counter()
-    _BatchRun(batch, number, batch_seed(seed, number), agents, names, device, env_config, sink, stats, None, start,
-              time_per_move, game_seed).run()
-    stats.batches, stats.wall_s = 1, time.perf_counter() - start
-    return sink.results, stats
+    sink = ListSink()
+    ctx = PlayContext(agents, names, device, sink, env_config=env_config, time_per_move=time_per_move,
+                      game_seed=game_seed)
+    _BatchRun(BatchSpec(batch, number, batch_seed(seed, number)), ctx).run()
+    ctx.stats.batches, ctx.stats.wall_s = 1, time.perf_counter() - ctx.start
+    return sink.results, ctx.stats
 
 
 def replay_batch(batch: Batch, seed: int, agents: Sequence["Agent"], names: Sequence[str],
@@ -292,79 +139,62 @@ def replay_batch(batch: Batch, seed: int, agents: Sequence["Agent"], names: Sequ
     the games ``record`` names (slot -> game numbers). Returns every game's result, to check the battles
     against the stored ones, and the recorded battles by (slot, game)."""
     sink = ListSink()
-    runner = _BatchRun(batch, 0, seed, agents, names, device, env_config, sink, ExecutionStats(), None,
-                       time.perf_counter(), time_per_move, game_seed, record=record)
+    ctx = PlayContext(agents, names, device, sink, env_config=env_config, time_per_move=time_per_move,
+                      game_seed=game_seed)
+    runner = _BatchRun(BatchSpec(batch, 0, seed, record), ctx)
     runner.run()
     return sink.results, runner.recorded
 
 
 class _BatchRun:
-    """The state of one batch while it plays."""
+    """The state of one batch while it plays: its slot table, its pairings' queues, its seating."""
 
-    def __init__(self, batch: Batch, number: int, seed: int, agents: Sequence["Agent"], names: Sequence[str],
-                 device: "torch.device", env_config: "EnvConfig | None", sink: ResultSink, stats: ExecutionStats,
-                 progress: "Progress | None", start: float, time_per_move: float | None = None,
-                 game_seed: "Callable[[int, int, int], int] | None" = None,
-                 record: "Mapping[int, set[int]] | None" = None) -> None:
+    def __init__(self, spec: BatchSpec, ctx: PlayContext) -> None:
         import torch
 
-        self.batch, self.number, self.seed = batch, number, seed
-        # Replays: slot -> games of it to record; what was recorded, by (slot, game).
-        self.record = {s: set(g) for s, g in (record or {}).items()}
+        self.spec, self.ctx = spec, ctx
+        self.record = {s: set(g) for s, g in spec.record.items()}  # replays: slot -> games to record
         self.recorder: Any = None
-        self.recorded: dict[tuple[int, int], Any] = {}
-        self.game_seed = game_seed
-        self.agents, self.names, self.device = agents, names, device
-        self.env_config, self.sink, self.stats, self.progress, self.start = env_config, sink, stats, progress, start
-        n = batch.num_envs
-        self.num_envs = n
-        self.slot_unit: list[int] = [u for u, k in enumerate(batch.slots) for _ in range(k)]
-        self.unit_slots = slot_ranges(self.slot_unit, len(batch.units))
-        self.slot_id = list(range(n))  # each env's slot in the batch's layout (envs are renumbered when kept)
-        self.queues = [deque(u.games) for u in batch.units]  # a pairing's games, taken by whichever slot is free
-        self.env: Any = None
-        self.aimed: list[int] = [0] * n  # the seed each slot's env will restart from
-        self.p1 = [batch.units[u].p1 for u in self.slot_unit]
-        self.p2 = [batch.units[u].p2 for u in self.slot_unit]
-        self.game: list[int] = [-1] * n  # game index playing in each slot, -1 when idle
-        self.playing = 0  # slots with a game, kept with ``game`` so the loop need not scan every slot
-        self.began: list[int] = [0] * n  # step at which the slot's game began
+        self.recorded: dict[tuple[int, int], Any] = {}  # what was recorded, by (slot, game)
+        self.table = SlotTable.of(spec.batch)
+        self.unit_slots = self.table.unit_slots(len(spec.batch.units))
+        self.queues = [deque(u.games) for u in spec.batch.units]  # a pairing's games, taken by whichever slot is free
+        self.env: Any = None  # while games start from their own seeds: the env whose next starts are aimed
         self.step = 0
-        # The seating: participant k flies its p1 slots, then its p2 slots, as one batch.
-        self.members = sorted(set(self.p1) | set(self.p2))
-        position = {k: i for i, k in enumerate(self.members)}
-        owner = torch.tensor([[position[k] for k in self.p1], [position[k] for k in self.p2]], dtype=torch.long)
-        self.owner = owner
-        self.position = position
-        self.busy = dict.fromkeys(self.members, 0)  # slots with a game, per participant
+        self.members = sorted(set(self.table.p1.tolist()) | set(self.table.p2.tolist()))
+        self.member_index = torch.tensor(self.members, dtype=torch.long)
         self.seating: Any = None
         self.failed: set[int] = set()
-        self.team_size = env_config.team_size if env_config is not None else 1
+        self.team_size = ctx.env_config.team_size if ctx.env_config is not None else 1
         self.batch_id = -1
-        self.time_per_move = time_per_move
 
     # -- main loop -----------------------------------------------------------------------------------
 
     def run(self) -> None:
+        import torch
+
         from arena.env import TensorEnv
         from arena.loop import Controller, GameLoop, Seating, abandoned, observation_config
 
-        config = observation_config(self.env_config, [self.agents[k] for k in self.members])
-        env = TensorEnv(self.num_envs, device=self.device, seed=self.seed, config=config)
-        controllers = [Controller(self.agents[k], self.names[k], "participant", rng_seed=self._agent_seed(k))
-                       for k in self.members]
-        self.batch_id = self.sink.batch_started(self.number, self.seed, self.num_envs, self.batch.games)
+        ctx, spec, n = self.ctx, self.spec, len(self.table)
+        config = observation_config(ctx.env_config, [ctx.agents[k] for k in self.members])
+        env = TensorEnv(n, device=ctx.device, seed=spec.seed, config=config)
+        # Each participant draws from a stream of its own in this batch: stochastic agents do not share one.
+        controllers = [Controller(ctx.agents[k], ctx.names[k], "participant",
+                                  rng_seed=text_seed(f"arena-agent:{spec.seed}:{ctx.names[k]}")) for k in self.members]
+        self.batch_id = ctx.sink.batch_started(spec.number, spec.seed, n, spec.batch.games)
         for k in self.members:  # hung in an earlier batch: its games wait for the next run's fresh instance
-            if abandoned(self.agents[k]):
+            if abandoned(ctx.agents[k]):
                 self._leave_queued(k)
-        for s in range(self.num_envs):
-            self._next_game(s)
-        self.seating = Seating(controllers, self.owner, env.team_size, self.device, move_limit=self.time_per_move,
+        self._next_games(list(range(n)))
+        # The seating: participant k flies its p1 slots, then its p2 slots, as one batch.
+        position = torch.full((int(self.member_index.max()) + 1,), -1, dtype=torch.long)
+        position[self.member_index] = torch.arange(len(self.members))
+        owner = torch.stack((position[self.table.p1], position[self.table.p2]))
+        self.seating = Seating(controllers, owner, env.team_size, ctx.device, move_limit=ctx.time_per_move,
                                families=True)
-        for k in self.members:  # in a slot with no game from the start (more slots than games)
-            if self.busy[k] == 0:
-                self.seating.disable(self.position[k])
-        loop = GameLoop(env, self.seating, on_fault=self._faults)
+        self._update_active()  # a participant with no game from the start (more slots than games) idles
+        loop = GameLoop(env, self.seating)
         if self.record:
             from arena.replay import BattleRecorder
 
@@ -374,36 +204,42 @@ class _BatchRun:
             self._play(env, loop)
         finally:
             self.seating.close()
-        self.sink.batch_finished(self.batch_id)
+        ctx.sink.batch_finished(self.batch_id)
 
     def _play(self, env: Any, loop: Any) -> None:
-        """Step until every game of the batch is over (or, replaying, every wanted game is recorded)."""
+        """Step until every game of the batch is over (or, replaying, every wanted game is recorded): the
+        seating acts, its failures are judged here, then the env steps."""
         import torch
 
-        devices = [self.device] if self.device.type == "cuda" else []
+        ctx, table = self.ctx, self.table
+        devices = [ctx.device] if ctx.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices), torch.no_grad():
-            torch.manual_seed(self.seed)  # stochastic policies draw from the global generator
-            if self.game_seed is not None:  # every game from its own start (replayable alone, mirrored pairs)
-                starts = [self._seed_of(s, self.game[s]) for s in range(self.num_envs)]
+            torch.manual_seed(self.spec.seed)  # stochastic policies draw from the global generator
+            if ctx.game_seed is not None:  # every game from its own start (replayable alone, mirrored pairs)
+                starts = [self._seed_of(p1, p2, g) for p1, p2, g in zip(table.p1.tolist(), table.p2.tolist(),
+                                                                         table.game.tolist())]
                 obs = env.reset(game_seeds=torch.tensor(starts, dtype=torch.int64))
                 self.env = env  # from now on a slot's next start follows its pairing's next game
                 for u in range(len(self.queues)):
                     self._aim(u)
             else:
                 obs = env.reset()
-            loop.reset_agents()
+            self._faults(self.seating.reset())
             wanted = sum(len(g) for g in self.record.values())
-            while self.playing and not (wanted and len(self.recorded) == wanted):  # replays: stop once recorded
-                turn = loop.step(obs)
+            while bool(table.playing.any()) and not (wanted and len(self.recorded) == wanted):
+                actions, failures = self.seating.act(obs)
+                self._faults(failures)
+                turn = loop.advance(obs, actions)
+                self._faults(self.seating.reset(turn.dones))  # auto-reset battles start afresh: clear their memory
                 obs = turn.next_obs
                 self.step += 1
-                self.stats.steps += 1
-                self.stats.env_steps += self.num_envs
+                ctx.stats.steps += 1
+                ctx.stats.env_steps += len(table)
                 self._faults(self.seating.nan_failures())
                 restarted = self._collect(turn.dones, turn.infos)
                 if restarted is not None:
                     obs = restarted
-                if self.playing and self._worth_keeping(env):
+                if self._worth_keeping(env):
                     obs = self._keep_playing(env)
 
     # -- pieces --------------------------------------------------------------------------------------
@@ -411,16 +247,15 @@ class _BatchRun:
     def _worth_keeping(self, env: Any) -> bool:
         """Whether to drop the finished battles now: few envs still play, the step's cost scales with the
         batch (not a compiled step), and every agent still playing can drop rows of its memory."""
-        idle = self.num_envs - self.playing
-        return (self.playing < KEEP_SHARE * self.num_envs and idle >= KEEP_MIN_ENVS and not env.compiled
+        n, playing = len(self.table), int(self.table.playing.sum())
+        return (0 < playing < KEEP_SHARE * n and n - playing >= KEEP_MIN_ENVS and not env.compiled
                 and self.seating.can_keep_envs())
 
     def _keep_playing(self, env: Any) -> dict[str, Any]:
         """Keep only the envs with a game in play, renumbered in order; returns their observation."""
         import torch
 
-        keep = [s for s in range(self.num_envs) if self.game[s] >= 0]
-        envs = torch.tensor(keep, dtype=torch.long)
+        envs = torch.nonzero(self.table.playing).flatten()
         if self.recorder is not None:
             self.recorder.keep_envs(envs)
             env.watch(None)
@@ -428,11 +263,8 @@ class _BatchRun:
         obs = env.keep_envs(envs)
         if self.recorder is not None:
             env.watch(self.recorder.index)
-        for name in ("slot_unit", "p1", "p2", "game", "began", "aimed", "slot_id"):
-            values = getattr(self, name)
-            setattr(self, name, [values[s] for s in keep])
-        self.num_envs = len(keep)
-        self.unit_slots = slot_ranges(self.slot_unit, len(self.batch.units))
+        self.table.keep(envs)
+        self.unit_slots = self.table.unit_slots(len(self.spec.batch.units))
         self._faults(failures)
         return obs
 
@@ -440,44 +272,36 @@ class _BatchRun:
         """Each failing participant forfeits what it has left in the batch; everyone else plays on. A game
         between two participants that failed in the same step (a family's shared call, say) has no
         result: neither is credited, and it is left unplayed for the next run."""
+        if not failures:
+            return
         together = {self.members[failure.index] for failure in failures if failure.index is not None}
         for failure in failures:
             assert failure.index is not None
-            self.seating.disable(failure.index)
             self._forfeit(self.members[failure.index], failure.reason, together)
+        self._update_active()
 
-    def _next_game(self, s: int) -> None:
-        queue = self.queues[self.slot_unit[s]]
-        self._set_game(s, queue.popleft() if queue else -1)
-        self.began[s] = self.step
+    def _update_active(self) -> None:
+        """Hand the seating who still plays: a participant with no game left in the batch (or that failed)
+        is not called again, so the steps that finish the others' games cost it nothing."""
+        busy = self.table.busy(self.member_index).tolist()
+        self.seating.set_active([b > 0 and k not in self.failed for k, b in zip(self.members, busy)])
 
-    def _agent_seed(self, k: int) -> int:
-        """Participant ``k``'s own random stream in this batch: stochastic agents do not share one."""
-        return text_seed(f"arena-agent:{self.seed}:{self.names[k]}")
+    def _next_games(self, slots: list[int]) -> None:
+        """Each of ``slots`` (in order) takes its pairing's next game, or idles when there is none."""
+        import torch
 
-    def _seed_of(self, s: int, game: int) -> int:
-        """The start seed of ``game`` in slot ``s`` (0 for no game: the slot then idles)."""
-        if self.game_seed is None or game < 0:
+        if not slots:
+            return
+        index = torch.tensor(slots, dtype=torch.long)
+        games = [self.queues[u].popleft() if self.queues[u] else -1 for u in self.table.unit[index].tolist()]
+        self.table.game[index] = torch.tensor(games, dtype=torch.long)
+        self.table.began[index] = self.step
+
+    def _seed_of(self, p1: int, p2: int, game: int) -> int:
+        """The start seed of ``game`` between ``p1`` and ``p2`` (0 for no game: the slot then idles)."""
+        if self.ctx.game_seed is None or game < 0:
             return 0
-        return self.game_seed(self.p1[s], self.p2[s], game)
-
-    def _set_game(self, s: int, game: int) -> None:
-        """Slot ``s`` now plays ``game`` (-1: idle). A participant left with no game in the batch stops
-        being called: its rows idle, so the steps that finish the others' games cost it nothing."""
-        players = (self.p1[s], self.p2[s])
-        if self.game[s] >= 0:
-            self.playing -= 1
-            for k in players:
-                self.busy[k] -= 1
-        self.game[s] = game
-        if game >= 0:
-            self.playing += 1
-            for k in players:
-                self.busy[k] += 1
-        elif self.seating is not None:
-            for k in players:
-                if self.busy[k] == 0:
-                    self.seating.disable(self.position[k])
+        return self.ctx.game_seed(p1, p2, game)
 
     def _collect(self, dones: "torch.Tensor", infos: dict[str, Any]) -> "dict[str, Any] | None":
         """Record games that ended this step and start the next game in their slots; returns the
@@ -487,54 +311,58 @@ class _BatchRun:
         ended = torch.nonzero(dones).flatten()
         if ended.numel() == 0:
             return None
-        ep = infos["episode"]
+        ep, t = infos["episode"], self.table
         columns = (infos["winner"], ep["length"], side_total(ep["return"]["p1"]), side_total(ep["return"]["p2"]),
                    side_total(ep["missiles_fired"]["p1"]), side_total(ep["missiles_fired"]["p2"]),
                    side_total(ep["kills"]["p1"]), side_total(ep["kills"]["p2"]))
-        table = torch.stack([c.to(torch.float64) for c in columns], 1)[ended].tolist()
-        results = []
-        wrong: list[tuple[int, int]] = []  # (slot, seed) whose auto-reset start is not its next game's
-        for s, (winner, length, r1, r2, m1, m2, k1, k2) in zip(ended.tolist(), table):
-            if self.game[s] < 0:
+        stats = torch.stack([c.to(torch.float64) for c in columns], 1)[ended].tolist()
+        ended_cpu = ended.cpu()
+        rows = zip(ended_cpu.tolist(), *(col[ended_cpu].tolist() for col in (t.p1, t.p2, t.game, t.slot)), stats)
+        results, finished = [], []
+        for s, p1, p2, game, slot, (winner, length, r1, r2, m1, m2, k1, k2) in rows:
+            if game < 0:
                 continue  # an idle slot finished a game nobody asked for
-            results.append(GameResult(self.p1[s], self.p2[s], self.game[s], int(winner), int(length), r1, r2,
-                                      int(m1), int(m2), self.batch_id, self.slot_id[s],
-                                      self._stored_seed(s, self.game[s]), team_size=self.team_size,
+            results.append(GameResult(p1, p2, game, int(winner), int(length), r1, r2, int(m1), int(m2), self.batch_id,
+                                      slot, self._stored_seed(p1, p2, game), team_size=self.team_size,
                                       kills_p1=k1, kills_p2=k2))
-            if self.game[s] in self.record.get(self.slot_id[s], ()):
-                self._keep_battle(s, self.game[s])
-            self._next_game(s)
-            if self.env is not None and self.game[s] >= 0:
-                wanted = self._seed_of(s, self.game[s])
-                if wanted != self.aimed[s]:  # two slots of a pairing ended together: both began its head game
-                    wrong.append((s, wanted))
+            if game in self.record.get(slot, ()):
+                self._keep_battle(s, slot, p1, p2, game)
+            finished.append(s)
+        self._next_games(finished)
+        wrong: list[tuple[int, int]] = []  # (slot, seed) whose auto-reset start is not its next game's
         if self.env is not None:
-            for u in {self.slot_unit[s] for s in ended.tolist()}:
+            for s, p1, p2, game, aimed in zip(finished, *(col[finished].tolist() for col in (t.p1, t.p2, t.game,
+                                                                                              t.aimed))):
+                wanted = self._seed_of(p1, p2, game)
+                if game >= 0 and wanted != aimed:  # two slots of a pairing ended together: both began its head game
+                    wrong.append((s, wanted))
+            for u in set(t.unit[ended_cpu].tolist()):
                 self._aim(u)
+        if finished:
+            self._update_active()
         self._report(results)
         if wrong:
             envs, seeds = zip(*wrong)
             return self.env.restart_envs(torch.tensor(envs), torch.tensor(seeds, dtype=torch.int64))
         return None
 
-    def _keep_battle(self, s: int, game: int) -> None:
-        """The recording of ``game``, which just ended in slot ``s``."""
+    def _keep_battle(self, s: int, slot: int, p1: int, p2: int, game: int) -> None:
+        """The recording of ``game``, which just ended in env ``s`` (the batch's ``slot``)."""
         from arena.replay import battle_meta
 
-        p1, p2 = self.names[self.p1[s]], self.names[self.p2[s]]
-        meta = battle_meta(self.recorder.env.config, p1, p2, seed=self._stored_seed(s, game),
-                           title=f"{p1} v {p2} · game {game}")
-        slot = self.slot_id[s]
+        a, b = self.ctx.names[p1], self.ctx.names[p2]
+        meta = battle_meta(self.recorder.env.config, a, b, seed=self._stored_seed(p1, p2, game),
+                           title=f"{a} v {b} · game {game}")
         self.recorded[slot, game] = self.recorder.take(self.recorder.envs.index(slot), meta)
 
     def _aim(self, u: int) -> None:
         """Point the slots of pairing ``u`` at the start of its next game (where one restarts next)."""
-        queue = self.queues[u]
-        slots = self.unit_slots[u]
+        queue, slots = self.queues[u], self.unit_slots[u]
         if not slots:
             return
-        seed = self._seed_of(slots.start, queue[0] if queue else -1)  # one pairing, one next game
-        self.aimed[slots.start:slots.stop] = [seed] * len(slots)
+        unit = self.spec.batch.units[u]
+        seed = self._seed_of(unit.p1, unit.p2, queue[0] if queue else -1)  # one pairing, one next game
+        self.table.aimed[slots.start:slots.stop] = seed
         self.env.game_seeds[slots.start:slots.stop] = seed
 
     def _forfeit(self, k: int, reason: str, together: "Collection[int]" = ()) -> None:
@@ -544,43 +372,36 @@ class _BatchRun:
         if k in self.failed:
             return
         self.failed.add(k)
-        reason = f"{self.names[k]} {reason}"[:REASON_MAX]
-        results = []
-        for s in range(self.num_envs):
-            if self.game[s] >= 0 and k in (self.p1[s], self.p2[s]):
-                other = self.p2[s] if k == self.p1[s] else self.p1[s]
-                if other != k and other in together:
-                    self.stats.left += 1  # no result, as for a game not yet started
-                else:
-                    results.append(self._forfeit_result(s, self.game[s], k, self.step - self.began[s], reason))
-                self._set_game(s, -1)
+        reason = f"{self.ctx.names[k]} {reason}"[:REASON_MAX]
+        t, results = self.table, []
+        for s in t.involving(k):
+            p1, p2, game, slot = (int(col[s]) for col in (t.p1, t.p2, t.game, t.slot))
+            other = p2 if k == p1 else p1
+            if other != k and other in together:
+                self.ctx.stats.left += 1  # no result, as for a game not yet started
+            else:
+                results.append(GameResult(p1, p2, game, P2_WINS if k == p1 else P1_WINS, self.step - int(t.began[s]),
+                                          float("nan"), float("nan"), 0, 0, self.batch_id, slot,
+                                          self._stored_seed(p1, p2, game), forfeit_by=k, forfeit_reason=reason,
+                                          team_size=self.team_size))
+            t.game[s] = -1
         self._leave_queued(k)
         self._report(results)
 
     def _leave_queued(self, k: int) -> None:
         """Drop ``k``'s games not yet started in this batch: unplayed, so the next run plays them."""
-        for u, unit in enumerate(self.batch.units):
+        for u, unit in enumerate(self.spec.batch.units):
             if k in (unit.p1, unit.p2):
-                self.stats.left += len(self.queues[u])
+                self.ctx.stats.left += len(self.queues[u])
                 self.queues[u].clear()
 
-    def _forfeit_result(self, s: int, game: int, k: int, length: int, reason: str) -> GameResult:
-        p1, p2 = self.p1[s], self.p2[s]
-        nan = float("nan")
-        return GameResult(p1, p2, game, P2_WINS if k == p1 else P1_WINS, length, nan, nan, 0, 0, self.batch_id,
-                          self.slot_id[s],
-                          self._stored_seed(s, game), forfeit_by=k, forfeit_reason=reason, team_size=self.team_size)
-
-    def _stored_seed(self, s: int, game: int) -> int:
+    def _stored_seed(self, p1: int, p2: int, game: int) -> int:
         """What a game record keeps as its seed: the game's own start seed, else its batch's."""
-        return self._seed_of(s, game) if self.game_seed is not None else self.seed
+        return self._seed_of(p1, p2, game) if self.ctx.game_seed is not None else self.spec.seed
 
     def _report(self, results: list[GameResult]) -> None:
-        if not results:
-            return
-        self.sink.games_finished(results)
-        self.stats.games += len(results)
-        self.stats.forfeits += sum(r.forfeit for r in results)
-        if self.progress is not None:
-            self.progress.update(self.stats.games, forfeits=self.stats.forfeits)
-
+        if results:
+            self.ctx.sink.games_finished(results)
+            self.ctx.stats.count(results)
+            if self.ctx.progress is not None:
+                self.ctx.progress.update(self.ctx.stats.games, forfeits=self.ctx.stats.forfeits)

@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.guard import first_line
-from arena.tournament.executor import Batch, ExecutionStats, ResultSink, batch_seed, plan_batches
+from arena.tournament.batching import Batch, batch_seed, plan_batches
 from arena.tournament.participants import Participant, build_participant
 from arena.tournament.results import GameResult
 from arena.tournament.schedule import Unit
+from arena.tournament.sinks import ExecutionStats, ResultSink
 
 if TYPE_CHECKING:
     from arena.agents import Agent, Registry

@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from arena.tournament.executor import Batch, replay_batch
+from arena.tournament.batching import Batch
+from arena.tournament.executor import replay_batch
 from arena.tournament.results import DRAW, GameResult
 from arena.tournament.schedule import Unit
 

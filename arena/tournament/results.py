@@ -39,7 +39,7 @@ class GameResult:
     @property
     def pair(self) -> tuple[int, int, int]:
         """``(lower id, higher id, game_index)``: shared by game g of (a, b) and game g of (b, a) and by no
-        other game. The two start from the same seed with the sides swapped (``executor.GameSeeds``), so
+        other game. The two start from the same seed with the sides swapped (``batching.GameSeeds``), so
         they are one side-swapped pair, and their outcomes are correlated through that start."""
         return min(self.p1, self.p2), max(self.p1, self.p2), self.game_index
 

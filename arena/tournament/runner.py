@@ -16,13 +16,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from arena.tournament.executor import ExecutionStats, GameSeeds, play
+from arena.tournament.batching import GameSeeds
+from arena.tournament.executor import play
 from arena.tournament.league_config import ConfigError, RatingConfig, TournamentConfig, stored_setting
 from arena.tournament.participants import Participant, build_agents, resolve_participants
 from arena.tournament.ray_backend import LeagueSpec, RaySettings, play_on_ray, ray_cluster
 from arena.tournament.report import Entrant, TournamentReport, build_report, write_report
 from arena.tournament.results import GameResult
 from arena.tournament.schedule import Unit, games_per_side, missing, pairings, scheduled_pairs, total_games, units
+from arena.tournament.sinks import ExecutionStats
 from arena.tournament.sprt import SPRTState
 from arena.tournament.store import SCHEMA_VERSION, FolderLock, ResultStore, RunRecord, StoreError, db_path
 

@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from arena.env import EnvConfig
-from arena.tournament.executor import ListSink, play
+from arena.tournament.executor import play
 from arena.tournament.results import P1_WINS, P2_WINS
 from arena.tournament.schedule import pairings, total_games, units
+from arena.tournament.sinks import ListSink
 from tourney_helpers import FAST_ENV, Faulty, Idle, Pursuer
 
 ENV = EnvConfig.from_dict(FAST_ENV)
@@ -176,7 +177,7 @@ def test_per_env_memory_is_cleared_when_a_slot_starts_its_next_game() -> None:
 
 
 def test_batches_meet_a_compact_block_of_participants() -> None:
-    from arena.tournament.executor import plan_batches
+    from arena.tournament.batching import plan_batches
 
     us = units(pairings(32), 8)  # 496 pairings, 4 games a side
     batches = plan_batches(us, max_envs=64, games_per_slot=4)  # 256 games a batch: 32 pairings, side 4
@@ -240,9 +241,10 @@ class KeepingPursuer(Pursuer):
 
 def test_finished_battles_stop_costing_steps_and_change_no_game(monkeypatch: pytest.MonkeyPatch) -> None:
     from arena.tournament import executor
+    from arena.tournament.batching import GameSeeds
 
     monkeypatch.setattr(executor, "KEEP_MIN_ENVS", 1)
-    seeds = executor.GameSeeds(0, ["a", "b", "c"])
+    seeds = GameSeeds(0, ["a", "b", "c"])
     whole = run([Pursuer(fire_km=8.0), Pursuer(fire_km=25.0), Pursuer(fire_km=15.0)], games=8, game_seed=seeds)
     agents = [KeepingPursuer(fire_km=8.0), KeepingPursuer(fire_km=25.0), KeepingPursuer(fire_km=15.0)]
     kept = run(agents, games=8, game_seed=seeds)
@@ -267,14 +269,15 @@ class KeepingDrifter(KeepingPursuer):
 
 def test_a_batch_that_shrank_replays_its_late_games_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     from arena.tournament import executor
+    from arena.tournament.batching import GameSeeds, plan_batches
 
     monkeypatch.setattr(executor, "KEEP_MIN_ENVS", 1)
-    seeds = executor.GameSeeds(0, ["a", "b", "c"])
+    seeds = GameSeeds(0, ["a", "b", "c"])
     agents = [KeepingDrifter(fire_km=8.0), KeepingDrifter(fire_km=25.0), KeepingPursuer(fire_km=15.0)]
     sink, stats, us = run(agents, games=8, game_seed=seeds)
     assert any(getattr(a, "kept", None) for a in agents)
     last = max(sink.results, key=lambda r: r.length)  # ends after the batch shrank
-    (batch,) = executor.plan_batches(us, 64)
+    (batch,) = plan_batches(us, 64)
     results, battles = executor.replay_batch(batch, sink.batches[0][1], agents, ["#0", "#1", "#2"],
                                              {last.slot: {last.game_index}}, device=torch.device("cpu"),
                                              env_config=ENV, game_seed=seeds)

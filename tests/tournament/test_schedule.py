@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from arena.tournament.executor import allocate, plan_batches
+from arena.tournament.batching import allocate, plan_batches
 from arena.tournament.schedule import Unit, games_per_side, missing, pairings, scheduled_pairs, total_games, units
 
 
