@@ -297,11 +297,12 @@ class _BatchRun:
         self.table.game[index] = torch.tensor(games, dtype=torch.long)
         self.table.began[index] = self.step
 
-    def _seed_of(self, p1: int, p2: int, game: int) -> int:
-        """The start seed of ``game`` between ``p1`` and ``p2`` (0 for no game: the slot then idles)."""
-        if self.ctx.game_seed is None or game < 0:
-            return 0
-        return self.ctx.game_seed(p1, p2, game)
+    def _seed_of(self, p1: int, p2: int, game: int, stored: bool = False) -> int:
+        """The start seed of ``game`` between ``p1`` and ``p2`` (0 for no game: the slot then idles). ``stored``:
+        what the game's record keeps, its batch's seed when games have no starts of their own."""
+        if self.ctx.game_seed is None:
+            return self.spec.seed if stored else 0
+        return self.ctx.game_seed(p1, p2, game) if game >= 0 else 0
 
     def _collect(self, dones: "torch.Tensor", infos: dict[str, Any]) -> "dict[str, Any] | None":
         """Record games that ended this step and start the next game in their slots; returns the
@@ -323,7 +324,7 @@ class _BatchRun:
             if game < 0:
                 continue  # an idle slot finished a game nobody asked for
             results.append(GameResult(p1, p2, game, int(winner), int(length), r1, r2, int(m1), int(m2), self.batch_id,
-                                      slot, self._stored_seed(p1, p2, game), team_size=self.team_size,
+                                      slot, self._seed_of(p1, p2, game, stored=True), team_size=self.team_size,
                                       kills_p1=k1, kills_p2=k2))
             if game in self.record.get(slot, ()):
                 self._keep_battle(s, slot, p1, p2, game)
@@ -351,7 +352,7 @@ class _BatchRun:
         from arena.replay import battle_meta
 
         a, b = self.ctx.names[p1], self.ctx.names[p2]
-        meta = battle_meta(self.recorder.env.config, a, b, seed=self._stored_seed(p1, p2, game),
+        meta = battle_meta(self.recorder.env.config, a, b, seed=self._seed_of(p1, p2, game, stored=True),
                            title=f"{a} v {b} · game {game}")
         self.recorded[slot, game] = self.recorder.take(self.recorder.envs.index(slot), meta)
 
@@ -382,7 +383,7 @@ class _BatchRun:
             else:
                 results.append(GameResult(p1, p2, game, P2_WINS if k == p1 else P1_WINS, self.step - int(t.began[s]),
                                           float("nan"), float("nan"), 0, 0, self.batch_id, slot,
-                                          self._stored_seed(p1, p2, game), forfeit_by=k, forfeit_reason=reason,
+                                          self._seed_of(p1, p2, game, stored=True), forfeit_by=k, forfeit_reason=reason,
                                           team_size=self.team_size))
             t.game[s] = -1
         self._leave_queued(k)
@@ -394,10 +395,6 @@ class _BatchRun:
             if k in (unit.p1, unit.p2):
                 self.ctx.stats.left += len(self.queues[u])
                 self.queues[u].clear()
-
-    def _stored_seed(self, p1: int, p2: int, game: int) -> int:
-        """What a game record keeps as its seed: the game's own start seed, else its batch's."""
-        return self._seed_of(p1, p2, game) if self.ctx.game_seed is not None else self.spec.seed
 
     def _report(self, results: list[GameResult]) -> None:
         if results:
