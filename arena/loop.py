@@ -17,7 +17,8 @@ fly any team size: each seat's standard observation is computed against that air
 enemy.
 
 Faults are the caller's to judge: ``arena play`` and training stop with the agents named, a tournament
-forfeits the participant's games and plays on (:meth:`Seating.disable`).
+forfeits the participant's games and plays on, and hands the seating who still plays
+(:meth:`Seating.set_active`).
 
 With a move limit, each ``act`` runs on a watchdog thread (:class:`arena.guard.Watchdog`), so that a
 move that never returns is a time forfeit too instead of a hung league: the agent is then abandoned
