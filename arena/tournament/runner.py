@@ -22,6 +22,7 @@ from arena.tournament.league_config import ConfigError, RatingConfig, Tournament
 from arena.tournament.participants import Participant, build_agents, resolve_participants
 from arena.tournament.ray_backend import LeagueSpec, RaySettings, play_on_ray, ray_cluster
 from arena.tournament.report import Entrant, TournamentReport, build_report, write_report
+from arena.tournament.report.warnings import ReportWarning
 from arena.tournament.results import GameResult
 from arena.tournament.schedule import Unit, games_per_side, missing, pairings, scheduled_pairs, total_games, units
 from arena.tournament.sinks import ExecutionStats
@@ -268,7 +269,7 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
                   "rating_s": round(rating_s, 3), "device": str(device), "batches": stats.batches}
     if remote is not None:
         report.run["ray"] = {"cpus": remote.cpus, "retries": remote.settings.retries, "lost_batches": len(lost)}
-        report.warnings.extend(lost)
+        report.warnings.extend(ReportWarning("batch_lost", note=text) for text in lost)
     if config.replays and status == "finished":
         t0 = time.perf_counter()
         try:
@@ -277,7 +278,7 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
         except Exception as exc:  # noqa: BLE001 - the games and ratings are safe; the report still gets written
             from arena.guard import first_line
 
-            report.warnings.append(f"replays not recorded: {first_line(exc)}")
+            report.warnings.append(ReportWarning("replays_failed", note=first_line(exc)))
         report.run["replays_s"] = round(time.perf_counter() - t0, 3)
     t0 = time.perf_counter()
     write_report(report)
@@ -343,8 +344,7 @@ def _league_report(store: ResultStore, run: RunRecord, rating: RatingConfig | No
                           games, rating, seed, int(wanted.sum()) * half, candidates=cand, references=refs,
                           source=str(cfg.get("file") or store.path))
     if changed:
-        report.warnings.append(f"rated with the league file's rating settings as they are now ({changed}), not "
-                               f"those the games were played under; they change no game, only how the games are rated")
+        report.warnings.append(ReportWarning("rating_changed", note=changed))
     return report
 
 

@@ -105,7 +105,7 @@ def test_a_batch_lost_for_good_is_left_for_the_next_run(write_league, registry, 
     report = run_tournament(config, registry=registry, progress=False, ray=RaySettings(retries=0))
     lost = report.run["ray"]["lost_batches"]
     assert lost >= 1 and not report.complete
-    assert any("lost after 0 retries" in w and "run the league again" in w for w in report.warnings)
+    assert any("lost after 0 retries" in w and "run the league again" in w for w in map(str, report.warnings))
     stored = games_of(config.output)
     assert stored and all("crashy" not in g[:2] for g in stored)  # what the other batches played is kept
     resumed = run_tournament(config, registry=registry, progress=False)  # here crashy survives: it plays

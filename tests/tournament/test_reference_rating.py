@@ -269,8 +269,11 @@ def test_references_without_their_mutual_games_are_a_warning_naming_the_league_f
     entrants = [Entrant(n, "pursuer") for n in ("r0", "r1", "p")]
     report = build_report("t", "out", entrants, games, RatingConfig(bootstrap_rounds=0), references=[0, 1],
                           source="leagues/x.yaml")
-    (warning,) = [w for w in report.warnings if "references" in w]
-    assert warning.startswith("leagues/x.yaml: references:") and "{r0}" in warning and "{r1}" in warning
+    (warning,) = [w for w in report.warnings if w.kind == "references_unlinked"]
+    assert (warning.where, warning.groups) == ("leagues/x.yaml: references", (("r0",), ("r1",)))  # as data
+    assert str(warning).startswith("leagues/x.yaml: references:") and "{r0}" in str(warning) and "{r1}" in str(warning)
+    assert report.to_json()["warnings"][-1] == {"kind": "references_unlinked", "groups": [["r0"], ["r1"]],
+                                                 "where": "leagues/x.yaml: references", "text": str(warning)}
     assert not report.by_reference and report.leaderboard["reference_elo"].isna().all()
 
 
@@ -337,8 +340,9 @@ def test_a_reference_with_a_perfect_record_among_the_references_is_a_warning():
     entrants = [Entrant(n, "pursuer") for n in ("r0", "r1", "p")]
     report = build_report("t", "out", entrants, games, RatingConfig(bootstrap_rounds=0), references=[0, 1],
                           source="x.yaml")
-    (warning,) = [w for w in report.warnings if "references" in w]
-    assert warning.startswith("x.yaml: references: r0, r1 won or lost every game")
+    (warning,) = [w for w in report.warnings if w.kind == "references_perfect"]
+    assert warning.names == ("r0", "r1")
+    assert str(warning).startswith("x.yaml: references: r0, r1 won or lost every game")
     assert report.leaderboard["reference_elo"].notna().all(), "a capped scale still rates"
 
 

@@ -161,4 +161,4 @@ def test_a_failure_while_recording_keeps_the_report(write_league, registry, monk
     config = load_config(write_league(LEAGUE, games_per_pairing=4, replays=1))
     report = run_tournament(config, registry=registry, progress=False, notify=False)
     assert report.games == 12 and (config.output / "report.md").exists()
-    assert any("replays not recorded: OSError: disk full" in w for w in report.warnings), report.warnings
+    assert any("replays not recorded: OSError: disk full" in str(w) for w in report.warnings), report.warnings

@@ -29,6 +29,7 @@ from arena.tournament.ratings import (
     reference_elo,
     trueskill_ratings,
 )
+from arena.tournament.report.warnings import ReportWarning
 from arena.tournament.results import DRAW, P1_WINS
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ class TournamentReport:
     expected_games: int  # games the schedule asks for
     files: dict[str, Path] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)  # what this run did: games played, wall time, …
-    warnings: list[str] = field(default_factory=list)  # what makes the ratings less comparable (a split league)
+    warnings: list[ReportWarning] = field(default_factory=list)  # what makes the ratings less comparable
     scale: str = ""  # what fixes the Elo scale, in words
     matchups: "pd.DataFrame | None" = None  # gauntlets: each candidate against each opponent (matchups.py)
     replays: list[Any] = field(default_factory=list)  # notable games recorded (replays.ReplayEntry)
@@ -83,8 +84,8 @@ class TournamentReport:
         return {
             "name": self.name, "output": str(self.output_dir), "games": self.games,
             "expected_games": self.expected_games, "complete": self.complete, **self.run,
-            "leaderboard": records(self.leaderboard), "warnings": list(self.warnings), "scale": self.scale,
-            "rank_by": self.rank_by, "by_reference": self.by_reference,
+            "leaderboard": records(self.leaderboard), "warnings": [w.to_json() for w in self.warnings],
+            "scale": self.scale, "rank_by": self.rank_by, "by_reference": self.by_reference,
             "matchups": records(self.matchups) if self.matchups is not None else [],
             "forfeits": records(self.forfeits),
             "replays": [vars(r).copy() for r in self.replays],
@@ -106,11 +107,10 @@ def build_report(name: str, output_dir: str | os.PathLike[str], entrants: Sequen
 
     n, names = len(entrants), [e.name for e in entrants]
     games = as_outcomes(games)  # columns once, for every table below
-    warnings: list[str] = []
+    warnings: list[ReportWarning] = []
     anchor = names.index(rating.anchor) if rating.anchor in names else None
     if rating.anchor and anchor is None:
-        warnings.append(f"rating.anchor {rating.anchor!r} is not a participant of this run; the scale is the average "
-                        f"of the mixed records instead")
+        warnings.append(ReportWarning("anchor_absent", names=(rating.anchor,)))
     fit = bradley_terry(games, n, rating.bootstrap_rounds, seed, anchor=anchor, anchor_elo=rating.anchor_elo)
     scale = fit_scale(fit, rating if anchor is not None else None)
     warnings += fit_warnings(fit, names)
@@ -149,38 +149,34 @@ def fit_scale(fit: EloFit, anchored: RatingConfig | None) -> str:
     return scale
 
 
-def fit_warnings(fit: EloFit, names: Sequence[str]) -> list[str]:
+def fit_warnings(fit: EloFit, names: Sequence[str]) -> list[ReportWarning]:
     """What makes the fit's ratings less comparable: a league split into groups, perfect records."""
     warnings = []
     if len(fit.components) > 1:
-        shown = "; ".join("{" + ", ".join(names[i] for i in group[:4]) + (", …" if len(group) > 4 else "") + "}"
-                          for group in fit.components[:4])
-        warnings.append(f"the league is split into {len(fit.components)} groups that never played each other "
-                        f"({shown}): Elo and ranks compare only within a group")
-    flagged = [f"{names[i]} ({flag})" for i, flag in enumerate(fit.flags) if flag in ("unbeaten", "winless")]
+        groups = tuple(tuple(names[i] for i in group) for group in fit.components)
+        warnings.append(ReportWarning("split_league", groups=groups))
+    flagged = [(names[i], flag) for i, flag in enumerate(fit.flags) if flag in ("unbeaten", "winless")]
     if flagged:
-        more = ", …" if len(flagged) > 6 else ""
-        warnings.append(f"perfect records have no finite Elo: {', '.join(flagged[:6])}{more}"
-                        f"; their Elo is the capped estimate and the open side of the interval is unbounded")
+        warnings.append(ReportWarning("perfect_records", names=tuple(n for n, _ in flagged),
+                                      flags=tuple(f for _, f in flagged)))
     return warnings
 
 
 def rate_against_references(games: Games, names: Sequence[str], references: Sequence[int], rating: RatingConfig,
-                            seed: int, anchor: int | None, where: str, warnings: list[str]) -> ReferenceFit | None:
+                            seed: int, anchor: int | None, where: str, warnings: list[ReportWarning]
+                            ) -> ReferenceFit | None:
     """Everyone rated from its games against the references alone (None while their games do not link
     them); what makes that rating less sure goes to ``warnings``, under ``where``."""
     try:
         by_reference = reference_elo(games, len(names), references, rating.bootstrap_rounds, seed, anchor=anchor,
                                      anchor_elo=rating.anchor_elo)
     except ReferencesUnlinked as exc:
-        shown = "; ".join("{" + ", ".join(names[i] for i in group) + "}" for group in exc.groups)
-        warnings.append(f"{where}: their games so far do not link them ({shown}); "
-                        f"no reference rating until they have played each other")
+        warnings.append(ReportWarning("references_unlinked", where=where,
+                                      groups=tuple(tuple(names[i] for i in group) for group in exc.groups)))
         return None
     if by_reference.perfect:
-        warnings.append(f"{where}: {', '.join(names[i] for i in by_reference.perfect)} "
-                        f"won or lost every game among the references, so the scale's spread there is the "
-                        f"fit's cap, not a measurement; expected references that score between them")
+        warnings.append(ReportWarning("references_perfect", where=where,
+                                      names=tuple(names[i] for i in by_reference.perfect)))
     return by_reference
 
 
