@@ -22,15 +22,14 @@ forfeits the participant's games and plays on, and hands the seating who still p
 
 With a move limit, each ``act`` runs on a watchdog thread (:class:`arena.guard.Watchdog`), so that a
 move that never returns is a time forfeit too instead of a hung league: the agent is then abandoned
-(:func:`abandon`) and never called again in this process.
+(:func:`arena.agent_calls.abandon`) and never called again in this process. Calling an agent and blaming it
+by name is :mod:`arena.agent_calls`'s.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -41,112 +40,20 @@ if TYPE_CHECKING:
     from arena.env.actions import CleanAction
     from arena.guard import Watchdog
 
+from arena.agent_calls import (
+    AgentFailure,
+    abandoned,
+    checked_act,
+    checked_call,
+    on_own_stream,
+    raise_failures,
+    timed_move,
+)
+
 log = logging.getLogger(__name__)
 
 SIDES: tuple[str, str] = ("p1", "p2")
 ACTION_KEYS: tuple[str, ...] = ("rudder", "throttle", "fire")
-
-# With a move limit, a move is deemed hung (and its agent abandoned) once it has run for the limit plus
-# a grace of max(HANG_GRACE_MIN_S, limit): a move that merely ran over is measured and forfeited, and
-# its agent plays its next batch. The first move of a seating may pay one-time costs (CUDA kernels,
-# compilation) and is not timed, only bounded: max(FIRST_MOVE_MIN_S, FIRST_MOVE_FACTOR × limit).
-HANG_GRACE_MIN_S = 1.0
-FIRST_MOVE_MIN_S = 60.0
-FIRST_MOVE_FACTOR = 100.0
-
-# Agents whose act() never returned, by id (kept alive, so the id is not reused). The same instance
-# serves every batch of a league, and calling it while its earlier call still runs in another thread
-# would race with that call: it is never called again.
-_abandoned: dict[int, Any] = {}
-
-
-def abandon(agent: Any) -> None:
-    """Never call ``agent`` again: one of its calls is still running in an abandoned thread."""
-    _abandoned[id(agent)] = agent
-
-
-def abandoned(agent: Any) -> bool:
-    """Whether ``agent`` was abandoned after a call that never returned."""
-    return _abandoned.get(id(agent)) is agent
-
-
-def hang_bound(move_limit: float, first: bool) -> float:
-    """Seconds to wait for one move before abandoning it (see HANG_GRACE_MIN_S and FIRST_MOVE_MIN_S)."""
-    if first:
-        return max(FIRST_MOVE_MIN_S, FIRST_MOVE_FACTOR * move_limit)
-    return move_limit + max(HANG_GRACE_MIN_S, move_limit)
-
-
-class AgentFailure(RuntimeError):
-    """An agent raised (anything, ``sys.exit`` included), or returned a malformed action or NaNs. Names
-    the agent and its role, so a tournament can score the forfeit and a user knows whose fault it was.
-
-    When several agents fail in the same step, ``failures`` holds each (agent, role, reason) and the
-    game has no result for anyone: the one checked first is not the only one to blame. ``agent``,
-    ``role`` and ``reason`` are the first failure's; ``index`` is the failing controller's position
-    in its seating (None where the failure came from elsewhere).
-    """
-
-    def __init__(self, agent: str, role: str, reason: str,
-                 others: "Sequence[tuple[str, str, str]]" = (), index: int | None = None) -> None:
-        self.agent, self.role, self.reason, self.index = agent, role, reason, index
-        self.failures: tuple[tuple[str, str, str], ...] = ((agent, role, reason), *others)
-        if others:
-            parts = "; ".join(f"agent {a!r} ({r}) {why}" for a, r, why in self.failures)
-            super().__init__(f"no result: {len(self.failures)} agents failed in the same step: {parts}")
-        else:
-            super().__init__(f"agent {agent!r} ({role}) {reason}")
-
-    @property
-    def no_result(self) -> bool:
-        """Several agents failed at once: a draw/no-result for all of them, not a win for anyone."""
-        return len(self.failures) > 1
-
-    @classmethod
-    def combine(cls, failures: "Sequence[AgentFailure]") -> "AgentFailure":
-        """One failure standing for all those of one step."""
-        flat = [f for failure in failures for f in failure.failures]
-        return cls(*flat[0], others=flat[1:])
-
-
-def raise_failures(failures: "Sequence[AgentFailure]") -> None:
-    """Raise the failures of one step together (nothing when there are none)."""
-    if failures:
-        raise AgentFailure.combine(failures)
-
-
-def checked_act(agent: Any, obs: dict[str, "torch.Tensor"], name: str, role: str, num_envs: int,
-                device: "torch.device", raise_now: bool = True, team_size: int = 1) -> "CleanAction | AgentFailure":
-    """Call ``agent.act`` and validate what comes back, blaming the agent by name for any fault.
-
-    With ``raise_now=False`` the failure is returned instead of raised, so that the caller can see
-    whether another agent failed in the same step before deciding who is to blame.
-    """
-    from arena.env import check_action
-    from arena.guard import AgentCodeError, call_agent
-
-    try:
-        action = call_agent(name, "act", agent.act, obs)
-        return check_action(action, num_envs, device, who="action", team_size=team_size)
-    except AgentCodeError as exc:
-        failure = AgentFailure(name, role, f"raised {exc.cause}")
-    except ValueError as exc:
-        failure = AgentFailure(name, role, f"returned a malformed action: {exc}")
-    if raise_now:
-        raise failure
-    return failure
-
-
-def checked_call(fn: Any, name: str, role: str, what: str, *args: Any) -> AgentFailure | None:
-    """Run one of the agent's methods (``eval``, ``reset``, ``train``); its failure, or None."""
-    from arena.guard import AgentCodeError, call_agent
-
-    try:
-        call_agent(name, what, fn, *args)
-    except AgentCodeError as exc:
-        return AgentFailure(name, role, exc.reason)
-    return None
-
 
 def needs_extended(agent: Any) -> bool:
     """Whether ``agent`` reads the extended observation: its class says so (``obs_mode = "extended"``),
@@ -274,7 +181,7 @@ class Seating:
         self.num_envs = int(owner.shape[1])
         self.team_size = team_size
         self.device = device
-        self.move_limit = move_limit  # seconds per act() call after the first (see _timed); None: unlimited
+        self.move_limit = move_limit  # seconds per act() call after the first (timed_move); None: unlimited
         self.owner = owner.to("cpu", torch.long)
         self.rows = self._rows()
         self.extended_only = EXTENDED_ONLY_KEYS  # left out for agents that did not ask for them
@@ -368,49 +275,6 @@ class Seating:
         if self.watchdog is not None:
             self.watchdog.close()
 
-    def _timed(self, c: Controller, rows: Party, move: Callable[[], "CleanAction | AgentFailure"]
-               ) -> "CleanAction | AgentFailure":
-        """``move()`` on the watchdog's thread, against the move limit.
-
-        A move over the limit is a failure, measured; one still running at :func:`hang_bound` is a
-        failure too, and its agent is abandoned, since the thread running it cannot be stopped. The
-        first move is not timed, only bounded. On a GPU the clock includes a synchronize before the
-        move (others' queued work is not this agent's) and after it (its own is).
-        """
-        import torch
-
-        from arena.guard import CallTimedOut, Watchdog
-
-        assert self.move_limit is not None
-        limit, first = self.move_limit, self.moves == 0
-        # grad mode and the current CUDA device are per thread: the worker plays under the caller's
-        grad, inference, place = torch.is_grad_enabled(), torch.is_inference_mode_enabled(), self._on_device()
-
-        def run() -> tuple["CleanAction | AgentFailure", float]:
-            with torch.inference_mode() if inference else nullcontext(), torch.set_grad_enabled(grad), place:
-                t0 = time.perf_counter()
-                result = move()
-                if not isinstance(result, AgentFailure):
-                    self._sync()
-                return result, time.perf_counter() - t0
-
-        if self.watchdog is None:
-            self.watchdog = Watchdog("arena-move")
-        bound = hang_bound(limit, first)
-        self._sync()
-        try:
-            result, took = self._own_rng(c, lambda: self.watchdog.call(bound, run))  # type: ignore[union-attr]
-        except CallTimedOut:
-            abandon(c.agent)
-            which = "its first move" if first else "a move"
-            return AgentFailure(c.name, c.role, f"ran out of time: {which} on {rows.count} battles did not return "
-                                f"within {bound:g} s, so it is abandoned and not called again "
-                                f"(time_per_move {limit:g} s)")
-        if isinstance(result, AgentFailure) or first or took <= limit:
-            return result
-        return AgentFailure(c.name, c.role, f"ran out of time: one move took {took:.3g} s on {rows.count} battles "
-                            f"(time_per_move {limit:g} s)")
-
     # -- pieces -------------------------------------------------------------------------------------
 
     def _rows(self) -> list[Rows]:
@@ -456,7 +320,7 @@ class Seating:
         for members in groups.values():
             if len(members) < 2:
                 continue
-            streams = [lambda call, c=self.controllers[k]: self._own_rng(c, call) for k in members]
+            streams = [lambda call, c=self.controllers[k]: on_own_stream(c, self.device, call) for k in members]
             try:
                 family = call_agent(self.controllers[members[0]].name, "act_together", act_together,
                                     [self.controllers[k].agent for k in members], self._member_rows(members),
@@ -584,9 +448,14 @@ class Seating:
         if party.lone is None:
             result = move()
         elif self.move_limit is None:
-            result = self._own_rng(party.lone, move)
+            result = on_own_stream(party.lone, self.device, move)
         else:
-            result = self._timed(party.lone, party, move)
+            if self.watchdog is None:
+                from arena.guard import Watchdog
+
+                self.watchdog = Watchdog("arena-move")
+            result = timed_move(party.lone, party.count, move, self.move_limit, self.moves == 0, self.device,
+                                self.watchdog)
         if isinstance(result, AgentFailure):
             return self._blame(party, result)
         nan_rows = result.nan_count if result.nan_count.dim() == 1 else result.nan_count.sum(-1)
@@ -654,44 +523,6 @@ class Seating:
                     target[sel] = part
                 else:
                     target.index_copy_(0, sel, part)
-
-    def _own_rng(self, c: Controller, call: Callable[[], Any]) -> Any:
-        """``call()`` with torch's global generator (CPU, and this CUDA device) switched to ``c``'s stream."""
-        if c.rng_seed is None:
-            return call()
-        import torch
-
-        cuda = self.device.type == "cuda"
-        outer_cpu = torch.get_rng_state()
-        outer_cuda = torch.cuda.get_rng_state(self.device) if cuda else None
-        if c.rng_state is None:
-            torch.manual_seed(c.rng_seed)
-        else:
-            torch.set_rng_state(c.rng_state[0])
-            if cuda:
-                torch.cuda.set_rng_state(c.rng_state[1], self.device)
-        try:
-            return call()
-        finally:
-            c.rng_state = (torch.get_rng_state(), torch.cuda.get_rng_state(self.device) if cuda else None)
-            torch.set_rng_state(outer_cpu)
-            if outer_cuda is not None:
-                torch.cuda.set_rng_state(outer_cuda, self.device)
-
-    def _sync(self) -> None:
-        if self.device.type == "cuda":
-            import torch
-
-            torch.cuda.synchronize(self.device)
-
-    def _on_device(self) -> Any:
-        """A context that makes this seating's CUDA device the current one, as it is in the calling thread
-        (a new thread starts on device 0). Built here, entered in the worker."""
-        if self.device.type == "cuda":
-            import torch
-
-            return torch.cuda.device(self.device)
-        return nullcontext()
 
 Observer = Callable[[Turn], None]
 

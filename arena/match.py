@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from arena.loop import AgentFailure, checked_call, raise_failures  # noqa: F401 - AgentFailure re-exported
+from arena.agent_calls import AgentFailure, checked_call, raise_failures  # noqa: F401 - AgentFailure re-exported
 from arena.seeds import text_seed
 
 if TYPE_CHECKING:

@@ -8,9 +8,10 @@ import time
 import pytest
 import torch
 
+from arena.agent_calls import AgentFailure, abandoned
 from arena.agents import BaseAgent
 from arena.env import EnvConfig, TensorEnv
-from arena.loop import AgentFailure, Controller, GameLoop, Seating, abandoned
+from arena.loop import Controller, GameLoop, Seating
 
 CPU = torch.device("cpu")
 
@@ -232,11 +233,11 @@ LIMIT_S = 0.5
 def quick_bounds(monkeypatch):
     """Hang bounds of about a second (a move of LIMIT_S is abandoned after 1 s, a first move after 0.8 s),
     so the tests that wait for one take no longer."""
-    import arena.loop
+    import arena.agent_calls
 
-    monkeypatch.setattr(arena.loop, "HANG_GRACE_MIN_S", 0.5)
-    monkeypatch.setattr(arena.loop, "FIRST_MOVE_MIN_S", 0.8)
-    monkeypatch.setattr(arena.loop, "FIRST_MOVE_FACTOR", 1.0)
+    monkeypatch.setattr(arena.agent_calls, "HANG_GRACE_MIN_S", 0.5)
+    monkeypatch.setattr(arena.agent_calls, "FIRST_MOVE_MIN_S", 0.8)
+    monkeypatch.setattr(arena.agent_calls, "FIRST_MOVE_FACTOR", 1.0)
 
 
 def timed(agents, owner, limit):
@@ -245,7 +246,7 @@ def timed(agents, owner, limit):
 
 
 def test_hang_bounds_grow_with_the_limit_and_the_first_move_gets_a_generous_one():
-    from arena.loop import FIRST_MOVE_MIN_S, HANG_GRACE_MIN_S, hang_bound
+    from arena.agent_calls import FIRST_MOVE_MIN_S, HANG_GRACE_MIN_S, hang_bound
 
     assert hang_bound(0.5, first=False) == 0.5 + HANG_GRACE_MIN_S
     assert hang_bound(10.0, first=False) == 20.0
@@ -272,7 +273,7 @@ def test_untimed_moves_run_in_the_callers_thread_and_timed_ones_on_a_daemon_unde
 
 
 def test_a_move_over_the_limit_is_measured_and_the_first_move_is_not_timed(release):
-    from arena.loop import hang_bound
+    from arena.agent_calls import hang_bound
 
     env = TensorEnv(2, seed=1)
     obs = env.reset()

@@ -40,9 +40,9 @@ from arena.tournament.slots import SlotTable
 if TYPE_CHECKING:
     import torch
 
+    from arena.agent_calls import AgentFailure
     from arena.agents import Agent
     from arena.env import EnvConfig
-    from arena.loop import AgentFailure
     from arena.progress import Progress
 
 # A batch drops its finished battles once fewer than this share of its envs still play (and at least
@@ -94,7 +94,7 @@ def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, 
     ``game_seed(p1, p2, game)`` gives every game its own start (else each batch's envs draw theirs from
     the batch seed). ``stop()``, asked before each batch, ends the schedule early. ``time_per_move``
     (seconds) bounds each act() call after a batch's first (which may pay one-time costs such as loading
-    CUDA kernels, and is only bounded against hangs: :func:`arena.loop.hang_bound`); on a GPU the clock
+    CUDA kernels, and is only bounded against hangs: :func:`arena.agent_calls.hang_bound`); on a GPU the clock
     includes a synchronize.
     """
     from arena.env import resolve_device
@@ -173,8 +173,9 @@ class _BatchRun:
     def run(self) -> None:
         import torch
 
+        from arena.agent_calls import abandoned
         from arena.env import TensorEnv
-        from arena.loop import Controller, GameLoop, Seating, abandoned, observation_config
+        from arena.loop import Controller, GameLoop, Seating, observation_config
 
         ctx, spec, n = self.ctx, self.spec, len(self.table)
         config = observation_config(ctx.env_config, [ctx.agents[k] for k in self.members])

@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from arena.loop import Controller, Seating, checked_call, raise_failures
+from arena.agent_calls import checked_call, raise_failures
+from arena.loop import Controller, Seating
 from arena.training.agent_memory import capture_agent_memory, restore_agent_memory
 from arena.training.opponent_specs import DRAWN, OpponentSpec, split_envs
 from arena.training.pfsp import GatherObjects, SelfPlayPool, SnapshotError, Tally

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arena.loop import raise_failures
+from arena.agent_calls import raise_failures
 from arena.training import (
     OpponentPool,
     OpponentSpec,

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from arena.loop import checked_act, checked_call
+from arena.agent_calls import checked_act, checked_call
 from arena.match import AgentFailure
 from arena.training import (
     OpponentSpec,
