@@ -19,6 +19,7 @@ import functools
 import math
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import PurePath
 from typing import Any
@@ -115,10 +116,13 @@ def _optional(kind: Any) -> tuple[Any, bool]:
 @functools.cache
 def base_kind(kind: Any) -> tuple[Any, bool]:
     """(the type a value must have, whether None is allowed): ``| None`` taken off; a ``Literal`` of
-    strings and a path are text. Cached: the env checks every field of every config it builds."""
+    strings and a path are text, ``Mapping[K, V]`` a mapping. Cached: the env checks every field of every
+    config it builds."""
     kind, optional = _optional(kind)
     if typing.get_origin(kind) is typing.Literal or (isinstance(kind, type) and issubclass(kind, PurePath)):
         kind = str
+    elif typing.get_origin(kind) is Mapping:
+        kind = Mapping
     return kind, optional
 
 
@@ -168,6 +172,8 @@ def expected(s: Setting) -> str:
         text = ", ".join(choices[:-1]) + f" or {choices[-1]}" if len(choices) > 1 else choices[0]
     elif kind is bool:
         text = "true or false"
+    elif kind is Mapping:
+        text = "a mapping"
     elif typing.get_origin(kind) is tuple:
         item = typing.get_args(kind)[0]
         count = f"{s.spec.min_items} to {s.spec.max_items}" if s.spec.min_items else f"at most {s.spec.max_items}"
@@ -227,8 +233,8 @@ def check_value(s: Setting, value: Any, *, text_numbers: bool = True) -> Any:
             raise SettingError(s, value, RANGE)
         one = Setting(s.section, s.name, item, s.spec, None)
         return tuple(check_value(one, v, text_numbers=text_numbers) for v in value)
-    if kind is bool:
-        if not isinstance(value, bool):
+    if kind is bool or kind is Mapping:  # a mapping's entries are its reader's to check
+        if not isinstance(value, kind):
             raise SettingError(s, value, TYPE)
         return value
     if kind is str:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
@@ -100,3 +101,17 @@ def test_words_for_a_range():
     assert expected(one("label")) == "a non-empty string of at most 5 characters"
     with pytest.raises(SettingError, match=r"^count: expected an int >= 1, <= 100, got <a \d+-bit integer>$"):
         check_value(one("count"), 10**5000)  # more digits than Python prints
+
+
+def test_a_mapping_setting_takes_a_mapping_and_leaves_its_entries_to_the_reader():
+    @dataclass(frozen=True)
+    class WithParams:
+        params: Mapping[str, Any] = setting(factory=dict, help="Parameters.")
+
+    (params,) = declared(WithParams)
+    kept = {"fire_km": 25}
+    assert check_value(params, kept) is kept and expected(params) == "a mapping"
+    for value in ([1], "a=1", None):
+        with pytest.raises(SettingError, match=r"^params: expected a mapping, got ") as info:
+            check_value(params, value)
+        assert info.value.problem == TYPE

@@ -62,7 +62,6 @@ MAX_SIGMA_PER_BETA = 20.0
 MAX_TAU_PER_BETA = 0.1
 DRAW_PROBABILITY_RANGE = (1e-6, 0.99)
 MAX_ABS_ANCHOR_ELO = 1e6
-PARTICIPANT_KEYS = ("name", "agent", "params", "checkpoint", "checkpoints", "policy")
 PARTICIPANT_FORMS = ("an agent name, 'AGENT:CHECKPOINT', or a mapping with 'agent' and optionally 'name', "
                      "'params', one of 'checkpoint' / 'checkpoints' (a glob) and 'policy'")
 
@@ -108,6 +107,19 @@ class RatingConfig:
 
 
 @dataclass(frozen=True)
+class ParticipantEntry:
+    """The keys of one participant entry of the league file, each read and checked by its declaration."""
+
+    agent: str = setting(help="the agent's name", blank=False, expect="a non-empty agent name")
+    name: str | None = setting(None, "display name, unique in the league", blank=False, max_length=MAX_NAME,
+                               expect=f"a non-empty display name of at most {MAX_NAME} characters")
+    params: Mapping[str, Any] = setting(factory=dict, help="keyword parameters for create()/load()")
+    checkpoint: str | None = setting(None, "a checkpoint file, relative to the league file's folder")
+    checkpoints: str | None = setting(None, "a glob of checkpoint files, relative to the league file's folder")
+    policy: str | None = setting(None, "how a checkpoint plays", choices=POLICIES)
+
+
+@dataclass(frozen=True)
 class ParticipantSpec:
     """One player of the league as the file describes it (nothing loaded yet)."""
 
@@ -125,8 +137,9 @@ class TournamentConfig:
     """A validated tournament file."""
 
     # The league file's scalar keys are the fields made with setting(): each is read and checked by its
-    # declaration (_read); the other fields have code of their own. The name and the output have no default
-    # here: the parser makes them from the file's name.
+    # declaration (_read), as a participant entry's keys are (ParticipantEntry); the other fields have
+    # code of their own. The name and the output have no default here: the parser makes them from the
+    # file's name.
     participants: tuple[ParticipantSpec, ...]
     name: str = setting(help="the league's name in reports; by default the file's name", blank=False,
                         max_length=MAX_NAME)
@@ -227,7 +240,9 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
     games, fmt = values["games_per_pairing"], values["format"]
     if games % 2:
         raise err("games_per_pairing", f"expected {_setting('games_per_pairing').spec.expect}, got {games}")
-    env = _get(data, "env", Mapping, err, {}) or {}
+    env = data.get("env") or {}
+    if not isinstance(env, Mapping):
+        raise err("env", f"expected a mapping, got {_kind(env)}")
     _check_env(env, err)
     rating = _rating(data.get("rating"), err)
 
@@ -395,19 +410,6 @@ def takes(s: Setting) -> str:
     return name
 
 
-def _get(data: Mapping[str, Any], key: str, typ: type, err: _Errors, default: Any, prefix: str = "") -> Any:
-    """``data[key]`` checked against ``typ`` (a string or a mapping: the parts of a participant entry and
-    the env, which are not declared settings)."""
-    if key not in data or data[key] is None:
-        return default
-    value = data[key]
-    if not isinstance(value, typ):
-        raise err(prefix + key, f"expected {_TYPE_NAMES.get(typ, typ.__name__)}, got {_kind(value)}")
-    if isinstance(value, str) and "\x00" in value:  # paths and names reach the OS and SQLite
-        raise err(prefix + key, f"expected a string without NUL characters, got {shown(value)}")
-    return value
-
-
 def _close(word: str, options: tuple[str, ...] | list[str]) -> str:
     import difflib
 
@@ -467,33 +469,24 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
         entry = {"agent": agent} if path is None else {"agent": agent, "checkpoint": path}
     if not isinstance(entry, Mapping):
         raise err(key, f"expected {PARTICIPANT_FORMS}, got {_kind(entry)}")
-    _refuse_unknown(entry, PARTICIPANT_KEYS, key, err)
-    if "agent" not in entry:
+    _refuse_unknown(entry, [s.name for s in declared(ParticipantEntry)], key, err)
+    if entry.get("agent") is None:
         raise err(f"{key}.agent", "missing; expected the agent's name (see `arena agents`)")
-    agent = _get(entry, "agent", str, err, "", key + ".")
-    if not agent.strip():
-        raise err(f"{key}.agent", "expected a non-empty agent name")
-    name = _get(entry, "name", str, err, None, key + ".")
-    if name is not None and len(name) > MAX_NAME:
-        raise err(f"{key}.name", f"expected a non-empty display name of at most {MAX_NAME} characters, "
-                                 f"got {shown(name)}")
-    params = _get(entry, "params", Mapping, err, {}, key + ".")
+    v = _read(ParticipantEntry, entry, err, key + ".")
+    agent, name, params, policy = v["agent"], v["name"], v["params"], v["policy"]
     for pk in params:
         if not isinstance(pk, str):
             raise err(f"{key}.params", f"expected parameter names as strings, got {shown(pk)}")
-    if "checkpoint" in entry and "checkpoints" in entry:
+    if v["checkpoint"] is not None and v["checkpoints"] is not None:
         raise err(key, "expected one of 'checkpoint' (a file) or 'checkpoints' (a glob), not both")
-    policy = _get(entry, "policy", str, err, None, key + ".")
-    if policy is not None and "checkpoint" not in entry and "checkpoints" not in entry:
+    if policy is not None and v["checkpoint"] is None and v["checkpoints"] is None:
         raise err(f"{key}.policy", "only a checkpoint plays by a policy; add 'checkpoint' or 'checkpoints', or "
                                    "remove 'policy'")
-    if policy is not None and policy not in POLICIES:
-        raise err(f"{key}.policy", f"expected one of {', '.join(POLICIES)}, got {shown(policy)}")
-    if policy is None and ("checkpoint" in entry or "checkpoints" in entry):
+    if policy is None and (v["checkpoint"] is not None or v["checkpoints"] is not None):
         policy = DEFAULT_POLICY
 
-    if "checkpoints" in entry:
-        pattern = _get(entry, "checkpoints", str, err, "", key + ".")
+    if v["checkpoints"] is not None:
+        pattern = v["checkpoints"]
         full = pattern if os.path.isabs(pattern) else str(base / pattern)
         files = sorted(Path(f).resolve() for f in glob.glob(full, recursive=True) if os.path.isfile(f))
         if not files:
@@ -505,8 +498,8 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
                 for f, label in zip(files, labels)]
 
     checkpoint = None
-    if "checkpoint" in entry:
-        raw = _get(entry, "checkpoint", str, err, "", key + ".")
+    if v["checkpoint"] is not None:
+        raw = v["checkpoint"]
         checkpoint = (base / raw).resolve() if not os.path.isabs(raw) else Path(raw)
         if not checkpoint.is_file():
             problem = "not a file" if checkpoint.exists() else "no such file"
@@ -514,9 +507,6 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
                                            f"checkpoint file, relative to the tournament file's folder")
     if name is None:
         name = agent if checkpoint is None else f"{agent}:{checkpoint.with_suffix('').name}"
-    elif not name.strip() or len(name) > MAX_NAME:
-        raise err(f"{key}.name", f"expected a non-empty display name of at most {MAX_NAME} characters, "
-                                 f"got {shown(name)}")
     return [ParticipantSpec(name, agent, dict(params), checkpoint, key, policy=policy)]
 
 
