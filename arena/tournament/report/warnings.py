@@ -15,11 +15,12 @@ NAMES_SHOWN = 6  # participants named in one sentence
 GROUPS_SHOWN = 4  # groups named in one sentence, and names of each
 
 
-def _listed(names: tuple[str, ...], most: int) -> str:
-    return ", ".join(names[:most]) + (", …" if len(names) > most else "")
+def _listed(names: tuple[str, ...], most: int | None) -> str:
+    """``names`` joined, the first ``most`` of them (None: all) and an ellipsis for the rest."""
+    return ", ".join(names[:most]) + (", …" if most is not None and len(names) > most else "")
 
 
-def _groups(groups: tuple[tuple[str, ...], ...], most: int = GROUPS_SHOWN) -> str:
+def _groups(groups: tuple[tuple[str, ...], ...], most: int | None = GROUPS_SHOWN) -> str:
     return "; ".join("{" + _listed(group, most) + "}" for group in groups[:most])
 
 
@@ -32,9 +33,8 @@ SENTENCES: dict[str, Callable[["ReportWarning"], str]] = {
     "perfect_records": lambda w: (f"perfect records have no finite Elo: "
                                   f"{_listed(tuple(f'{n} ({f})' for n, f in zip(w.names, w.flags)), NAMES_SHOWN)}"
                                   f"; their Elo is the capped estimate and the open side of the interval is unbounded"),
-    "references_unlinked": lambda w: (f"{w.where}: their games so far do not link them ("
-                                      + "; ".join("{" + ", ".join(g) + "}" for g in w.groups)
-                                      + "); no reference rating until they have played each other"),
+    "references_unlinked": lambda w: (f"{w.where}: their games so far do not link them ({_groups(w.groups, None)}); "
+                                      f"no reference rating until they have played each other"),
     "references_perfect": lambda w: (f"{w.where}: {', '.join(w.names)} won or lost every game among the references, "
                                      f"so the scale's spread there is the fit's cap, not a measurement; expected "
                                      f"references that score between them"),

@@ -23,7 +23,7 @@ from arena.threads import check_threads, default_threads
 from arena.training import OpponentSpec, league_agents, parse_opponent_specs, with_floor
 from arena.training.process_group import Rank, rank_seed
 from arena_ppo.launch import fail
-from arena_ppo.train_config import RunConfig, TrainConfig
+from arena_ppo.train_config import NO_TEACHER, RunConfig, TrainConfig
 
 if TYPE_CHECKING:  # torch loads when a run starts, not when `arena train --help` lists the trainers
     import torch
@@ -61,7 +61,7 @@ class RunPlan:
     threads: int  # torch threads to set; 0 keeps torch's own
     compile_update: tuple[bool, str]  # whether the update's gradient step compiles, and why not
     make_opponent: Callable[[OpponentSpec], Any]
-    reward_fn: RewardFn
+    reward_fn: RewardFn | None  # None: the env's reward alone
     notes: tuple[str, ...] = ()  # lines to print before training: what runs otherwise than written
 
     @property
@@ -81,7 +81,7 @@ class RunPlan:
         """The main exploiter's plan: this run's envs and update, one opponent (``opponent``, the frozen
         learner), no teacher, stage or evaluation, its own seed, on one process."""
         cfg = copy.deepcopy(self.cfg)
-        cfg.run = replace(cfg.run, vs=(EXPLOITER,), floor=0.0, kickstart="none", warm_up_steps=0, eval_games=0,
+        cfg.run = replace(cfg.run, vs=(EXPLOITER,), floor=0.0, kickstart=NO_TEACHER, warm_up_steps=0, eval_games=0,
                           keep_best=False, seed=cfg.run.seed + EXPLOITER_SEED_OFFSET)
         return replace(self, cfg=cfg, out=self.out / "exploiter", rank=Rank(), seed=cfg.run.seed,
                        specs=(OpponentSpec("agent", EXPLOITER),), teacher=None, warm_up_steps=0, exploiter_share=0.0,
@@ -103,7 +103,6 @@ def resolve(cfg: TrainConfig, algorithm: str = "ppo", out: Path | str = "runs/ru
     process, started without torchrun or ``--nproc``); ``given`` (the settings the user wrote, by key)
     adds a note for each one this run never reads. Raises one ``ValueError`` line; an opponent or
     teacher that cannot be built raises the command line's error."""
-    from arena.agents import UnknownNameError, reward_registry
     from arena.env import resolve_device
     from arena.threads import ThreadsError
     from arena.training import OpponentSpecError
@@ -125,10 +124,12 @@ def resolve(cfg: TrainConfig, algorithm: str = "ppo", out: Path | str = "runs/ru
     if size > 1 and local_envs < len(specs):
         raise ValueError(f"--num-envs {run.num_envs}: {len(specs)} opponents need {len(specs)} envs in each of the "
                          f"{size} processes; give at least {len(specs) * size}")
+    from arena.wrappers.battles import shaping
+
     try:
-        reward_fn = reward_registry().get(run.reward)
-    except UnknownNameError as exc:
-        raise ValueError(f"--reward: {exc}") from None
+        reward_fn = shaping(run.reward)
+    except ValueError as exc:  # "reward: ...", said as the option that sets it
+        raise ValueError(f"--{exc}") from None
     try:
         device = resolve_device(run.device, **ranked)  # one of several processes: the GPU of its local rank
     except ValueError as exc:

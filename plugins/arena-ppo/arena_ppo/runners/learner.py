@@ -68,8 +68,7 @@ class Learner:
     @property
     def storage(self) -> RolloutStorage:
         """The rollout the update learns from (the algorithm's own, as in rsl_rl)."""
-        assert self.algorithm.storage is not None
-        return self.algorithm.storage
+        return self.storage_of(self.algorithm)
 
     @property
     def steps_per_update(self) -> int:
