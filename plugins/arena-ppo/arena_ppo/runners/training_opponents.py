@@ -22,8 +22,7 @@ class TrainingOpponents:
 
     def __init__(self, plan: RunPlan, load_snapshot: Callable[[Path], Any], snapshot: Callable[[], Any]) -> None:
         self.plan, self.run, self.load_snapshot, self.snapshot = plan, plan.cfg.run, load_snapshot, snapshot
-        self.specs = list(plan.specs)
-        self.warm_up_steps = plan.warm_up_steps
+        self.warm_up_steps = plan.warm_up_steps  # 0 without a league
         self.warm_up_opponent = league_agents()[-1] if self.warm_up_steps else ""
         self.ladder = ({name: plan.make_opponent(OpponentSpec("agent", name))
                         for name in [*league_agents(), *league_partners()]} if plan.league else {})
