@@ -106,6 +106,7 @@ def resolve(cfg: TrainConfig, algorithm: str = "ppo", out: Path | str = "runs/ru
     from arena.env import resolve_device
     from arena.threads import ThreadsError
     from arena.training import OpponentSpecError
+    from arena.wrappers.battles import shaping
     from arena_ppo.algorithms.ppo import compile_update
     from arena_ppo.kickstart import check_teacher
 
@@ -124,8 +125,6 @@ def resolve(cfg: TrainConfig, algorithm: str = "ppo", out: Path | str = "runs/ru
     if size > 1 and local_envs < len(specs):
         raise ValueError(f"--num-envs {run.num_envs}: {len(specs)} opponents need {len(specs)} envs in each of the "
                          f"{size} processes; give at least {len(specs) * size}")
-    from arena.wrappers.battles import shaping
-
     try:
         reward_fn = shaping(run.reward)
     except ValueError as exc:  # "reward: ...", said as the option that sets it
