@@ -3,7 +3,7 @@
 Every call into an agent (``act``, ``reset``, ``eval``, ``keep_rows``) goes through :func:`checked_act`
 or :func:`checked_call`, which catch whatever it raises (``sys.exit`` included, :mod:`arena.guard`) and
 check what it returns, so the caller gets a failure naming the agent and its role, never a traceback
-from inside a plugin. A move that never returns (under a move limit, :meth:`arena.loop.Seating._timed`)
+from inside a plugin. A move that never returns (under a move limit, :func:`timed_move`)
 gets its agent abandoned (:func:`abandon`): that instance is never called again in this process.
 """
 

@@ -28,7 +28,6 @@ by name is :mod:`arena.agent_calls`'s.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -49,17 +48,9 @@ from arena.agent_calls import (
     raise_failures,
     timed_move,
 )
+from arena.parties import SIDES, Controller, Layout, Party, needs_extended
 
-log = logging.getLogger(__name__)
-
-SIDES: tuple[str, str] = ("p1", "p2")
-ACTION_KEYS: tuple[str, ...] = ("rudder", "throttle", "fire")
-
-def needs_extended(agent: Any) -> bool:
-    """Whether ``agent`` reads the extended observation: its class says so (``obs_mode = "extended"``),
-    or it was built for an extended env (a checkpoint trained on one)."""
-    config = getattr(agent, "env_config", None)
-    return getattr(agent, "obs_mode", "default") == "extended" or getattr(config, "obs_mode", None) == "extended"
+__all__ = ["Controller", "GameLoop", "Observer", "Seating", "Turn", "needs_extended", "observation_config"]
 
 
 def observation_config(env_config: "EnvConfig | None", agents: Sequence[Any]) -> "EnvConfig":
@@ -74,77 +65,6 @@ def observation_config(env_config: "EnvConfig | None", agents: Sequence[Any]) ->
         return env_config
     return replace(env_config, obs_mode="extended")
 
-
-def plays_team(agent: Any) -> bool:
-    """Whether ``agent`` takes a side's [n, T] observation (else it is flown seat by seat)."""
-    return getattr(agent, "plays_team", False) is True
-
-
-@dataclass
-class Controller:
-    """An agent in a seating, with the name and role a fault is blamed on."""
-
-    agent: Any
-    name: str
-    role: str
-    active: bool = True  # False once disabled: its rows idle (zero actions), it is not called again
-    # With a seed, whatever the agent draws from torch's global generator comes from a stream of its
-    # own, seeded so: its moves do not depend on which other agents drew before it.
-    rng_seed: int | None = None
-    rng_state: Any = None
-
-
-@dataclass
-class Rows:
-    """One controller's rows of each side: a slice (one block) or an index tensor; None for none."""
-
-    sides: tuple[Any, Any]
-    counts: tuple[int, int]
-    flat: bool  # flown seat by seat: n sides become n·T rows
-    standard: bool = False  # the agent did not ask for the extended observation: its extra keys are left out
-
-    @property
-    def count(self) -> int:
-        return self.counts[0] + self.counts[1]
-
-
-@dataclass
-class Party:
-    """Controllers acting as one call: a family of agents (:mod:`arena.families`), or an agent alone, a
-    family of one.
-
-    The party's rows are its members' rows in member order, each member's p1 rows before its p2 rows.
-    ``sides[s]`` holds the envs of side s in that order (a slice when they form one block), and
-    ``order`` puts the two gathered sides back into member order (None when that is already so)."""
-
-    members: list[int]  # controller positions
-    actor: Any  # what acts: the family, or the lone member's agent
-    sides: tuple[Any, Any]  # slices or env index tensors of each side, or None
-    counts: tuple[int, int]
-    order: Any  # permutation of cat(side rows) into member order, or None
-    back: Any  # its inverse
-    row_controller: Any  # [rows] controller position of each of the party's agent rows
-    flat: bool
-    standard: bool
-    lone: "Controller | None" = None  # the one member of a party of one: its own random stream, its clock
-    inactive_rows: Any = None  # [rows] bool where a disabled member's rows idle; None while all play
-
-    @property
-    def count(self) -> int:
-        """Its sides' rows (battles, not seats)."""
-        return self.counts[0] + self.counts[1]
-
-
-def block_or_index(envs: "torch.Tensor", device: "torch.device") -> Any:
-    """A slice when ``envs`` (sorted env indices) is one contiguous block, else an index tensor."""
-    import torch
-
-    if envs.numel() == 0:
-        return None
-    first, last = int(envs[0]), int(envs[-1])
-    if last - first + 1 == envs.numel():
-        return slice(first, last + 1)
-    return envs.to(device=device, dtype=torch.long)
 
 
 @dataclass
@@ -182,12 +102,10 @@ class Seating:
         self.team_size = team_size
         self.device = device
         self.move_limit = move_limit  # seconds per act() call after the first (timed_move); None: unlimited
-        self.owner = owner.to("cpu", torch.long)
-        self.rows = self._rows()
+        self.layout = Layout(self.controllers, owner.to("cpu", torch.long), team_size, device)
         self.extended_only = EXTENDED_ONLY_KEYS  # left out for agents that did not ask for them
-        self.covered = bool((self.owner >= 0).all())
         # A move limit is one agent's budget: timed agents act alone.
-        self.parties = self._parties(families and move_limit is None)
+        self.parties = self.layout.parties(families and move_limit is None)
         self.nans = torch.zeros(len(self.controllers), dtype=torch.int64, device=device)
         self.moves = 0  # act() rounds so far: the first may pay one-time costs and is only bounded (hang_bound)
         self.watchdog: Watchdog | None = None  # started with the first timed move
@@ -220,7 +138,7 @@ class Seating:
         """Reset every active controller where ``dones`` [N] is set (everything when None)."""
         failures = []
         for party in self._callable("reset"):
-            mask = None if dones is None else self._rows_of(party, dones)
+            mask = None if dones is None else party.rows_of(dones)
             failures += self._blame(party, checked_call(party.actor.reset, *self._who(party), "reset", mask))
         return failures
 
@@ -235,20 +153,15 @@ class Seating:
         there (``keep_rows``). Returns the failures of agents that raised doing so."""
         import torch
 
-        kept = torch.zeros(self.num_envs, dtype=torch.bool)
-        kept[envs.cpu()] = True
+        kept = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        kept[envs.to(self.device)] = True
         failures: list[AgentFailure] = []
         for party in self._callable("keep_rows"):
-            mask = torch.cat([kept[self.owner[s] == k] for k in party.members for s in range(2)])
-            if party.flat:
-                mask = mask.repeat_interleave(self.team_size)
-            rows = torch.nonzero(mask).flatten().to(self.device)
+            rows = torch.nonzero(party.rows_of(kept)).flatten()
             failures += self._blame(party, checked_call(party.actor.keep_rows, *self._who(party), "keep_rows", rows))
-        self.owner = self.owner[:, envs.cpu()]
+        self.layout = Layout(self.controllers, self.layout.owner[:, envs.cpu()], self.team_size, self.device)
         self.num_envs = int(envs.numel())
-        self.rows = self._rows()
-        self.covered = bool((self.owner >= 0).all())
-        parties = [self._party(p.members, p.actor) for p in self.parties]
+        parties = [self.layout.party(p.members, p.actor) for p in self.parties]
         self.parties = [p for p in parties if p.row_controller.numel()]  # those left with battles to fly
         return failures
 
@@ -267,7 +180,7 @@ class Seating:
             self.controllers[k].active = bool(active[k])
         for party in self.parties:
             if changed.intersection(party.members):
-                party.inactive_rows = self._inactive(party)
+                party.inactive_rows = self.layout.inactive(party)
 
     def close(self) -> None:
         """Stop the idle watchdog thread now rather than when the seating is collected (an abandoned
@@ -276,123 +189,6 @@ class Seating:
             self.watchdog.close()
 
     # -- pieces -------------------------------------------------------------------------------------
-
-    def _rows(self) -> list[Rows]:
-        import torch
-
-        out = []
-        for k, c in enumerate(self.controllers):
-            envs = [torch.nonzero(self.owner[s] == k).flatten() for s in range(2)]
-            out.append(Rows((block_or_index(envs[0], self.device), block_or_index(envs[1], self.device)),
-                            (envs[0].numel(), envs[1].numel()), self.team_size > 1 and not plays_team(c.agent),
-                            not needs_extended(c.agent)))
-        return out
-
-    def _parties(self, families: bool) -> list[Party]:
-        """Every controller with rows in a party, in the order of their first members: agents that can act
-        as one (:func:`arena.families.family_key`) grouped when ``families``, the others alone."""
-        groups = self._families() if families else []
-        grouped = {k for members, _ in groups for k in members}
-        lone = [([k], c.agent) for k, (c, rows) in enumerate(zip(self.controllers, self.rows))
-                if rows.count and k not in grouped]
-        return [self._party(members, actor) for members, actor in sorted(groups + lone, key=lambda g: g[0][0])]
-
-    def _families(self) -> list[tuple[list[int], Any]]:
-        """(members, family) of the controllers with rows whose agents can act as one."""
-        from arena.families import Family, act_together, family_key
-        from arena.guard import AgentCodeError, call_agent
-
-        groups: dict[Any, list[int]] = {}
-        for k, (c, rows) in enumerate(zip(self.controllers, self.rows)):
-            if not rows.count:
-                continue
-            try:
-                key = call_agent(c.name, "family_key", family_key, c.agent)
-            except AgentCodeError as exc:
-                self._alone([k], exc.reason)
-                continue
-            try:  # the key's own hash and equality are the agent's code too
-                if key is not None:
-                    call_agent(c.name, "family_key", groups.setdefault, (key, rows.flat, rows.standard), []).append(k)
-            except AgentCodeError as exc:
-                self._alone([k], f"family_key() returned a key that cannot group agents ({exc.cause})")
-        found = []
-        for members in groups.values():
-            if len(members) < 2:
-                continue
-            streams = [lambda call, c=self.controllers[k]: on_own_stream(c, self.device, call) for k in members]
-            try:
-                family = call_agent(self.controllers[members[0]].name, "act_together", act_together,
-                                    [self.controllers[k].agent for k in members], self._member_rows(members),
-                                    streams)
-            except AgentCodeError as exc:
-                self._alone(members, exc.reason)
-                continue
-            if not isinstance(family, Family):
-                self._alone(members, f"act_together() returned {type(family).__name__}, not an object with act(), "
-                                     "reset() and keep_rows()")
-                continue
-            found.append((members, family))
-        return found
-
-    def _member_rows(self, members: list[int]) -> list[int]:
-        """The rows each member of a family acts on (a row per seat if flown seat by seat)."""
-        seats = self.team_size if self.rows[members[0]].flat else 1
-        return [self.rows[k].count * seats for k in members]
-
-    def _alone(self, members: list[int], why: str) -> None:
-        """A family that cannot form: its members act one by one, said once."""
-        names = ", ".join(repr(self.controllers[k].name) for k in members)
-        log.warning("arena: agent%s %s: %s; %s one by one", "s" * (len(members) > 1), names, why,
-                    "they act" if len(members) > 1 else "it acts")
-
-    def _party(self, members: list[int], actor: Any) -> Party:
-        """Where the rows of ``actor``, acting for ``members``, sit."""
-        import torch
-
-        if len(members) == 1:  # its sides as the controller's own: a view when they form one block
-            own = self.rows[members[0]]
-            count = own.count * (self.team_size if own.flat else 1)
-            return Party(members, actor, own.sides, own.counts, None, None,
-                         torch.full((count,), members[0], device=self.device), own.flat, own.standard,
-                         lone=self.controllers[members[0]])
-        sides: list[Any] = []
-        place: list[list[int]] = [[], []]  # where each side's rows go in member order
-        at = 0
-        envs: list[list[torch.Tensor]] = [[], []]
-        for k in members:
-            for s in range(2):
-                found = torch.nonzero(self.owner[s] == k).flatten()
-                envs[s].append(found)
-                place[s] += range(at, at + found.numel())
-                at += found.numel()
-        for s in range(2):
-            joined = torch.cat(envs[s])
-            sides.append(joined.to(self.device) if joined.numel() else None)
-        counts = (len(place[0]), len(place[1]))
-        order = back = None
-        if counts[0] and counts[1]:
-            back = torch.tensor(place[0] + place[1], dtype=torch.long)  # gathered position -> member order
-            order = torch.empty_like(back)
-            order[back] = torch.arange(back.numel())
-            order, back = order.to(self.device), back.to(self.device)
-        rows = self._member_rows(members)
-        row_controller = torch.repeat_interleave(torch.tensor(members), torch.tensor(rows)).to(self.device)
-        party = Party(members, actor, (sides[0], sides[1]), counts, order, back, row_controller,
-                      self.rows[members[0]].flat, self.rows[members[0]].standard)
-        party.inactive_rows = self._inactive(party)
-        return party
-
-    def _rows_of(self, party: Party, per_env: "torch.Tensor") -> "torch.Tensor":
-        """A per-env [N] tensor (the battles that ended) on the rows of a party, in the order they act: each
-        side's rows, p1's first, then in member order, a row per seat if flown seat by seat."""
-        import torch
-
-        parts = [self._select(per_env, sel) for sel in party.sides if sel is not None]
-        local = parts[0] if len(parts) == 1 else torch.cat(parts)
-        if party.order is not None:
-            local = local.index_select(0, party.order)
-        return local.repeat_interleave(self.team_size) if party.flat else local
 
     def _plays(self, party: Party) -> bool:
         """Whether any member of ``party`` still plays."""
@@ -422,14 +218,6 @@ class Seating:
                              index=k)
                 for k in party.members if self.controllers[k].active]
 
-    def _inactive(self, party: Party) -> Any:
-        import torch
-
-        if all(self.controllers[k].active for k in party.members):
-            return None
-        idle = torch.tensor([k for k in party.members if not self.controllers[k].active], device=self.device)
-        return torch.isin(party.row_controller, idle)
-
     def _act_party(self, party: Party, obs: dict[str, dict[str, "torch.Tensor"]],
                    stacks: dict[str, "torch.Tensor"], out: dict[str, dict[str, "torch.Tensor"]]) -> list[AgentFailure]:
         """One call for a party: gather its rows once, check the action once, scatter it once; its failures.
@@ -438,7 +226,7 @@ class Seating:
         if stuck:
             return [AgentFailure(self.controllers[k].name, self.controllers[k].role, "is not called again: an "
                                  "earlier move of it never returned", index=k) for k in stuck]
-        observation = self._gather(obs, party, stacks)
+        observation = party.gather(obs, stacks, self.extended_only)
         name, role = self._who(party)
 
         def move() -> "CleanAction | AgentFailure":
@@ -460,7 +248,7 @@ class Seating:
             return self._blame(party, result)
         nan_rows = result.nan_count if result.nan_count.dim() == 1 else result.nan_count.sum(-1)
         self.nans.index_add_(0, party.row_controller, nan_rows.to(self.nans.dtype))
-        self._scatter(out, party, result)
+        party.scatter(out, result)
         return []
 
     def _blank(self) -> dict[str, "torch.Tensor"]:
@@ -470,59 +258,6 @@ class Seating:
         return {"rudder": torch.zeros(shape, device=self.device), "throttle": torch.zeros(shape, device=self.device),
                 "fire": torch.zeros(shape, dtype=torch.bool, device=self.device)}
 
-    @staticmethod
-    def _select(t: "torch.Tensor", sel: Any) -> "torch.Tensor":
-        return t[sel] if isinstance(sel, slice) else t.index_select(0, sel)
-
-    def _gather(self, obs: dict[str, dict[str, "torch.Tensor"]], party: Party,
-                stacks: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
-        """The observation of a party: its rows of each side, p1's first, then put in member order,
-        flattened seat by seat if need be."""
-        import torch
-
-        parts = []
-        names: list[str] = []
-        for s, sel in enumerate(party.sides):
-            if sel is None:
-                continue
-            side = SIDES[s]
-            if side not in obs:
-                raise ValueError(f"the seating needs {side}'s observation, which was not given")
-            if side not in stacks:  # one stacked tensor per side and step: one gather per party
-                stacks[side] = torch.stack([obs[side][key] for key in obs[side]])
-            names = list(obs[side])
-            parts.append(stacks[side][:, sel] if isinstance(sel, slice) else stacks[side].index_select(1, sel))
-        local = parts[0] if len(parts) == 1 else torch.cat(parts, 1)
-        if party.order is not None:
-            local = local.index_select(1, party.order)
-        if party.flat:
-            local = local.reshape(local.shape[0], -1)
-        out = dict(zip(names, local.unbind(0)))
-        if party.standard and self.extended_only[0] in out:
-            for key in self.extended_only:
-                out.pop(key, None)
-        return out
-
-    def _scatter(self, out: dict[str, dict[str, "torch.Tensor"]], party: Party, action: "CleanAction") -> None:
-        """A party's action into each side's rows (a disabled member's rows stay zero)."""
-        first = party.counts[0]
-        for key in ACTION_KEYS:
-            value = getattr(action, key)
-            if party.inactive_rows is not None:
-                value = value.masked_fill(party.inactive_rows.view(-1, *([1] * (value.dim() - 1))), 0)
-            if party.flat:
-                value = value.view(-1, self.team_size)
-            if party.back is not None:
-                value = value.index_select(0, party.back)
-            for s, sel in enumerate(party.sides):
-                if sel is None:
-                    continue
-                part = value[:first] if s == 0 else value[first:]
-                target = out[SIDES[s]][key]
-                if isinstance(sel, slice):
-                    target[sel] = part
-                else:
-                    target.index_copy_(0, sel, part)
 
 Observer = Callable[[Turn], None]
 

@@ -181,7 +181,7 @@ def test_a_broken_family_acts_one_by_one_with_one_line_naming_it(fault: str, wor
     agents = [BadKey(), BadKey(gain=2.0), BaseLoner()]
     owner = torch.tensor([[0, 1, 2, 0], [1, 2, 0, 1]])
     env = TensorEnv(4, seed=0)
-    with caplog.at_level("WARNING", logger="arena.loop"):
+    with caplog.at_level("WARNING", logger="arena.parties"):
         seating = Seating([Controller(a, f"a{i}", "p") for i, a in enumerate(agents)], owner, 1, env.device,
                           families=True)
     assert seating.families == []

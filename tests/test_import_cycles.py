@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("arena.__main__", "arena.cli", "arena.export"),
     ("arena.training",),
     ("arena.tournament", "arena.match", "arena.replay", "arena.testing", "arena.wrappers"),
-    ("arena.agents", "arena.agent_calls", "arena.families", "arena.loop", "arena.plugins"),
+    ("arena.agents", "arena.agent_calls", "arena.families", "arena.loop", "arena.parties", "arena.plugins"),
     ("arena.env",),
     ("arena", "arena.declared_settings", "arena.errors", "arena.guard", "arena.progress", "arena.run_files",
      "arena.seeds", "arena.threads", "arena.torchfile", "arena.yaml_file"),

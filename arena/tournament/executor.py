@@ -18,7 +18,7 @@ A participant that raises (``sys.exit`` included), hands back a malformed action
 games it failed in (those in flight), with the reason recorded; everyone else plays on. Its games not
 yet started in the batch are left unplayed, for the next run. With a ``time_per_move`` budget, an act()
 call that takes longer is a forfeit too, as in fastchess; a move that never returns is one as well
-(:meth:`arena.loop.Seating._timed`), and that agent instance is never called again in this process.
+(:func:`arena.agent_calls.timed_move`), and that agent instance is never called again in this process.
 """
 
 from __future__ import annotations

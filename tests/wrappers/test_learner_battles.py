@@ -14,7 +14,7 @@ def test_opponents_share_the_envs_in_even_blocks_in_order():
     with pytest.raises(ValueError, match="3 opponents need at least 3 envs"):
         opponent_blocks(2, 3)
     battles = LearnerBattles(6, ["crank", "placeholder"])
-    assert battles.loop.seating.owner[1].tolist() == [0, 0, 0, 1, 1, 1]
+    assert battles.loop.seating.layout.owner[1].tolist() == [0, 0, 0, 1, 1, 1]
     assert [c.name for c in battles.controllers] == ["crank", "placeholder"]
     with pytest.raises(ValueError, match=r"^opponent\[1\]: expected an agent spec \(a name or a checkpoint\) or an "
                                          r"agent object with act\(\), got int 3$"):

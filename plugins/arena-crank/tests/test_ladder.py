@@ -11,8 +11,8 @@ import torch
 
 from arena.agents import build_agent
 from arena.env import EnvConfig, TensorEnv
-from arena.loop import needs_extended
 from arena.match import play_match
+from arena.parties import needs_extended
 from arena.testing import check_agent
 from arena.training import league_agents, league_partners
 from arena_crank.ladder import Ace, Defender, Salvo, Sniper
