@@ -68,7 +68,7 @@ class TensorEnv:
         # Integrate only the missiles in flight: a win on the CPU; on a GPU it would cost a host sync.
         if packed_missiles is None:
             packed_missiles = self.device.type == "cpu" and not self.compiled
-        self.packed_missiles = packed_missiles
+        self.packed_missiles = packed_missiles  # may change between steps (a test watching the GPU's layout)
         self.generator = torch.Generator(device=self.device)
         self.seed = seed
         self.generator.manual_seed(seed)
@@ -85,10 +85,8 @@ class TensorEnv:
         self.game_seeds: torch.Tensor | None = None  # [N] per-env start seeds (reset(game_seeds=...)), else None
         # Envs whose last state before auto-reset ``step`` hands back (replay recorders); None: none, no cost.
         self.watched: torch.Tensor | None = None
-        # Team observations (neighbour slots) are costly: after an auto-reset only the restarted battles
-        # are observed again. Finding them syncs with the host, which the CPU layout does anyway.
-        self._observe_subsets = self.packed_missiles and self.team_size > 1
-        self._runners: dict[bool, StepRunner] = {}  # by whether battles are watched (the plan's keep_world)
+        # by (whether battles are watched, the missile layout): the two things that change after construction
+        self._runners: dict[tuple[bool, bool], StepRunner] = {}
 
     # -- public API -------------------------------------------------------------------------------
 
@@ -289,13 +287,14 @@ class TensorEnv:
         return {p: side_view(t, self.team_size, i) for i, p in enumerate(PLAYERS)}
 
     def _runner(self) -> StepRunner:
-        """The step for the current plan; only whether battles are watched changes after construction."""
-        keep_world = self.watched is not None
-        runner = self._runners.get(keep_world)
+        """The step for the current plan: whether battles are watched, and the missile layout."""
+        keep_world, packed = self.watched is not None, self.packed_missiles
+        runner = self._runners.get((keep_world, packed))
         if runner is None:
-            plan = StepPlan(self.config, self.packed_missiles, self.final_global_state, keep_world,
-                            self._observe_subsets)
-            runner = self._runners[keep_world] = StepRunner(plan, self.compiled)
+            # Team observations (neighbour slots) are costly: after an auto-reset only the restarted battles
+            # are observed again. Finding them syncs with the host, which the CPU layout does anyway.
+            plan = StepPlan(self.config, packed, self.final_global_state, keep_world, packed and self.team_size > 1)
+            runner = self._runners[(keep_world, packed)] = StepRunner(plan, self.compiled)
         return runner
 
     def _spawn_uniforms(self) -> tuple[torch.Tensor, torch.Tensor | None]:

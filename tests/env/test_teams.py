@@ -363,7 +363,7 @@ def test_packed_and_dense_missiles_fly_the_same_team_battles(team_size: int) -> 
 
 def test_after_auto_reset_only_restarted_battles_are_observed_again_and_nothing_differs() -> None:
     env = TensorEnv(37, seed=4, config=EnvConfig(team_size=3, max_time=40.0), packed_missiles=True)
-    assert env._observe_subsets
+    assert env._runner().plan.observe_subsets
     env.reset()
     g = torch.Generator().manual_seed(0)
     restarted = 0

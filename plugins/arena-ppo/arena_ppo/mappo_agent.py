@@ -66,12 +66,12 @@ class MAPPOAgent(PPOAgent):
         return ValueNorm()
 
     def with_seats(self, rows: "torch.Tensor") -> "torch.Tensor":
-        """Rows are a side's aircraft, seats next to each other: row r flies seat r mod T."""
+        """Rows are a side's aircraft, seats next to each other: row r flies seat r mod T, its one-hot the
+        identity's row r mod T (``one_hot`` checks its classes by reading them back on the CPU)."""
         import torch
-        from torch.nn import functional as F
 
-        seat = torch.arange(rows.shape[0], device=rows.device) % self.seats
-        return torch.cat((rows, F.one_hot(seat, self.seats).to(rows.dtype)), -1)
+        seats = torch.eye(self.seats, dtype=rows.dtype, device=rows.device).repeat(rows.shape[0] // self.seats, 1)
+        return torch.cat((rows, seats), -1)
 
     # -- acting: a side at a time ------------------------------------------------------------------
 

@@ -43,19 +43,14 @@ def test_a_gpu_checkpoint_plays_on_the_cpu_and_a_cpu_one_on_the_gpu(tmp_path):
 def test_rollout_steps_and_an_update_never_wait_for_the_host(tmp_path):
     """Under torch's sync debug mode, the rollout's steps (learner, crank, env, shaping, storage) and the
     update's minibatch steps (compiled) run without one host synchronization, and the compiled update
-    follows the eager one within float tolerance."""
+    follows the eager one within float tolerance. Its CPU twin, watched by the detector of host reads, is
+    test_step_path.py (a compiled step is not watched by it: the compiler would trace the detector too)."""
     import copy
 
     from arena_ppo.algorithms import PPO
-    from arena_ppo.plan import resolve
-    from arena_ppo.runners import build_run
-    from arena_ppo.train_config import TrainConfig
+    from test_step_path import learner_on, rollout_steps
 
-    cfg = TrainConfig()
-    cfg.run.num_envs, cfg.run.eval_games, cfg.run.device, cfg.run.vs, cfg.run.floor = 1024, 0, "cuda", ("crank",), 0.0
-    cfg.ppo.n_steps, cfg.ppo.batch_size, cfg.ppo.n_epochs = 8, 4096, 2
-    learner = build_run(resolve(cfg, out=tmp_path), console=None, progress=False).learner
-    learner.collect()  # first calls: allocations, the compiled env step
+    learner = learner_on("cuda", tmp_path, num_envs=1024)
     eager = PPO(copy.deepcopy(learner.agent.model), learner.algorithm.cfg)
     compiled = PPO(copy.deepcopy(learner.agent.model), learner.algorithm.cfg, compiled=True)
     compiled.update(learner.storage, torch.Generator().manual_seed(0))  # compiles
@@ -71,17 +66,10 @@ def test_rollout_steps_and_an_update_never_wait_for_the_host(tmp_path):
         torch.cuda.set_sync_debug_mode(0)
     want = eager.update(learner.storage, torch.Generator().manual_seed(1))
 
-    env, algorithm = learner.env, learner.algorithm
-    env.begin_rollout(learner.generators["shuffle"])
-    learner.storage.clear()
-    obs = env.observations()
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        with torch.no_grad():
-            for _ in range(4):
-                obs, rewards, dones, extras = env.step(algorithm.act(obs))
-                algorithm.process_env_step(rewards, dones, extras)
+        rollout_steps(learner)
     finally:
         torch.cuda.set_sync_debug_mode(0)
     assert compiled.compiled

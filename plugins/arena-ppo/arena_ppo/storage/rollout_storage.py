@@ -68,6 +68,7 @@ class RolloutStorage:
                  device: torch.device | str, active_masks: bool = False,
                  hidden_sizes: tuple[int, int] | None = None, teacher: bool = False) -> None:
         self.n_steps, self.num_envs, self.device = n_steps, num_envs, torch.device(device)
+        self._device_generator: torch.Generator | None = None  # the minibatch order's stream on a GPU (_order)
         f: dict[str, Any] = dict(device=self.device, dtype=torch.float32)
         shape = (n_steps, num_envs)
         self.obs = torch.zeros(*shape, obs_dim, **f)
@@ -159,11 +160,21 @@ class RolloutStorage:
             flat["active"] = self.active.reshape(total).float()
         size = max(1, min(batch_size, total))
         for _ in range(n_epochs):
-            # drawn on the CPU (the same order on every device); sent without waiting for the GPU
-            order = torch.randperm(total, generator=generator, device="cpu").to(self.device, non_blocking=True)
+            order = self._order(total, generator)
             for start in range(0, total, size):
                 idx = order[start:start + size]
                 yield {name: value[idx] for name, value in flat.items()}
+
+    def _order(self, total: int, generator: torch.Generator | None) -> torch.Tensor:
+        """An epoch's minibatch order, drawn where the rollout is. On a GPU it comes from a stream of the
+        GPU's seeded by a draw of ``generator`` (a CPU stream, which a checkpoint keeps): an order drawn on
+        the CPU would reach the GPU by a copy from pageable memory, a quarter of an update at 65,536 envs."""
+        if self.device.type == "cpu" or generator is None:
+            return torch.randperm(total, generator=generator, device=self.device)
+        if self._device_generator is None:
+            self._device_generator = torch.Generator(device=self.device)
+        self._device_generator.manual_seed(int(torch.randint(1 << 62, (), generator=generator)))
+        return torch.randperm(total, generator=self._device_generator, device=self.device)
 
     def chunked_batches(self, batch_size: int, n_epochs: int, chunk: int, generator: torch.Generator | None = None
                         ) -> Iterator[dict[str, torch.Tensor]]:
@@ -196,8 +207,7 @@ class RolloutStorage:
         total = count * envs
         size = max(1, min(batch_size // chunk, total))
         for _ in range(n_epochs):
-            # drawn on the CPU (the same order on every device); sent without waiting for the GPU
-            order = torch.randperm(total, generator=generator, device="cpu").to(self.device, non_blocking=True)
+            order = self._order(total, generator)
             for start in range(0, total, size):
                 idx = order[start:start + size]
                 batch = {name: value[:, idx].reshape(-1, *value.shape[2:]) for name, value in data.items()
