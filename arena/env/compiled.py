@@ -2,8 +2,9 @@
 
 ``torch.compile`` turns :func:`arena.env.step.step_battles` into one graph: C++ on the CPU, Triton on a
 GPU. The first step of a new shape pays for compilation (tens of seconds on a small CPU); the
-compiler's on-disk cache (``/tmp/torchinductor_<user>`` unless ``TORCHINDUCTOR_CACHE_DIR`` says
-otherwise) makes later processes pay a few seconds. So the env compiles where that pays: see
+compiler's on-disk cache makes later processes pay a few seconds. Arena keeps that cache under the
+user's cache folder (:func:`use_compile_cache`), not torch's ``/tmp`` default, so that a machine compiles
+each step once rather than once per boot. The env compiles where that pays: see
 :func:`default_compile`. ``ARENA_COMPILE`` (``auto``, ``1``, ``0``) or ``TensorEnv(compile=...)``
 overrides it. A machine without a C++ compiler (or a GPU without Triton) steps eagerly, and says so
 once.
@@ -28,6 +29,7 @@ MIN_ENVS = 1024  # below this a step is cheap either way and compilation would n
 # (40 -> 22 ms a step at 16,384 envs on one thread; docs/experiments/2026-11-25-compiled-env-step.md).
 INDUCTOR_OPTIONS: dict[str, str | int | bool | Callable[..., Any]] = {"cpp.enable_loop_tail_vec": False}
 RECOMPILE_LIMIT = 64  # compiled graphs kept per process: one per (team size, batch size, plan)
+CACHE_ENV_VAR = "TORCHINDUCTOR_CACHE_DIR"  # torch's compiler reads its cache folder from it at each use
 
 log = logging.getLogger(__name__)
 _said: set[str] = set()
@@ -87,6 +89,27 @@ def missing_compiler(device: torch.device) -> str | None:
     return f"no compiler backend for device type {device.type!r}"
 
 
+def use_compile_cache() -> str | None:
+    """The folder torch's compiler keeps its caches in, chosen before the first compilation of a process:
+    ``TORCHINDUCTOR_CACHE_DIR`` where it names another folder than torch's default, else
+    ``arena/torch-compile`` in the user's cache folder (``$XDG_CACHE_HOME``, else ``~/.cache``), which
+    outlives ``/tmp``. None (torch's default) where that folder cannot be made. Torch writes its default
+    into the variable as soon as ``torch._dynamo`` is imported, so that value is not the user's choice."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    folder = os.environ.get(CACHE_ENV_VAR)
+    if folder and os.path.abspath(folder) != os.path.abspath(default_cache_dir()):
+        return folder
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "arena", "torch-compile")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    os.environ[CACHE_ENV_VAR] = folder
+    return folder
+
+
 def say_once(message: str) -> None:
     """One warning line per distinct message and process."""
     if message not in _said:
@@ -120,6 +143,7 @@ def compiled_step(plan: StepPlan) -> Callable[..., dict[str, Any]]:
     for name in ("recompile_limit", "cache_size_limit"):
         if getattr(dynamo, name, RECOMPILE_LIMIT) < RECOMPILE_LIMIT:
             setattr(dynamo, name, RECOMPILE_LIMIT)
+    use_compile_cache()
 
     def step(world: Any, actions: Any, spawn: Any, totals: Any) -> dict[str, Any]:
         return step_battles(world, actions, spawn, totals, plan)

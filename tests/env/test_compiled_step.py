@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 
 import pytest
 import torch
@@ -169,3 +170,23 @@ def test_auto_compiles_large_batches_on_a_gpu_and_never_on_the_cpu() -> None:
     assert compiled.default_compile(torch.device("cuda"), compiled.MIN_ENVS)
     assert not compiled.default_compile(torch.device("cuda"), compiled.MIN_ENVS - 1)
     assert not compiled.default_compile(torch.device("cpu"), 1 << 20)
+
+
+def test_the_compiler_cache_lives_in_the_users_cache_folder(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """Torch's default, /tmp, is emptied at boot: a machine would compile each step again."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    from arena.env.compiled import CACHE_ENV_VAR, use_compile_cache
+
+    monkeypatch.delenv(CACHE_ENV_VAR, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder = tmp_path / "cache" / "arena" / "torch-compile"
+    assert use_compile_cache() == str(folder) == os.environ[CACHE_ENV_VAR] and folder.is_dir()
+    monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path / "mine"))  # the user's choice stands
+    assert use_compile_cache() == str(tmp_path / "mine")
+    monkeypatch.setenv(CACHE_ENV_VAR, default_cache_dir())  # what importing torch._dynamo writes there
+    assert use_compile_cache() == str(folder)
+    monkeypatch.delenv(CACHE_ENV_VAR)
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))  # cannot hold a folder: torch's default
+    assert use_compile_cache() is None and CACHE_ENV_VAR not in os.environ

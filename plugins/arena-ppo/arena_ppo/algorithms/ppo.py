@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import torch
 from torch import nn
 
-from arena.env.compiled import say_once
+from arena.env.compiled import say_once, use_compile_cache
 from arena.env.teams import seat_rows
 from arena_ppo.modules import ActorCritic, ValueNorm, ValueNormalizer
 from arena_ppo.storage import RolloutStorage, Transition
@@ -145,6 +145,7 @@ class PPO:
         self.eager_reason = ""  # the compiler's words when it failed here and the update fell back to eager
         if compiled:
             quiet_profiler_note()
+            use_compile_cache()
         self._descend: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]] = (
             torch.compile(self.descend, dynamic=False) if compiled else self.descend)
         self._proven: set[int] = set()  # minibatch sizes the compiled step has compiled for (dynamic=False)
