@@ -2,6 +2,7 @@
 
     python benchmarks/time_to_quality.py --minutes 8                         # eager against ARENA_COMPILE=1
     python benchmarks/time_to_quality.py --arm eager= --arm "two-epochs=--set ppo.n_epochs=2" --seeds 0,1
+    python benchmarks/time_to_quality.py --arm "gpu=--device cuda" --one-at-a-time --games 1000 --device cuda
 
 An arm is ``NAME=ARGS``: extra ``arena train ppo`` arguments, and ``ENV=VALUE`` words in front of them
 set environment variables (``compiled=ARENA_COMPILE=1``). Every arm of a seed trains at the same time,
@@ -10,13 +11,16 @@ seed start when those end. Each run trains against CrankAgent for ``--minutes`` 
 ``--save-updates`` updates and no evaluation inside the timed training. Afterwards the checkpoints are
 scored in order, sampled as the trainer evaluates (``--games`` against CrankAgent, then against the
 placeholder), until the first that wins every CrankAgent game and at least ``--placeholder`` of the
-placeholder's: its training time (metrics.csv's clock) is the arm's time to quality.
+placeholder's. The arm's time to quality is the wall time from the command to that checkpoint's file,
+start-up and compilation included; the training clock's (metrics.csv) is shown beside it. On a GPU,
+``--one-at-a-time`` trains the arms one after another, so that none shares the GPU with another.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import shlex
 import statistics
@@ -52,6 +56,7 @@ class Arm:
 def train(arm: Arm, seed: int, minutes: float, save_updates: int, out: Path) -> subprocess.Popen[bytes]:
     """Start one training run in its own process (one torch thread), logging to ``out/train.log``."""
     out.mkdir(parents=True, exist_ok=True)
+    (out / "launched").write_text(repr(time.time()))  # the wall clock at the command: time to quality counts from it
     command = [sys.executable, "-c", "from arena.cli import main; main()", "train", "ppo", "--vs", "crank",
                "--seed", str(seed), "--threads", "1", "--eval-games", "0", "--max-time", str(minutes * 60),
                "--max-steps", str(10**12),
@@ -66,8 +71,9 @@ def clock_at(out: Path) -> dict[int, tuple[float, int]]:
         return {int(r["step"]): (float(r["time"]), int(r["update"])) for r in csv.DictReader(f)}
 
 
-def first_good(out: Path, games: int, placeholder_floor: float, seed: int) -> dict[str, Any] | None:
-    """The first checkpoint (in training order) at the demo's quality, sampled; None if none is."""
+def first_good(out: Path, games: int, placeholder_floor: float, seed: int, device: str = "cpu"
+               ) -> dict[str, Any] | None:
+    """The first checkpoint (in training order) at the demo's quality, sampled on ``device``; None if none is."""
     import torch
 
     from arena.agents import build_agent
@@ -75,21 +81,22 @@ def first_good(out: Path, games: int, placeholder_floor: float, seed: int) -> di
     from arena.training import checkpoint_step, list_checkpoints
     from arena_ppo.agent import PPOAgent
 
-    rivals = {name: build_agent(name) for name in ("crank", "placeholder")}
+    rivals = {name: build_agent(name, device) for name in ("crank", "placeholder")}
+    launched = float((out / "launched").read_text())
     for path in list_checkpoints(out):
-        agent = PPOAgent.load(path)
+        agent = PPOAgent.load(path, device)
         scores = {}
         for name, rival in rivals.items():
             with torch.random.fork_rng(devices=[]):
-                r = play_match(agent, rival, games, env_config=agent.env_config, seed=seed + 777, name_a="ppo",
-                               name_b=name, policies=("sampled", "deterministic"))
+                r = play_match(agent, rival, games, env_config=agent.env_config, device=device, seed=seed + 777,
+                               name_a="ppo", name_b=name, policies=("sampled", "deterministic"))
             scores[name] = r.wins / r.games
             if name == "crank" and r.wins < r.games:
                 break
         else:
             if scores["placeholder"] >= placeholder_floor:
                 return {"step": checkpoint_step(path), "crank": scores["crank"],
-                        "placeholder": scores["placeholder"]}
+                        "placeholder": scores["placeholder"], "wall_s": path.stat().st_mtime - launched}
     return None
 
 
@@ -102,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--save-updates", type=int, default=8, help="updates between checkpoints")
     parser.add_argument("--games", type=int, default=200, help="sampled games per opponent and checkpoint")
     parser.add_argument("--placeholder", type=float, default=0.85, help="share of the placeholder's games to win")
+    parser.add_argument("--one-at-a-time", action="store_true", help="train the arms of a seed one after another")
+    parser.add_argument("--device", default="cpu", help="where the checkpoints are scored")
     parser.add_argument("--out", type=Path, default=Path("runs") / f"quality-{time.strftime('%Y%m%d-%H%M%S')}")
     args = parser.parse_args(argv)
 
@@ -110,12 +119,16 @@ def main(argv: list[str] | None = None) -> int:
     apply_threads(1, batch=args.games)
     arms = [Arm.parse(a) for a in (args.arm or ["eager=ARENA_COMPILE=0", "compiled=ARENA_COMPILE=1"])]
     seeds = [int(s) for s in args.seeds.split(",") if s]
-    print(f"{len(arms)} arms x {len(seeds)} seeds, {args.minutes:g} min each, side by side; output {args.out}",
-          flush=True)
+    print(f"{len(arms)} arms x {len(seeds)} seeds, {args.minutes:g} min each, "
+          f"{'one at a time' if args.one_at_a_time else 'side by side'}; output {args.out}", flush=True)
     results: list[dict[str, Any]] = []
     for seed in seeds:
         runs = {arm.name: args.out / f"{arm.name}-seed{seed}" for arm in arms}
-        procs = [train(arm, seed, args.minutes, args.save_updates, runs[arm.name]) for arm in arms]
+        procs = []
+        for arm in arms:
+            procs.append(train(arm, seed, args.minutes, args.save_updates, runs[arm.name]))
+            if args.one_at_a_time:
+                procs[-1].wait()
         for arm, proc in zip(arms, procs, strict=True):
             if proc.wait() != 0:
                 print(f"{arm.name} seed {seed} failed: see {runs[arm.name] / 'train.log'}", flush=True)
@@ -127,16 +140,19 @@ def main(argv: list[str] | None = None) -> int:
             last = max(clock)
             row: dict[str, Any] = {"arm": arm.name, "seed": seed, "steps": last, "updates": clock[last][1],
                                    "sps": last / clock[last][0]}
-            good = first_good(out, args.games, args.placeholder, seed)
+            good = first_good(out, args.games, args.placeholder, seed, args.device)
             if good:
-                row.update(quality_s=clock[good["step"]][0], quality_step=good["step"],
+                row.update(quality_s=good["wall_s"], training_s=clock[good["step"]][0], quality_step=good["step"],
                            placeholder=good["placeholder"])
             results.append(row)
-            reached = (f"{row['quality_s']:7.1f} s at {row['quality_step']:>11,} steps "
-                       f"(placeholder {row['placeholder']:.1%})" if good else "not reached")
+            reached = (f"{row['quality_s']:7.1f} s from the command ({row['training_s']:.1f} s of training) at "
+                       f"{row['quality_step']:>11,} steps (placeholder {row['placeholder']:.1%})" if good
+                       else "not reached")
             print(f"{arm.name:>12} seed {seed}: {row['steps']:>11,} steps, {row['updates']:>4} updates, "
                   f"{row['sps']:>8,.0f} env-steps/s; quality {reached}", flush=True)
-    print("\n| arm | env-steps/s, median | time to quality, median | reached |\n|---|---:|---:|---:|")
+    (args.out / "results.json").write_text(json.dumps(results, indent=1))
+    print("\n| arm | env-steps/s, median | time to quality from the command, median | reached |\n"
+          "|---|---:|---:|---:|")
     for arm in arms:
         rows = [r for r in results if r["arm"] == arm.name]
         times = [r["quality_s"] for r in rows if "quality_s" in r]

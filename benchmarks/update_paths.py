@@ -75,7 +75,8 @@ def measure(envs: int, args: argparse.Namespace, out: Path) -> dict[str, float]:
             updates[name].append(time.perf_counter() - t0)
     return {"rollout_step_ms": 1e3 * statistics.median(rollouts["eager"]),
             "compiled_step_ms": 1e3 * statistics.median(rollouts["compiled"]),
-            "env_compiled": float(learners["compiled"].env.compiled), "eager_s": statistics.median(updates["eager"]),
+            "env_compiled": float(learners["compiled"].env.env.compiled),
+            "eager_s": statistics.median(updates["eager"]),
             "compiled_s": statistics.median(updates["compiled"]), "first_s": first,
             "compiled_ran": float(algorithms["compiled"].compiled), "launches": launches,
             "minibatches": float(learner.algorithm.cfg.n_epochs * -(-learner.storage.n_steps * envs //
@@ -115,24 +116,20 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--count-launches", action="store_true", help="CUDA: kernel launches per rollout step")
     args = parser.parse_args()
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="arena-update-paths-") as tmp:
-        for envs in (int(n) for n in args.envs.split(",")):
-            rows.append((envs, measure(envs, args, Path(tmp) / str(envs))))
-            print(f"  {envs:,} envs done", flush=True)
-    print(f"\n{args.device}, {torch.get_num_threads()} thread(s), torch {torch.__version__}; "
+    print(f"{args.device}, {torch.get_num_threads()} thread(s), torch {torch.__version__}; "
           f"medians of {args.repeats} updates a path\n")
     print(f"{'envs':>7} {'rollout step':>13} {'env compiled':>12} {'minibatches':>11} {'update eager':>12} "
           f"{'compiled':>9} {'speed-up':>8} {'first compiled':>14}"
-          + (f" {'launches/step':>13}" if args.count_launches else ""))
-    for envs, r in rows:
-        compiled = f"{r['compiled_s']:.3f} s" if r["compiled_ran"] else "eager"
-        stepped = f"{r['compiled_step_ms']:.1f} ms" if r["env_compiled"] else "eager"
-        print(f"{envs:>7,} {r['rollout_step_ms']:>10.1f} ms {stepped:>12} {r['minibatches']:>11.0f} "
-              f"{r['eager_s']:>10.3f} s "
-              f"{compiled:>9} {r['eager_s'] / r['compiled_s']:>7.2f}x {r['first_s']:>12.1f} s"
-              + (f" {r['launches']:>13.0f}" if args.count_launches else ""))
-
+          + (f" {'launches/step':>13}" if args.count_launches else ""), flush=True)
+    with tempfile.TemporaryDirectory(prefix="arena-update-paths-") as tmp:
+        for envs in (int(n) for n in args.envs.split(",")):
+            r = measure(envs, args, Path(tmp) / str(envs))
+            compiled = f"{r['compiled_s']:.3f} s" if r["compiled_ran"] else "eager"
+            stepped = f"{r['compiled_step_ms']:.1f} ms" if r["env_compiled"] else "eager"
+            print(f"{envs:>7,} {r['rollout_step_ms']:>10.1f} ms {stepped:>12} {r['minibatches']:>11.0f} "
+                  f"{r['eager_s']:>10.3f} s "
+                  f"{compiled:>9} {r['eager_s'] / r['compiled_s']:>7.2f}x {r['first_s']:>12.1f} s"
+                  + (f" {r['launches']:>13.0f}" if args.count_launches else ""), flush=True)
 
 if __name__ == "__main__":
     main()
