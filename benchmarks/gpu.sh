@@ -4,6 +4,7 @@
 #
 #   bash benchmarks/gpu.sh               # on a machine with a CUDA GPU and torch
 #   bash benchmarks/gpu.sh > gpu.log     # the whole log, for docs/performance.md
+#   bash benchmarks/gpu.sh --dry-run     # every step on the CPU at toy sizes (about 3 minutes): the plumbing
 #
 # It uses $PYTHON, else .venv/bin/python, else python3. Where that python has torch but not the project
 # (a lent GPU machine), arena and its plugins are installed into .gpu-venv, which sees that python's
@@ -16,6 +17,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
 DEADLINE=${GPU_DEADLINE:-570}  # seconds: a step that would start later is skipped, and said so
+DEVICE=cuda GAMES=1000 MINUTES=0.67 LEAGUE="--participants 100 --ppo 60 --games-per-pairing 16 --max-envs 65536"
+ENVS=65536 ENV_SIZES=65536,1048576 LAUNCHES=--count-launches
+if [ "${1:-}" = "--dry-run" ]; then
+  DEVICE=cpu GAMES=50 MINUTES=0.3 LEAGUE="--participants 12 --ppo 4 --games-per-pairing 2 --max-envs 4096"
+  ENVS=256 ENV_SIZES=256 LAUNCHES=
+fi
 
 PYTHON=${PYTHON:-}
 if [ -z "$PYTHON" ]; then
@@ -37,7 +44,7 @@ print('import site; ' + '; '.join(f'site.addsitedir({d!r})' for d in dirs))" > "
   "$PYTHON" -m pip install -q --no-index --no-deps --no-build-isolation -e . -e plugins/arena-ppo \
     -e plugins/arena-crank -e plugins/arena-placeholder || exit 1
 fi
-"$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" || {
+[ "$DEVICE" = cpu ] || "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" || {
   echo "no CUDA device: nothing to measure"; exit 1; }
 
 OUT_DIR=$(mktemp -d)
@@ -52,7 +59,7 @@ step() {  # step TITLE SECONDS COMMAND...: one figure or table, within its own t
     echo "(skipped: the check's ${DEADLINE} s are nearly spent)"; UNFINISHED+=("$title (skipped)"); return 1
   fi
   local start=$SECONDS
-  timeout "$limit" "$@"
+  if declare -F "$1" >/dev/null; then timeout "$limit" bash -c "$*"; else timeout "$limit" "$@"; fi
   local status=$?
   if [ $status -eq 124 ]; then echo "(stopped at its ${limit} s limit)"; UNFINISHED+=("$title (limit)");
   elif [ $status -ne 0 ]; then UNFINISHED+=("$title (exit $status)"); fi
@@ -65,7 +72,7 @@ claim() {  # claim TEXT FIGURE OK: one line of the verdict
 }
 
 echo "== machine"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+[ "$DEVICE" = cpu ] && echo "a dry run on the CPU" || nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 "$PYTHON" -c "import torch, sys; print('torch', torch.__version__, '| python', sys.version.split()[0])"
 XDIST=()
 "$PYTHON" -c "import xdist" 2>/dev/null && XDIST=(-n 4)
@@ -74,7 +81,7 @@ XDIST=()
 second_update() {  # second_update OUT: seconds from the command to the row of its second update
   local out=$1 start
   start=$(date +%s.%N)
-  "$PYTHON" -m arena train ppo --vs crank --device cuda --max-steps $((1024 * 32 * 3)) --eval-games 0 \
+  "$PYTHON" -m arena train ppo --vs crank --device "$DEVICE" --max-steps $((1024 * 32 * 3)) --eval-games 0 \
     --no-progress --out "$out" > "$out.log" 2>&1 &
   local pid=$!
   while [ "$(cat "$out/metrics.csv" 2>/dev/null | wc -l)" -lt 3 ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done
@@ -91,6 +98,8 @@ cache_runs() {
   echo "second update from the command, from the cache:      $warm s"
   echo "$cold $warm" > "$OUT_DIR/second-update"
 }
+export PYTHON OUT_DIR DEVICE
+export -f second_update cache_runs  # run by timeout, in a shell of their own
 # The cold run gets an empty cache of its own; the user's cache is then filled from it.
 export TORCHINDUCTOR_CACHE_DIR="$OUT_DIR/compile-cache" TRITON_CACHE_DIR="$OUT_DIR/compile-cache/triton"
 step "a run's second update, cold and warm (the trainer's defaults on the GPU)" 120 cache_runs
@@ -126,19 +135,20 @@ claim "every GPU test passes" "pytest exit $status" "$([ $status -eq 0 ] && echo
 
 # -- time to quality ----------------------------------------------------------------------------------
 # The trainer's defaults, and the best setting measured on an H200 before (4,096 envs, minibatch 32,768).
-GPU_QUALITY_ARMS=${GPU_QUALITY_ARMS:-"defaults=--device cuda;4096-envs=--device cuda --num-envs 4096 --set ppo.batch_size=32768"}
+GPU_QUALITY_ARMS=${GPU_QUALITY_ARMS:-"defaults=--device $DEVICE;4096-envs=--device $DEVICE --num-envs 4096 \
+--set ppo.batch_size=32768"}
 IFS=';' read -r -a ARMS <<< "$GPU_QUALITY_ARMS"
 ARM_ARGS=()
 for arm in "${ARMS[@]}"; do ARM_ARGS+=(--arm "$arm"); done
 step "time to quality: 1,000 sampled games each against crank (all won) and the placeholder (85 %)" 200 \
-  "$PYTHON" benchmarks/time_to_quality.py "${ARM_ARGS[@]}" --one-at-a-time --minutes 0.67 --save-updates 4 \
-  --games 1000 --device cuda --out "$OUT_DIR/quality"
+  "$PYTHON" benchmarks/time_to_quality.py "${ARM_ARGS[@]}" --one-at-a-time --minutes "$MINUTES" \
+  --save-updates 8 --games "$GAMES" --device "$DEVICE" --out "$OUT_DIR/quality"
 if [ -f "$OUT_DIR/quality/results.json" ]; then
   while IFS= read -r line; do CLAIMS+=("$line"); done < <("$PYTHON" - "$OUT_DIR/quality/results.json" <<'EOF'
 import json, sys
 rows = json.load(open(sys.argv[1]))
 for r in rows:
-    reached = f"{r['quality_s']:.1f} s" if "quality_s" in r else "not reached in its 40 s"
+    reached = f"{r['quality_s']:.1f} s" if "quality_s" in r else "not reached in its run"
     print(f"figure  arm {r['arm']}: {r['sps']:,.0f} training env-steps/s, time to the bar {reached}")
 times = [r["quality_s"] for r in rows if "quality_s" in r]
 best = min(times, default=None)
@@ -151,20 +161,20 @@ fi
 # -- a league -----------------------------------------------------------------------------------------
 # 60 PPO participants from the time-to-quality runs' checkpoints, 11 CrankAgent variants, 29 placeholders:
 # 79,200 games
+# shellcheck disable=SC2086  # LEAGUE is a list of options
 step "a 100-participant league in one go" 60 \
-  "$PYTHON" benchmarks/tournament.py --device cuda --participants 100 --ppo 60 --max-checkpoints 3 \
-  --games-per-pairing 16 --max-envs 65536 --checkpoints "$OUT_DIR/quality/*/*.pt" | tee "$OUT_DIR/league.log"
+  "$PYTHON" benchmarks/tournament.py --device "$DEVICE" $LEAGUE --max-checkpoints 3 --checkpoints "$OUT_DIR/quality/*/*.pt" | tee "$OUT_DIR/league.log"
 play=$(sed -n 's/^| play wall time (s) *| \([0-9.]*\) |$/\1/p' "$OUT_DIR/league.log")
 [ -n "$play" ] && claim "the 100-participant league plays in 8 s or less" "$play s" \
   "$("$PYTHON" -c "print(int($play <= 8))")"
 
 # -- the tables -----------------------------------------------------------------------------------------
 step "the interfaces against the native game loop" 30 \
-  "$PYTHON" benchmarks/wrappers.py --device cuda --sizes 65536 --steps 30 --rounds 3
-step "env step, eager and compiled" 50 \
-  "$PYTHON" benchmarks/env_throughput.py --device cuda --sizes 65536,1048576 --paths eager,compiled --repeats 3
+  "$PYTHON" benchmarks/wrappers.py --device "$DEVICE" --sizes "$ENVS" --steps 30 --rounds 3
+step "env step, eager and compiled" 80 \
+  "$PYTHON" benchmarks/env_throughput.py --device "$DEVICE" --sizes "$ENV_SIZES" --paths eager,compiled --repeats 3
 step "rollout step and update, eager and compiled; kernel launches a rollout step" 60 \
-  "$PYTHON" benchmarks/update_paths.py --device cuda --envs 65536 --repeats 3 --count-launches
+  "$PYTHON" benchmarks/update_paths.py --device "$DEVICE" --envs "$ENVS" --repeats 3 $LAUNCHES
 
 echo
 echo "== claims"

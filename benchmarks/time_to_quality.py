@@ -10,10 +10,11 @@ one process a core with one torch thread each, so a busy machine slows them alik
 seed start when those end. Each run trains against CrankAgent for ``--minutes`` with a checkpoint every
 ``--save-updates`` updates and no evaluation inside the timed training. Afterwards the checkpoints are
 scored in order, sampled as the trainer evaluates (``--games`` against CrankAgent, then against the
-placeholder), until the first that wins every CrankAgent game and at least ``--placeholder`` of the
-placeholder's. The arm's time to quality is the wall time from the command to that checkpoint's file,
-start-up and compilation included; the training clock's (metrics.csv) is shown beside it. On a GPU,
-``--one-at-a-time`` trains the arms one after another, so that none shares the GPU with another.
+placeholder; a tenth of the CrankAgent games first, to pass over the checkpoints that lose one), until
+the first that wins every CrankAgent game and at least ``--placeholder`` of the placeholder's. The arm's
+time to quality is the wall time from the command to that checkpoint's file, start-up and compilation
+included; the training clock's (metrics.csv) is shown beside it. On a GPU, ``--one-at-a-time`` trains
+the arms one after another, so that none shares the GPU with another.
 """
 
 from __future__ import annotations
@@ -83,8 +84,14 @@ def first_good(out: Path, games: int, placeholder_floor: float, seed: int, devic
 
     rivals = {name: build_agent(name, device) for name in ("crank", "placeholder")}
     launched = float((out / "launched").read_text())
+    screen = max(games // 10, min(games, 50))  # a checkpoint that loses one of these games is not scored in full
     for path in list_checkpoints(out):
         agent = PPOAgent.load(path, device)
+        with torch.random.fork_rng(devices=[]):
+            r = play_match(agent, rivals["crank"], screen, env_config=agent.env_config, device=device, seed=seed + 555,
+                           policies=("sampled", "deterministic"))
+        if r.wins < r.games:
+            continue
         scores = {}
         for name, rival in rivals.items():
             with torch.random.fork_rng(devices=[]):
