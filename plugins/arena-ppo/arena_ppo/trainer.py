@@ -322,8 +322,10 @@ def describe_run(runner: Any) -> str:
     update = "compiled" if compiled else f"eager ({why})"
     step = learner.env.env.step_path
     paths = f"env step and update {step}" if step == update else f"env step {step}, update {update}"
+    ppo = plan.cfg.ppo
     return (f"training {algorithm} on {where}, {teams}vs {split}; reward {run.reward}{taught}; "
-            f"{envs} x {plan.cfg.ppo.n_steps} steps per update, {paths}; output {plan.out}")
+            f"{envs} x {ppo.n_steps} steps per update in minibatches of {ppo.batch_size:,} over {ppo.n_epochs} "
+            f"epochs, learning rate {ppo.learning_rate:g}, {paths}; output {plan.out}")
 
 
 def describe_end(runner: Any) -> str:
