@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 class Caller(Protocol):
-    """Who a call is blamed on, and its own random stream (:class:`arena.loop.Controller`)."""
+    """Who a call is blamed on, and its own random stream (:class:`arena.parties.Controller`)."""
 
     agent: Any
     name: str

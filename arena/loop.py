@@ -93,22 +93,22 @@ class Seating:
                  device: "torch.device", move_limit: float | None = None, families: bool = False) -> None:
         import torch
 
-        from arena.env.observations import EXTENDED_ONLY_KEYS
-
         if owner.dim() != 2 or owner.shape[0] != 2:
             raise ValueError(f"owner: expected a [2, num_envs] tensor, got shape {list(owner.shape)}")
         self.controllers = list(controllers)
-        self.num_envs = int(owner.shape[1])
         self.team_size = team_size
         self.device = device
         self.move_limit = move_limit  # seconds per act() call after the first (timed_move); None: unlimited
         self.layout = Layout(self.controllers, owner.to("cpu", torch.long), team_size, device)
-        self.extended_only = EXTENDED_ONLY_KEYS  # left out for agents that did not ask for them
         # A move limit is one agent's budget: timed agents act alone.
         self.parties = self.layout.parties(families and move_limit is None)
         self.nans = torch.zeros(len(self.controllers), dtype=torch.int64, device=device)
         self.moves = 0  # act() rounds so far: the first may pay one-time costs and is only bounded (hang_bound)
         self.watchdog: Watchdog | None = None  # started with the first timed move
+
+    @property
+    def num_envs(self) -> int:
+        return int(self.layout.owner.shape[1])
 
     @property
     def families(self) -> list[Party]:
@@ -160,7 +160,6 @@ class Seating:
             rows = torch.nonzero(party.rows_of(kept)).flatten()
             failures += self._blame(party, checked_call(party.actor.keep_rows, *self._who(party), "keep_rows", rows))
         self.layout = Layout(self.controllers, self.layout.owner[:, envs.cpu()], self.team_size, self.device)
-        self.num_envs = int(envs.numel())
         parties = [self.layout.party(p.members, p.actor) for p in self.parties]
         self.parties = [p for p in parties if p.row_controller.numel()]  # those left with battles to fly
         return failures
@@ -226,7 +225,7 @@ class Seating:
         if stuck:
             return [AgentFailure(self.controllers[k].name, self.controllers[k].role, "is not called again: an "
                                  "earlier move of it never returned", index=k) for k in stuck]
-        observation = party.gather(obs, stacks, self.extended_only)
+        observation = party.gather(obs, stacks)
         name, role = self._who(party)
 
         def move() -> "CleanAction | AgentFailure":

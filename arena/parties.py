@@ -10,7 +10,6 @@ from the two sides and scatters its action back without asking who its members a
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -119,12 +118,15 @@ class Party:
             local = local.index_select(0, self.order)
         return local.repeat_interleave(self.team_size) if self.flat else local
 
-    def gather(self, obs: dict[str, dict[str, "torch.Tensor"]], stacks: dict[str, "torch.Tensor"],
-               extended_only: Sequence[str]) -> dict[str, "torch.Tensor"]:
+    def gather(self, obs: dict[str, dict[str, "torch.Tensor"]], stacks: dict[str, "torch.Tensor"]
+               ) -> dict[str, "torch.Tensor"]:
         """The party's observation: its rows of each side, p1's first, then put in member order,
-        flattened seat by seat if need be. ``stacks`` holds one stacked tensor per side and step, shared
-        by the parties, so that each party gathers once."""
+        flattened seat by seat if need be, without the extended keys where its agents did not ask for
+        them. ``stacks`` holds one stacked tensor per side and step, shared by the parties, so that each
+        party gathers once."""
         import torch
+
+        from arena.env.observations import EXTENDED_ONLY_KEYS
 
         parts = []
         names: list[str] = []
@@ -144,8 +146,8 @@ class Party:
         if self.flat:
             local = local.reshape(local.shape[0], -1)
         out = dict(zip(names, local.unbind(0)))
-        if self.standard and extended_only[0] in out:
-            for key in extended_only:
+        if self.standard and EXTENDED_ONLY_KEYS[0] in out:
+            for key in EXTENDED_ONLY_KEYS:
                 out.pop(key, None)
         return out
 
@@ -207,11 +209,10 @@ class Layout:
         """Where the rows of ``actor``, acting for ``members``, sit."""
         import torch
 
-        first = self.rows[members[0]]
+        first, rows = self.rows[members[0]], self.member_rows(members)
         if len(members) == 1:  # its sides as the controller's own: a view when they form one block
-            count = first.count * (self.team_size if first.flat else 1)
             return Party(members, actor, first.sides, first.counts, None, None,
-                         torch.full((count,), members[0], device=self.device), first.flat, first.standard,
+                         torch.full((rows[0],), members[0], device=self.device), first.flat, first.standard,
                          self.team_size, lone=self.controllers[members[0]])
         place: list[list[int]] = [[], []]  # where each side's rows go in member order
         envs: list[list[torch.Tensor]] = [[], []]
@@ -231,7 +232,7 @@ class Layout:
             order = torch.empty_like(back)
             order[back] = torch.arange(back.numel())
             order, back = order.to(self.device), back.to(self.device)
-        row_controller = torch.repeat_interleave(torch.tensor(members), torch.tensor(self.member_rows(members)))
+        row_controller = torch.repeat_interleave(torch.tensor(members), torch.tensor(rows))
         party = Party(members, actor, (sides[0], sides[1]), counts, order, back, row_controller.to(self.device),
                       first.flat, first.standard, self.team_size)
         party.inactive_rows = self.inactive(party)

@@ -81,7 +81,7 @@ def test_single_aircraft_agents_are_flown_seat_by_seat_and_team_agents_get_the_t
     assert actions["p1"]["rudder"].shape == (3, 4) and bool((actions["p1"]["rudder"] == 0.25).all())
     # Seat k of env e is row e*T + k: the flattened observation is the team's, seat by seat.
     seen = obs["p1"]["enemy_distance"].reshape(-1)
-    assert torch.equal(seats.parties[0].gather(obs, {}, seats.extended_only)["enemy_distance"], seen)
+    assert torch.equal(seats.parties[0].gather(obs, {})["enemy_distance"], seen)
     dones = torch.tensor([False, True, False])
     assert not seats.reset(dones)
     assert single.resets[-1].tolist() == [False] * 4 + [True] * 4 + [False] * 4
