@@ -98,7 +98,8 @@ second_update() {  # second_update OUT [ARGS...]: seconds from the command to th
   "$PYTHON" -c "print(f'{$end - $start:.1f}')"
 }
 compile_once() {
-  local cache="${TORCHINDUCTOR_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/arena/torch-compile}" held i=0 t
+  local cache held i=0 t
+  cache=$("$PYTHON" -c "from arena.env.compiled import use_compile_cache; print(use_compile_cache())")
   held=$(find "$cache" -type f 2>/dev/null | wc -l)
   [ "$held" -gt 0 ] && echo "(the compile cache $cache already holds $held files: 'first' is not a cold start)"
   for arm in "${ARMS[@]}"; do
