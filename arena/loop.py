@@ -269,8 +269,7 @@ class GameLoop:
     seating, and the failures of a step are raised together before the env moves on. The observers see
     every step (replay recorders, statistics); one with a ``before_step(env)`` method is also called
     before the env steps, while it still shows the state the agents acted on (a recorder takes a new
-    battle's first frame there). A caller that judges failures itself (the tournament executor, which
-    forfeits the games of an agent that failed) acts through the seating and calls :meth:`advance`.
+    battle's first frame there).
     """
 
     env: "TensorEnv"
@@ -283,18 +282,15 @@ class GameLoop:
         raise_failures(self.seating.reset(envs))
 
     def step(self, obs: dict[str, dict[str, "torch.Tensor"]],
-             given: dict[str, dict[str, "torch.Tensor"]] | None = None) -> Turn:
+             given: dict[str, dict[str, "torch.Tensor"]] | None = None,
+             judge: Callable[[list[AgentFailure]], None] = raise_failures) -> Turn:
+        """The seating acts (``given`` sides are the caller's), the env steps, finished battles' agents
+        reset. ``judge`` gets the failures of the acting and of the resets: by default they are raised
+        together; a tournament forfeits the games of the agents that failed and plays on."""
         given = given or {}
         actions, failures = self.seating.act({side: obs[side] for side in SIDES if side not in given})
-        raise_failures(failures)
+        judge(failures)
         actions.update(given)
-        turn = self.advance(obs, actions)
-        raise_failures(self.seating.reset(turn.dones))  # auto-reset battles start afresh: clear their memory
-        return turn
-
-    def advance(self, obs: dict[str, dict[str, "torch.Tensor"]], actions: dict[str, dict[str, "torch.Tensor"]]
-                ) -> Turn:
-        """The env steps both sides' ``actions`` (taken on ``obs``); the observers see the turn."""
         for observer in self.observers:
             before = getattr(observer, "before_step", None)
             if before is not None:
@@ -304,4 +300,5 @@ class GameLoop:
         turn = Turn(self.steps, obs, actions, next_obs, rewards, dones, infos)
         for observer in self.observers:
             observer(turn)
+        judge(self.seating.reset(turn.dones))  # auto-reset battles start afresh: clear their memory
         return turn

@@ -8,8 +8,8 @@ one gathered batch (the game loop's seating, :mod:`arena.loop`; a family of agen
 call for all: :mod:`arena.families`), and agents with per-env memory stay aligned; ``reset(mask)``
 clears the slots whose game ended. In team battles a participant flies every seat of its side.
 
-The executor drives the seating: it acts, judges the failures, steps the env, and hands the seating
-who still plays (``set_active``): a participant with no game left in the batch is not called. Once a
+The executor steps the game loop and judges each step's failures itself (a forfeit, not an error), and
+hands the seating who still plays (``set_active``): a participant with no game left in the batch is not called. Once a
 quarter of the envs idle, the batch keeps only those that play (:meth:`arena.env.TensorEnv.keep_envs`;
 every agent keeps its rows' memory with ``keep_rows``), unless an agent cannot drop rows or the step is
 compiled (a fixed batch size).
@@ -208,8 +208,8 @@ class _BatchRun:
         ctx.sink.batch_finished(self.batch_id)
 
     def _play(self, env: Any, loop: Any) -> None:
-        """Step until every game of the batch is over (or, replaying, every wanted game is recorded): the
-        seating acts, its failures are judged here, then the env steps."""
+        """Step until every game of the batch is over (or, replaying, every wanted game is recorded), the
+        failures of each step judged here."""
         import torch
 
         ctx, table = self.ctx, self.table
@@ -228,10 +228,7 @@ class _BatchRun:
             self._faults(self.seating.reset())
             wanted = sum(len(g) for g in self.record.values())
             while bool(table.playing.any()) and not (wanted and len(self.recorded) == wanted):
-                actions, failures = self.seating.act(obs)
-                self._faults(failures)
-                turn = loop.advance(obs, actions)
-                self._faults(self.seating.reset(turn.dones))  # auto-reset battles start afresh: clear their memory
+                turn = loop.step(obs, judge=self._faults)
                 obs = turn.next_obs
                 self.step += 1
                 ctx.stats.steps += 1
@@ -287,16 +284,18 @@ class _BatchRun:
         busy = self.table.busy(self.member_index).tolist()
         self.seating.set_active([b > 0 and k not in self.failed for k, b in zip(self.members, busy)])
 
-    def _next_games(self, slots: list[int]) -> None:
-        """Each of ``slots`` (in order) takes its pairing's next game, or idles when there is none."""
+    def _next_games(self, slots: list[int]) -> bool:
+        """Each of ``slots`` (in order) takes its pairing's next game, or idles when there is none; whether
+        one idles (its two players then sit in one game fewer)."""
         import torch
 
         if not slots:
-            return
+            return False
         index = torch.tensor(slots, dtype=torch.long)
         games = [self.queues[u].popleft() if self.queues[u] else -1 for u in self.table.unit[index].tolist()]
         self.table.game[index] = torch.tensor(games, dtype=torch.long)
         self.table.began[index] = self.step
+        return -1 in games
 
     def _seed_of(self, p1: int, p2: int, game: int, stored: bool = False) -> int:
         """The start seed of ``game`` between ``p1`` and ``p2`` (0 for no game: the slot then idles). ``stored``:
@@ -330,7 +329,7 @@ class _BatchRun:
             if game in self.record.get(slot, ()):
                 self._keep_battle(s, slot, p1, p2, game)
             finished.append(s)
-        self._next_games(finished)
+        idled = self._next_games(finished)
         wrong: list[tuple[int, int]] = []  # (slot, seed) whose auto-reset start is not its next game's
         if self.env is not None:
             for s, p1, p2, game, aimed in zip(finished, *(col[finished].tolist() for col in (t.p1, t.p2, t.game,
@@ -340,7 +339,7 @@ class _BatchRun:
                     wrong.append((s, wanted))
             for u in set(t.unit[ended_cpu].tolist()):
                 self._aim(u)
-        if finished:
+        if idled:  # a slot that took its pairing's next game seats the same two players: nobody's count changed
             self._update_active()
         self._report(results)
         if wrong:
