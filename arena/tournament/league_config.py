@@ -469,7 +469,7 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
         entry = {"agent": agent} if path is None else {"agent": agent, "checkpoint": path}
     if not isinstance(entry, Mapping):
         raise err(key, f"expected {PARTICIPANT_FORMS}, got {_kind(entry)}")
-    _refuse_unknown(entry, [s.name for s in declared(ParticipantEntry)], key, err)
+    _section(ParticipantEntry, entry, err, key)
     if entry.get("agent") is None:
         raise err(f"{key}.agent", "missing; expected the agent's name (see `arena agents`)")
     v = _read(ParticipantEntry, entry, err, key + ".")
