@@ -41,17 +41,6 @@ class OnPolicyRunner:
         self.sync, self.exploiter, self.progress, self.on_checkpoint = sync, exploiter, progress, on_checkpoint
         self.last_metrics: dict[str, float] = {}
         self._unlogged: dict[str, float] | None = None  # an update whose metrics row is not yet written
-        self._first_update = 0  # this session's first update: it always gets a console line
-        run = plan.cfg.run
-        # After each update, in order: (whether it is due, given the counters; what it does).
-        self.schedule: tuple[tuple[Callable[[Any], bool], Callable[[], object]], ...] = (
-            (lambda c: exploiter is not None, self.exploiter_turn),
-            (lambda c: True, self.log_update),
-            (lambda c: c.updates == self._first_update or c.env_steps - c.last_log >= run.log_interval,
-             self.console_line),
-            (lambda c: run.eval_games > 0 and c.env_steps - c.last_eval >= plan.eval_every, self.evaluate),
-            (lambda c: c.env_steps - c.last_save >= run.save_interval, self.save),
-        )
 
     def learn(self, stop: StopRequest | None = None, max_time: float | None = None) -> dict[str, float]:
         """Run updates until ``max_steps`` env steps (or ``max_time`` seconds of this process); a rollout once
@@ -63,7 +52,7 @@ class OnPolicyRunner:
         self.evaluator.sync(set(learner.agent.checkpoint()) | {"counters"})
         self.sync.broadcast_weights(learner.agent)  # whatever each process initialized or loaded, they start equal
         counters = learner.counters
-        start, begun, self._first_update = time.perf_counter(), counters.env_steps, counters.updates + 1
+        start, begun, first = time.perf_counter(), counters.env_steps, counters.updates + 1
         # This session's steps (a resumed run's rate and ETA stay right); off a terminal the update lines carry it.
         meter = Progress(max(run.max_steps - begun, 1), unit="steps", label=self.plan.algorithm,
                          enabled=self.progress, time_limit=max_time, plain=False)
@@ -76,9 +65,17 @@ class OnPolicyRunner:
                 meter.total = max(meter.total, counters.env_steps - begun)  # the last rollout may overshoot
                 meter.update(counters.env_steps - begun, win=metrics["win_rate"], draw=metrics["draw_rate"],
                              ret=metrics["episode_return"])
-                for due, action in self.schedule:
-                    if due(counters):
-                        action()
+                # The schedule, in order: the exploiter's turn, the row, then what is due (the first update
+                # of a session always gets its console line; a checkpoint holds its own evaluation).
+                if self.exploiter is not None:
+                    self.exploiter_turn()
+                self.log_update()
+                if counters.updates == first or counters.env_steps - counters.last_log >= run.log_interval:
+                    self.console_line(meter)
+                if run.eval_games > 0 and counters.env_steps - counters.last_eval >= self.plan.eval_every:
+                    self.evaluate()
+                if counters.env_steps - counters.last_save >= run.save_interval:
+                    self.save()
         except (KeyboardInterrupt, AgentFailure) as exc:
             counters.elapsed += time.perf_counter() - start
             meter.close()
@@ -139,11 +136,10 @@ class OnPolicyRunner:
         self.outputs.log_update(metrics, self.learner.counters.env_steps)
         check_finite(metrics)
 
-    def console_line(self) -> None:
+    def console_line(self, meter: Progress) -> None:
         counters = self.learner.counters
         counters.last_log = counters.env_steps
-        eta = self.outputs.meter.eta() if self.outputs.meter is not None else float("nan")
-        self.outputs.update_line(self.last_metrics, self.plan.cfg.run.max_steps, eta)
+        self.outputs.update_line(self.last_metrics, self.plan.cfg.run.max_steps, meter.eta())
 
     def evaluate(self) -> dict[str, float]:
         """Games against each reference, playing by run.eval_policy (eval.csv), then keep the weights if best."""
