@@ -131,6 +131,12 @@ def note_torch_default() -> None:
         _torch_default = sys.modules["torch"].get_num_threads()
 
 
+def thread_count(threads: int | None, batch: int | None = None, processes: int = 1) -> int:
+    """The count a ``--threads`` value stands for: ``threads`` checked, or the default for a batch of ``batch``
+    envs in each of ``processes`` processes when None (0: torch's own choice); :class:`ThreadsError`."""
+    return default_threads(batch, processes) if threads is None else check_threads(threads)
+
+
 def apply_threads(threads: int | None = None, batch: int | None = None, processes: int = 1) -> int:
     """Set torch's intra-op thread count and return the count in force.
 
@@ -141,7 +147,7 @@ def apply_threads(threads: int | None = None, batch: int | None = None, processe
     import torch
 
     global _chosen
-    count = default_threads(batch, processes) if threads is None else check_threads(threads)
+    count = thread_count(threads, batch, processes)
     if count > 0:
         torch.set_num_threads(count)
     _chosen = True

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.declared_settings import declared
-from arena.threads import check_threads, default_threads
+from arena.threads import thread_count
 from arena.training import OpponentSpec, league_agents, parse_opponent_specs, with_floor
 from arena.training.process_group import Rank, rank_seed
 from arena_ppo.launch import fail
@@ -50,13 +50,10 @@ class RunPlan:
     rank: Rank
     device: "torch.device"
     local_envs: int  # this process's envs; run.num_envs counts all of them
-    seed: int  # this process's envs and random streams (the weights start from run.seed on every one)
     env_config: "EnvConfig"
     specs: tuple[OpponentSpec, ...]  # the vs entries and the floor, split over this process's envs
     teacher: OpponentSpec | None
-    warm_up_steps: int  # a league's warm-up against the ladder's top rung; 0 without a league
     tenure: int  # rollouts a drawn opponent keeps its envs
-    exploiter_share: float  # 0: no main exploiter
     minibatch_rows: int  # rows of one minibatch on this process (a team's step is a row per aircraft)
     threads: int  # torch threads to set; 0 keeps torch's own
     compile_update: tuple[bool, str]  # whether the update's gradient step compiles, and why not
@@ -74,6 +71,21 @@ class RunPlan:
         return any(s.kind == "league" for s in self.specs)
 
     @property
+    def seed(self) -> int:
+        """This process's envs and random streams (the weights start from run.seed on every one)."""
+        return rank_seed(self.cfg.run.seed, self.rank.rank)
+
+    @property
+    def warm_up_steps(self) -> int:
+        """A league's warm-up against the ladder's top rung; 0 without a league."""
+        return self.cfg.run.warm_up_steps if self.league else 0
+
+    @property
+    def exploiter_share(self) -> float:
+        """The league's steps its main exploiter trains on; 0: none (no league, or several processes)."""
+        return self.cfg.run.exploiter_share if self.league and self.rank.world_size == 1 else 0.0
+
+    @property
     def eval_every(self) -> int:
         return self.cfg.run.eval_interval or self.cfg.run.save_interval
 
@@ -83,9 +95,9 @@ class RunPlan:
         cfg = copy.deepcopy(self.cfg)
         cfg.run = replace(cfg.run, vs=(EXPLOITER,), floor=0.0, kickstart=NO_TEACHER, warm_up_steps=0, eval_games=0,
                           keep_best=False, seed=cfg.run.seed + EXPLOITER_SEED_OFFSET)
-        return replace(self, cfg=cfg, out=self.out / "exploiter", rank=Rank(), seed=cfg.run.seed,
-                       specs=(OpponentSpec("agent", EXPLOITER),), teacher=None, warm_up_steps=0, exploiter_share=0.0,
-                       make_opponent=lambda spec: opponent, notes=())
+        return replace(self, cfg=cfg, out=self.out / "exploiter", rank=Rank(),
+                       specs=(OpponentSpec("agent", EXPLOITER),), teacher=None, make_opponent=lambda spec: opponent,
+                       notes=())
 
 
 def opponent_specs(run: RunConfig, num_envs: int, warm_up: bool = False) -> list[OpponentSpec]:
@@ -104,8 +116,6 @@ def resolve(cfg: TrainConfig, algorithm: str = "ppo", out: Path | str = "runs/ru
     adds a note for each one this run never reads. Raises one ``ValueError`` line; an opponent or
     teacher that cannot be built raises the command line's error."""
     from arena.env import resolve_device
-    from arena.threads import ThreadsError
-    from arena.training import OpponentSpecError
     from arena.wrappers.battles import shaping
     from arena_ppo.algorithms.ppo import compile_update
     from arena_ppo.kickstart import check_teacher
@@ -117,11 +127,8 @@ def resolve(cfg: TrainConfig, algorithm: str = "ppo", out: Path | str = "runs/ru
     check_together(cfg)
     check_split(cfg, size)
     local_envs = run.num_envs // size
-    try:
-        specs = opponent_specs(run, local_envs)
-        teacher = check_teacher(run.teacher(), run.team_size) if run.teacher() else None
-    except OpponentSpecError as exc:
-        raise ValueError(str(exc)) from None
+    specs = opponent_specs(run, local_envs)  # an OpponentSpecError is a ValueError
+    teacher = check_teacher(run.teacher(), run.team_size) if run.teacher() else None
     if size > 1 and local_envs < len(specs):
         raise ValueError(f"--num-envs {run.num_envs}: {len(specs)} opponents need {len(specs)} envs in each of the "
                          f"{size} processes; give at least {len(specs) * size}")
@@ -133,11 +140,7 @@ def resolve(cfg: TrainConfig, algorithm: str = "ppo", out: Path | str = "runs/ru
         device = resolve_device(run.device, **ranked)  # one of several processes: the GPU of its local rank
     except ValueError as exc:
         raise ValueError(str(exc) if str(exc).startswith("--device") else f"--device: {exc}") from None
-    try:
-        threads = default_threads(local_envs, world.local_world_size) if run.threads is None else check_threads(
-            run.threads)
-    except ThreadsError as exc:
-        raise ValueError(str(exc)) from None
+    threads = thread_count(run.threads, local_envs, world.local_world_size)  # a ThreadsError is a ValueError
     env_config = run.env_config()
     make_opponent = opponent_factory(device, env_config)
     for spec in specs:  # fail now, not after the first rollout
@@ -145,11 +148,8 @@ def resolve(cfg: TrainConfig, algorithm: str = "ppo", out: Path | str = "runs/ru
             make_opponent(spec)
     if teacher is not None:
         opponent_factory(device, env_config, option="--kickstart")(teacher)
-    league = any(s.kind == "league" for s in specs)
-    plan = RunPlan(algorithm, cfg, Path(out), world, device, local_envs, rank_seed(run.seed, world.rank), env_config,
-                   tuple(specs), teacher, run.warm_up_steps if league else 0,
+    plan = RunPlan(algorithm, cfg, Path(out), world, device, local_envs, env_config, tuple(specs), teacher,
                    math.ceil((run.tenure or env_config.max_steps) / ppo.n_steps),
-                   run.exploiter_share if league and size == 1 else 0.0,
                    max(1, ppo.batch_size // size) * run.team_size, threads, compile_update(device), make_opponent,
                    reward_fn)
     return replace(plan, notes=tuple(run_notes(plan, given or {})))
