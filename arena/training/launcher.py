@@ -34,13 +34,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
 
+from arena.training.interrupt import HANGUP, stop_signals
+
 GRACE_S = 15.0  # after a child fails: seconds before the others are terminated, and again before they are killed
 POLL_S = 0.05
-CLEAN_EXITS = (0, 2, 130)  # success, a one-line error the child printed itself, an interrupt
+# success, a one-line error the child printed itself, a stop asked by a signal (SIGINT, SIGHUP, SIGTERM)
+CLEAN_EXITS = (0, 2, 128 + signal.SIGINT, 128 + signal.SIGTERM, *(() if HANGUP is None else (128 + HANGUP,)))
 LAUNCHER_VAR = "ARENA_LAUNCHER_PID"  # set in each child: the process it must not outlive
 FOLLOW_S = 0.5  # without a parent-death signal: how often a child checks that its launcher lives
 PR_SET_PDEATHSIG = 1  # prctl(2) on Linux
-HANGUP: int | None = getattr(signal, "SIGHUP", None)  # absent on Windows
 
 
 @dataclass(frozen=True)
@@ -89,13 +91,9 @@ def launch(args: Sequence[str], nproc: int, *, module: str = "arena", grace_s: f
     return result
 
 
-def forwarded_signals() -> list[int]:
-    """The signals the launcher passes on: SIGINT, SIGTERM and SIGHUP, unless SIGHUP is ignored
-    (``nohup``: the run is meant to outlive the terminal)."""
-    out: list[int] = [signal.SIGINT, signal.SIGTERM]
-    if HANGUP is not None and signal.getsignal(HANGUP) is not signal.SIG_IGN:
-        out.append(HANGUP)
-    return out
+def forwarded_signals() -> tuple[int, ...]:
+    """The signals the launcher passes on: those that ask a run to stop (:func:`stop_signals`)."""
+    return stop_signals()
 
 
 def silence_terminal() -> None:
@@ -200,6 +198,7 @@ class Watcher:
     def __init__(self, procs: list[subprocess.Popen[bytes]]) -> None:
         self.procs = procs
         self.signals = 0
+        self.first_signal: int | None = None  # the first signal passed on: the launcher's own exit status
         self.hung_up = False
         self._previous: dict[int, object] = {}
 
@@ -224,6 +223,8 @@ class Watcher:
             self.hung_up = True
             silence_terminal()
         self.signals += 1
+        if self.first_signal is None:
+            self.first_signal = signum
         self.send(signal.SIGKILL if self.signals >= 3 else signum)
 
     def send(self, sig: int) -> None:
@@ -257,14 +258,15 @@ class Watcher:
                     self.send(signal.SIGTERM)
                     terminated = True
             time.sleep(POLL_S)
+        asked = None if self.first_signal is None else 128 + self.first_signal  # stopped as the signal asked
         if first is None:
-            return LaunchResult(0)
+            return LaunchResult(asked or 0)
         rank, code = first
         where = f"process {rank} of {len(self.procs)}"
         if code < 0:
             name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
             return LaunchResult(128 - code, f"{where} was killed by {name}; the others were stopped")
         if code in CLEAN_EXITS:
-            return LaunchResult(code)
+            return LaunchResult(asked if asked is not None and code != 2 else code)
         return LaunchResult(code, f"{where} failed with exit status {code} (its output is above); the others were "
                                   f"stopped")

@@ -263,6 +263,9 @@ class OpponentPool:
                        "memory": capture_agent_memory(s.agent) if s.agent is not None else {}}
                       for s in self.slots],
             "self_play": self.self_play.state_dict() if self.self_play is not None else None,
+            # the frozen copy of the learner that plays before the first checkpoint: its weights are of an
+            # earlier step than the learner's, and a resumed run must play the same ones
+            **({"fallback": self._fallback.weights()} if callable(getattr(self._fallback, "weights", None)) else {}),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -290,6 +293,14 @@ class OpponentPool:
         if self.self_play is not None and self_play:
             self.self_play.load_state_dict(self_play)
         self._seating = None
+        self._fallback = None
+        if state.get("fallback") is not None and self.snapshot is not None:
+            self._fallback = self.snapshot()
+            try:
+                self._fallback.load_weights(state["fallback"])
+            except (AttributeError, ValueError, RuntimeError, TypeError) as exc:
+                raise ValueError(f"opponents.fallback: the frozen copy of the learner cannot be restored ({exc})"[:300]
+                                 ) from None
         for slot, saved in zip(self.slots, slots):
             slot.left = saved.get("left", 0)  # absent from runs saved before tenures: drawn at the next rollout
             if saved.get("checkpoint"):

@@ -61,6 +61,9 @@ class SelfPlayPool:
     records: dict[str, Tally] = field(default_factory=dict)  # file name -> record
     warn: Callable[[str], None] = field(default=lambda text: print(f"warning: {text}", file=sys.stderr))
     skipped: dict[str, str] = field(default_factory=dict)  # unreadable file name -> why (never drawn again)
+    # checkpoint files saved off the save schedule (where a run stopped): never drawn, so a resumed run
+    # draws as the run that never stopped
+    held_out: set[str] = field(default_factory=set)
     _cache: "OrderedDict[str, Any]" = field(default_factory=OrderedDict)
 
     def refresh(self) -> None:
@@ -68,8 +71,9 @@ class SelfPlayPool:
             self.records.setdefault(name, Tally())
         found = files_by_step(self.directory, CHECKPOINT_PATTERN) + list_exploiters(self.directory)
         for step, path in found:  # a league's exploiters join as its past does
-            if path.name not in self.skipped and step >= self.since:
+            if path.name not in self.skipped and path.name not in self.held_out and step >= self.since:
                 self.records.setdefault(path.name, Tally())
+
 
     def weights(self) -> dict[str, float]:
         return {name: max((1.0 - rec.win_probability()) ** self.power, self.floor) for name,

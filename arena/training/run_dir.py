@@ -14,7 +14,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from arena.run_files import BEST_CHECKPOINT, BEST_RECORD, checkpoint_step, list_checkpoints
+from arena.folder_lock import FolderBusy, FolderLock, FolderUnusable
+from arena.run_files import BEST_CHECKPOINT, BEST_RECORD, checkpoint_step, list_checkpoints, list_exploiters
 
 
 def holds_run(directory: Path) -> bool:
@@ -43,6 +44,22 @@ def check_writable(out: Path) -> None:
     except OSError as exc:
         raise ValueError(f"--out {out}: cannot write there ({exc.strerror or type(exc).__name__}); expected a "
                          f"directory that can be created and written") from None
+
+
+RUN_LOCK = "train.lock"
+
+
+def lock_run(out: Path) -> FolderLock:
+    """Hold the run folder ``out`` for this process (released when it ends, however it ends), so two
+    runs never write one folder's checkpoints and metrics at once; ``ValueError`` when another holds it."""
+    try:
+        return FolderLock(out, RUN_LOCK).acquire()
+    except FolderBusy as exc:
+        raise ValueError(f"--out {out}: another training run (pid {exc.holder}) is writing into this run folder; "
+                         f"wait for it to end, or give another --out") from None
+    except FolderUnusable as exc:
+        raise ValueError(f"--out {out}: cannot hold the run's lock file {RUN_LOCK} there ({exc.reason}); expected a "
+                         f"writable directory") from None
 
 
 @dataclass
@@ -139,10 +156,13 @@ def row_step(row: dict[str, str]) -> float:
 
 
 def branch_history(source: Path, target: Path, step: int) -> None:
-    """Give ``target`` the history of ``source`` up to ``step``: checkpoints (hard links where possible)
-    and the metrics/eval rows, so the branch reads as one run and ``--vs self`` finds its past."""
+    """Give ``target`` the history of ``source`` up to ``step``: checkpoints and a league's exploiter
+    snapshots (hard links where possible) and the metrics/eval rows, so the branch reads as one run and
+    its self-play pool draws from the same past."""
     target.mkdir(parents=True, exist_ok=True)
-    for path in list_checkpoints(source):
+    # a league's exploiter snapshots are drawn with its past: the branch's pool must hold the same ones
+    history = [*list_checkpoints(source), *(path for joined, path in list_exploiters(source) if joined <= step)]
+    for path in history:
         if (checkpoint_step(path) or 0) <= step and not (target / path.name).exists():
             try:
                 os.link(path, target / path.name)

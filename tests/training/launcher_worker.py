@@ -6,7 +6,7 @@ It follows its launcher as a trainer does (:func:`arena.training.launcher.follow
 ``DIR/<rank>.pid`` once it does, and waits. The first SIGTERM asks it to stop, as it asks a trainer;
 it then waits a moment longer, so that a second SIGTERM (on which a trainer aborts) would be counted,
 writes ``DIR/<rank>.txt`` with the number of SIGTERMs, prints a line (which must not fail on a
-hung-up terminal) and exits 0.
+hung-up terminal) and exits with SIGTERM's status (143), as a trainer that stopped on it does.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ def main(out: Path) -> None:
     time.sleep(SETTLE_S)
     write(out / f"{rank}.txt", str(len(terms)))
     print(f"process {rank} stopped", flush=True)
+    sys.exit(128 + signal.SIGTERM)
 
 
 if __name__ == "__main__":

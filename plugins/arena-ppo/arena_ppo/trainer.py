@@ -10,6 +10,7 @@ lists trainers without loading them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -17,8 +18,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import click
 
 from arena.errors import is_out_of_memory
+from arena.folder_lock import FolderLock
 from arena.guard import head
-from arena.training.run_dir import check_writable
+from arena.training.run_dir import check_writable, lock_run
 from arena.training.settings import click_options
 from arena_ppo.launch import fail, replay_options
 from arena_ppo.prepare import prepare
@@ -195,36 +197,43 @@ def train(params: dict[str, Any], algorithm: str, sync: ProcessSync | None = Non
     # the main process named the output (its clock, its branch); all write there
     out, setup.branch = sync.share((setup.plan.out, setup.branch))
     setup.plan = replace(setup.plan, out=out)
-    runner = set_up(setup, params, sync)
-    if sync.main:
-        if setup.branch is not None and setup.branch.note:
-            click.echo(f"note: {setup.branch.note}", err=True)
-        for note in setup.notes:  # what of the settings is not as given: edits applied, limits met
-            click.echo(note, err=True)
-        click.echo(describe_run(runner))
-    with StopRequest.for_processes(sync.rank if sync.several else None) as stop:
-        try:
-            metrics = runner.learn(stop, max_time=params.get("max_time"))
-        except KeyboardInterrupt:
-            raise click.exceptions.Exit(130) from None
-        except Exception as exc:  # noqa: BLE001 - looked up in the table; anything else goes on up
-            raise stopped(exc, sync, out) from None
-    if sync.main:
-        click.echo(describe_end(runner))
+    runner, lock = set_up(setup, params, sync)
+    with lock:
+        if sync.main:
+            if setup.branch is not None and setup.branch.note:
+                click.echo(f"note: {setup.branch.note}", err=True)
+            for note in setup.notes:  # what of the settings is not as given: edits applied, limits met
+                click.echo(note, err=True)
+            click.echo(describe_run(runner))
+        with StopRequest.for_processes(sync.rank if sync.several else None) as stop:
+            try:
+                metrics = runner.learn(stop, max_time=params.get("max_time"))
+            except KeyboardInterrupt:
+                raise click.exceptions.Exit(130) from None
+            except Exception as exc:  # noqa: BLE001 - looked up in the table; anything else goes on up
+                raise stopped(exc, sync, out) from None
+        if sync.main:
+            click.echo(describe_end(runner))
+    if stop.exit_status is not None:  # saved and said: the process still ends as the signal asked
+        raise click.exceptions.Exit(stop.exit_status)
     return metrics
 
 
-def set_up(setup: Any, params: dict[str, Any], sync: ProcessSync) -> Any:
+def set_up(setup: Any, params: dict[str, Any], sync: ProcessSync) -> tuple[Any, FolderLock | nullcontext[None]]:
     """The set-up steps, in order, each agreed on by every process: the output folder (and a branch's
-    checkpoints), the runner, and the state resumed into it. A step that fails undoes what the first
-    one created and stops every process with one line."""
+    checkpoints) with the run's lock held by the main process, the runner, and the state resumed into
+    it. A step that fails undoes what the first one created and stops every process with one line.
+    Returns the runner and the lock, which the caller holds while the run writes."""
     from arena_ppo.runners import build_run
 
     plan, branch = setup.plan, setup.branch
+    lock: FolderLock | nullcontext[None] = nullcontext()
 
     def create_outputs() -> bool:
+        nonlocal lock
         try:
             check_writable(plan.out)
+            lock = lock_run(plan.out)
         except ValueError as exc:
             raise fail(str(exc)) from None
         return branch.materialize() if branch is not None else False  # a branch's self-play pool needs them
@@ -248,16 +257,18 @@ def set_up(setup: Any, params: dict[str, Any], sync: ProcessSync) -> Any:
             text = head(str(exc)) or type(exc).__name__
             raise fail(f"checkpoint {params['resume']}: cannot resume: {text}") from None
 
-    created = sync.agreed(create_outputs if sync.main else (lambda: False))
+    created = False
     try:
+        created = sync.agreed(create_outputs if sync.main else (lambda: False))
         runner = sync.agreed(build)
         if setup.resume_data is not None:
             sync.agreed(lambda: restore(runner))
-    except (click.ClickException, click.exceptions.Exit):
+    except BaseException:
+        lock.__exit__(None, None, None)
         if sync.main and branch is not None:
             branch.undo(created)
         raise
-    return runner
+    return runner, lock
 
 
 def stopped(exc: Exception, sync: ProcessSync, out: Path) -> click.ClickException | click.exceptions.Exit:
@@ -274,7 +285,8 @@ def stopped(exc: Exception, sync: ProcessSync, out: Path) -> click.ClickExceptio
     def opponent(exc: Any) -> str:
         saved = getattr(exc, "checkpoint", None)
         kept = f"; what was learned is saved in {saved}" if saved else (f"; {intact}" if sync.several else "")
-        return f"training stopped: opponent {exc}{kept}"
+        blamed = "opponent " if getattr(exc, "kind", "agent") == "agent" else ""  # a reward says "reward 'x'" itself
+        return f"training stopped: {blamed}{exc}{kept}"
 
     table: tuple[tuple[type[Exception], bool, Callable[[Any], str]], ...] = (
         (FloatingPointError, True, lambda e: f"training diverged: {e}"),  # every process reads the same losses

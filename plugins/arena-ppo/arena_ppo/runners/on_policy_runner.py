@@ -41,6 +41,7 @@ class OnPolicyRunner:
         self.sync, self.exploiter, self.progress, self.on_checkpoint = sync, exploiter, progress, on_checkpoint
         self.last_metrics: dict[str, float] = {}
         self._unlogged: dict[str, float] | None = None  # an update whose metrics row is not yet written
+        self.signalled = False  # a signal (on any process) asked the run to stop: save, evaluate nothing more
 
     def learn(self, stop: StopRequest | None = None, max_time: float | None = None) -> dict[str, float]:
         """Run updates until ``max_steps`` env steps (or ``max_time`` seconds of this process); a rollout once
@@ -82,10 +83,12 @@ class OnPolicyRunner:
             self.keep_what_was_learned(exc)
             raise
         counters.elapsed += time.perf_counter() - start
-        if run.eval_games > 0 and counters.updates > 0 and counters.last_eval != counters.env_steps:
-            self.evaluate()  # the final weights are always evaluated
+        # The final weights are evaluated, unless a signal asked to stop: then only the save is due.
+        if (run.eval_games > 0 and counters.updates > 0 and counters.last_eval != counters.env_steps
+                and not self.signalled):
+            self.evaluate(scheduled=False)
         if counters.last_save != counters.env_steps or counters.updates == 0:
-            self.save()
+            self.save(scheduled=counters.updates == 0)
         meter.close()
         self.outputs.close()
         return self.last_metrics
@@ -94,8 +97,10 @@ class OnPolicyRunner:
         """Whether this process was asked to stop (Ctrl-C, SIGTERM, its clock) or another one was: all stop."""
         asked = stop.requested or (max_time is not None and time.perf_counter() - start >= max_time)
         halt = self.sync.any(asked)
-        if halt and not asked:
-            self.outputs.echo("stopping: another process was asked to stop, or reached --max-time")
+        if halt:  # every process is here together: whether a signal asked is agreed as well
+            self.signalled = self.sync.any(stop.signum is not None)
+            if not asked:
+                self.outputs.echo("stopping: another process was asked to stop, or reached --max-time")
         return halt
 
     def keep_what_was_learned(self, exc: BaseException) -> None:
@@ -141,10 +146,13 @@ class OnPolicyRunner:
         counters.last_log = counters.env_steps
         self.outputs.update_line(self.last_metrics, self.plan.cfg.run.max_steps, meter.eta())
 
-    def evaluate(self) -> dict[str, float]:
-        """Games against each reference, playing by run.eval_policy (eval.csv), then keep the weights if best."""
+    def evaluate(self, scheduled: bool = True) -> dict[str, float]:
+        """Games against each reference, playing by run.eval_policy (eval.csv), then keep the weights if best.
+        An evaluation off the schedule (the final weights) leaves the schedule as it was."""
         counters, agent = self.learner.counters, self.learner.agent
-        counters.last_eval = step = counters.env_steps
+        step = counters.env_steps
+        if scheduled:
+            counters.last_eval = step
         results, record = self.evaluator.play(agent, step)
         row: dict[str, float] = {"step": step, "update": counters.updates, **results}
         self.evaluator.offer(record, lambda: agent.checkpoint(counters=asdict(counters)))
@@ -167,16 +175,23 @@ class OnPolicyRunner:
         path = self.plan.out / checkpoint_name(counters.env_steps)
         if counters.last_save == counters.env_steps and path.exists():
             return path
-        return self.save()
+        return self.save(scheduled=False)
 
-    def save(self) -> Path:
+    def save(self, scheduled: bool = True) -> Path:
         """Write a checkpoint. With several processes every one takes part: they first check that their
         weights, normalizers and optimizers are still bit-identical, the main process gathers the
         others' own state (envs, random streams, opponents) into the file, and all wait until it exists,
-        so a ``self`` draw sees the same checkpoints on every process."""
+        so a ``self`` draw sees the same checkpoints on every process.
+
+        A checkpoint off the schedule (the run stopped, or reached its budget, between two saves) leaves
+        the schedule as it was and never joins the run's self-play pool, so a run resumed from it saves,
+        draws and learns at the same steps as the run that never stopped."""
         learner, counters = self.learner, self.learner.counters
-        counters.last_save = counters.env_steps
+        if scheduled:
+            counters.last_save = counters.env_steps
         path = self.plan.out / checkpoint_name(counters.env_steps)
+        if not scheduled:
+            learner.opponents.hold_out(path.name)
         state = self.sync.checkpoint_state(learner.agent, learner.algorithm, self.state(), counters.env_steps)
         if self.sync.main:
             save_checkpoint(learner.agent.checkpoint(**state), path)

@@ -27,6 +27,7 @@ class TrainingOpponents:
         self.ladder = ({name: plan.make_opponent(OpponentSpec("agent", name))
                         for name in [*league_agents(), *league_partners()]} if plan.league else {})
         self.league_open = not self.warm_up_steps
+        self.held_out: set[str] = set()  # checkpoints saved off the schedule, which no pool of the run draws
         self.pool = self.build()
 
     def build(self) -> OpponentPool:
@@ -36,7 +37,7 @@ class TrainingOpponents:
         if any(s.kind in ("self", "league") for s in specs):
             self_play = SelfPlayPool(plan.out, self.load_snapshot, fixed=self.ladder,
                                      fixed_share=self.run.ladder_share if self.ladder else None,
-                                     power=self.run.pfsp_power, since=self.warm_up_steps)
+                                     power=self.run.pfsp_power, since=self.warm_up_steps, held_out=self.held_out)
             if not plan.rank.main:  # one warning per run, not per process
                 self_play.warn = lambda text: None
         return OpponentPool(specs, plan.local_envs, plan.make_opponent, self_play=self_play, snapshot=self.snapshot,
@@ -51,19 +52,29 @@ class TrainingOpponents:
         self.pool = self.build()
         return True
 
+    def hold_out(self, name: str) -> None:
+        """The checkpoint file ``name`` was written where the run stopped, off its schedule: never draw it."""
+        self.held_out.add(name)
+
     def agents(self) -> list[Any]:
         """Every agent that may play, for the env's observation keys."""
         return [slot.agent for slot in self.pool.slots] + list(self.ladder.values())
 
     def state_dict(self) -> dict[str, Any]:
-        return {**self.pool.state_dict(), **({"league_open": self.league_open} if self.warm_up_steps else {})}
+        return {**self.pool.state_dict(), **({"league_open": self.league_open} if self.warm_up_steps else {}),
+                **({"held_out": sorted(self.held_out)} if self.held_out else {})}
 
     def load_state_dict(self, state: Any) -> None:
         """The pool's state; a league saved past its warm-up gets the league's pool first, so this alone,
         not the step, says which pool a checkpoint holds."""
         if not isinstance(state, dict):
             raise ValueError(f"opponents: expected a dict, got {type(state).__name__}")
+        held_out = state.get("held_out", [])
+        if not isinstance(held_out, list) or not all(isinstance(name, str) for name in held_out):
+            raise ValueError(f"opponents.held_out: expected a list of checkpoint file names, got {held_out!r}"[:300])
+        self.held_out.clear()
+        self.held_out.update(held_out)
         if self.warm_up_steps and state.get("league_open") is True and not self.league_open:
             self.league_open = True
             self.pool = self.build()
-        self.pool.load_state_dict({k: v for k, v in state.items() if k != "league_open"})
+        self.pool.load_state_dict({k: v for k, v in state.items() if k not in ("league_open", "held_out")})
