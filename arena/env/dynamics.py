@@ -99,6 +99,19 @@ def swap_players(t: torch.Tensor) -> torch.Tensor:
     return t.roll(1, -1)
 
 
+def seeker_view(state: WorldState, cfg: EnvConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """What a missile launched now would see, [N, 2, T, T] by side, shooter seat and enemy seat: the
+    cosine of the enemy off the shooter's nose, the squared distance (at least 1 m²), and whether the
+    enemy is alive inside the seeker cone."""
+    n, t = state.x.shape[0], state.team_size
+    rx, ry = pairwise(state.x, t), pairwise(state.y, t)  # [N, 2, T, T] shooter seat x enemy seat
+    dist2 = torch.addcmul(rx * rx, ry, ry).clamp_(min=1.0)
+    heading = state.heading.view(n, 2, t, 1)
+    facing = (rx * torch.cos(heading) + ry * torch.sin(heading)) * dist2.rsqrt()
+    alive = enemies_of(state.alive, t).unsqueeze(2)  # [N, 2, 1, T]
+    return facing, dist2, alive & (facing >= math.cos(cfg.missile_seeker_half_angle))
+
+
 def choose_targets(state: WorldState, cfg: EnvConfig) -> torch.Tensor:
     """[N, A] the enemy seat each aircraft's next missile would chase.
 
@@ -108,14 +121,20 @@ def choose_targets(state: WorldState, cfg: EnvConfig) -> torch.Tensor:
     enemy, as it always was.
     """
     n, t = state.x.shape[0], state.team_size
-    rx, ry = pairwise(state.x, t), pairwise(state.y, t)  # [N, 2, T, T] shooter seat x enemy seat
-    dist2 = torch.addcmul(rx * rx, ry, ry).clamp_(min=1.0)
-    heading = state.heading.view(n, 2, t, 1)
-    facing = (rx * torch.cos(heading) + ry * torch.sin(heading)) * dist2.rsqrt()
+    facing, dist2, seen = seeker_view(state, cfg)
     alive = enemies_of(state.alive, t).unsqueeze(2)  # [N, 2, 1, T]
-    seen = alive & (facing >= math.cos(cfg.missile_seeker_half_angle))
     best_seen = torch.where(seen, facing, torch.full_like(facing, -2.0)).argmax(-1)
     return torch.where(seen.any(-1), best_seen, nearest(dist2, alive)).view(n, 2 * t)
+
+
+def launch_ready(state: WorldState, cfg: EnvConfig) -> torch.Tensor:
+    """[N, A] whether a launch now would leave with a lock: the aircraft is alive with a missile left,
+    and a live enemy is inside its seeker cone within the published ``missile_max_range``. Outside
+    these a missile leaves unguided or runs out of energy: a launch a policy can only waste."""
+    n, t = state.x.shape[0], state.team_size
+    _, dist2, seen = seeker_view(state, cfg)
+    locks = (seen & (dist2 <= cfg.missile_max_range**2)).any(-1).view(n, 2 * t)
+    return locks & state.alive & (state.missiles_left > 0)
 
 
 def move_aircraft(state: WorldState, rudder: torch.Tensor, throttle: torch.Tensor, cfg: EnvConfig, h: float

@@ -11,6 +11,7 @@ import math
 import torch
 
 from arena.env.config import EnvConfig
+from arena.env.dynamics import launch_ready
 from arena.env.state import WorldState
 from arena.env.teams import nearest, relative, side_slice
 
@@ -26,6 +27,10 @@ EXTENDED_OBS_KEYS: tuple[str, ...] = OBS_KEYS + (
     "enemy_aspect", "enemy_missiles", "threat_distance", "threat_relative_angle", "threat_present",
 )
 EXTENDED_ONLY_KEYS: tuple[str, ...] = EXTENDED_OBS_KEYS[len(OBS_KEYS):]  # what the extended mode adds
+# In every observation, beside the keys above: 1 where a launch now would leave with a lock
+# (:func:`arena.env.dynamics.launch_ready`). Not in :func:`obs_keys`, so the inputs of policies trained
+# before it stay as they were; a policy reads it by name (PPO masks its trigger with it).
+LAUNCH_KEY = "launch_ready"
 PLAYERS: tuple[str, str] = ("p1", "p2")
 
 Observation = dict[str, torch.Tensor]
@@ -92,6 +97,7 @@ def observe(state: WorldState, cfg: EnvConfig, side: int) -> Observation:
         "enemy_relative_angle": wrap_angle(bearing - own(state.heading)) / math.pi,
         "enemy_speed": enemy(state.speed) / SPEED_SCALE,
         "enemy_alive": enemy(state.alive).float(),
+        LAUNCH_KEY: own(launch_ready(state, cfg)).float(),
     }
     if cfg.obs_mode == "extended":
         obs["enemy_aspect"] = wrap_angle(bearing + math.pi - enemy(state.heading)) / math.pi

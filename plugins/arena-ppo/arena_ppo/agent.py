@@ -41,13 +41,14 @@ class PPOAgent(BaseAgent):
     def __init__(self, device: "str | torch.device" = "cpu", env_config: "EnvConfig | None" = None,
                  network: NetworkConfig | dict[str, Any] | None = None, obs_norm: bool = True,
                  privileged_critic: bool = False, value_norm: bool = False) -> None:
-        from arena.env.observations import global_state_size, obs_keys
+        from arena.env.observations import LAUNCH_KEY, global_state_size, obs_keys
         from arena_ppo.modules import RunningNormalizer
 
         super().__init__(device=device, env_config=env_config)
-        self.obs_keys = obs_keys(self.env_config)
         # A copy: the input sizes resolved here never write into the caller's config.
         net = NetworkConfig.from_dict(network) if isinstance(network, dict) else replace(network or NetworkConfig())
+        # The trigger's mask reads the first input (modules.actor_critic.mask_trigger).
+        self.obs_keys = ((LAUNCH_KEY,) if net.fire_mask else ()) + obs_keys(self.env_config)
         obs_size = len(self.obs_keys)
         state_size = global_state_size(self.env_config)
         net.obs_dim = obs_size + self.seat_columns

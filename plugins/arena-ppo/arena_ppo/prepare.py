@@ -121,6 +121,7 @@ def saved_config(data: Any, algorithm: str) -> tuple[TrainConfig, list[str], lis
     retired settings it held at their old defaults (dropped), and the settings it does not hold at all
     (missing: they take this version's defaults)."""
     values, dropped = read_settings(data, algorithm, "config")
+    values.setdefault("network.fire_mask", False)  # a run saved before the trigger's mask trained without one
     cfg = build_config(algorithm, values)
     missing = [s.key for s in settings_of(cfg) if s.key not in values and not s.spec.derived]
     return cfg, dropped, missing

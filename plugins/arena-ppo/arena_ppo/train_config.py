@@ -51,11 +51,14 @@ class NetworkConfig:
     log_std_max: float = setting(2.0, "Upper clamp of the rudder's log-std.", low=-20, high=20)
     recurrent: bool = setting(False, "A GRU cell in the actor and the critic, its state reset when a battle "
                                      "restarts.", cli=("mappo",), fixed=True)
+    fire_mask: bool = setting(True, "Mask the trigger with the env's launch_ready, the actor's first input: no "
+                                    "launch, and no entropy, where a missile would leave without a lock.", fixed=True)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "NetworkConfig":
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
+        values.setdefault("fire_mask", False)  # a network saved before the trigger's mask had none
         for key in ("actor_hidden", "critic_hidden"):
             if key in values:
                 values[key] = tuple(int(x) for x in values[key])

@@ -31,10 +31,10 @@ def test_act_ranges_and_modes():
 def test_checkpoint_round_trip_weights_only(tmp_path):
     torch.manual_seed(0)
     agent = PPOAgent(env_config=EnvConfig(obs_mode="extended"), obs_norm=True, value_norm=True)
-    agent.obs_normalizer.update(torch.randn(100, 15) * 3 + 1)
+    agent.obs_normalizer.update(torch.randn(100, 16) * 3 + 1)
     path = save_checkpoint(agent.checkpoint(), tmp_path / "ckpt_000000001.pt")
     data = torch.load(path, weights_only=True)
-    assert data["agent"] == "ppo" and data["format_version"] == 1 and data["network"]["obs_dim"] == 15
+    assert data["agent"] == "ppo" and data["format_version"] == 1 and data["network"]["obs_dim"] == 16
     loaded = PPOAgent.load(path)
     assert loaded.env_config.obs_mode == "extended" and not loaded.training
     obs = observation(mode="extended")
@@ -89,8 +89,66 @@ def test_eval_fire_memory_resets_per_env_and_threshold_rule_is_memoryless():
 
 def test_train_mode_samples_the_trigger():
     torch.manual_seed(0)
-    agent = PPOAgent()
+    agent = PPOAgent(network={"fire_mask": False})  # as policies trained before the mask
     agent.train()
     obs = observation(n=512)
     rates = torch.stack([agent.act(obs)["fire"].float() for _ in range(4)]).mean()
     assert 0.0 < rates < 0.02  # the initial fire logit of -6: p ≈ 0.0025
+
+
+def ready_and_not(n: int = 512) -> dict[str, torch.Tensor]:
+    """Battles where p1 has p2 head on at 10-70 km: ready within 40 km, not beyond."""
+    env = TensorEnv(n, "cpu", seed=3)
+    env.reset()
+    s = env.state
+    s.x[:, 0], s.y[:, 0], s.heading[:, 0] = 20_000.0, 50_000.0, 0.0
+    s.x[:, 1], s.y[:, 1], s.heading[:, 1] = 20_000.0 + torch.linspace(10_000.0, 70_000.0, n), 50_000.0, torch.pi
+    return env.observe()["p1"]
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_a_masked_trigger_fires_only_where_a_launch_would_lock(mode):
+    """With the fire logit forced high (p = 1 in float32), the trigger fires exactly where launch_ready is 1, sampled
+    or deterministic; the unmasked policy fires everywhere."""
+    from arena.env.observations import LAUNCH_KEY
+
+    obs = ready_and_not()
+    ready = obs[LAUNCH_KEY] > 0.5
+    assert ready.any() and (~ready).any()
+    for masked in (True, False):
+        torch.manual_seed(0)
+        agent = PPOAgent(network={"fire_mask": masked, "init_fire_logit": 30.0}).train(mode == "train")
+        fired = agent.act(obs)["fire"]
+        assert torch.equal(fired, ready if masked else torch.ones_like(ready)), (masked, mode)
+
+
+def test_a_masked_trigger_adds_no_log_prob_entropy_or_gradient():
+    from arena_ppo.modules.actor_critic import MASKED_LOGIT, ActorCritic
+
+    agent = PPOAgent(network={"fire_mask": True, "init_fire_logit": 0.0})
+    obs = ready_and_not(64)
+    x = agent.features(obs)
+    out = agent.model.act(x)
+    ready = obs["launch_ready"] > 0.5
+    assert torch.equal(out.fire_logit[~ready], torch.full_like(out.fire_logit[~ready], MASKED_LOGIT))
+    assert not out.fire[~ready].any()
+    log_prob, entropy, *_ = agent.model.evaluate(x, out.u, out.fire)
+    rudder_log_prob, rudder_entropy, *_ = ActorCritic.score(out.u, out.fire, out.mean, out.log_std,
+                                                            torch.full_like(out.fire_logit, -1e30))
+    assert torch.allclose(log_prob[~ready], rudder_log_prob[~ready])  # the trigger's part is 0
+    assert torch.allclose(entropy[~ready], rudder_entropy[~ready])
+    agent.model.zero_grad()
+    (log_prob[~ready].sum() + entropy[~ready].sum()).backward()
+    assert not agent.model.actor.fire.weight.grad.any() and not agent.model.actor.fire.bias.grad.any()
+
+
+def test_a_checkpoint_from_before_the_mask_plays_on_its_own_inputs(tmp_path):
+    """Saved without network.fire_mask: its inputs are the features alone and its trigger is unmasked."""
+    from arena.env.observations import LAUNCH_KEY, obs_keys
+
+    old = PPOAgent(network={"fire_mask": False, "init_fire_logit": 30.0})
+    data = old.checkpoint()
+    del data["network"]["fire_mask"]
+    loaded = PPOAgent.load(save_checkpoint(data, tmp_path / "old.pt"))
+    assert loaded.obs_keys == obs_keys(EnvConfig()) and LAUNCH_KEY not in loaded.obs_keys
+    assert loaded.act(ready_and_not())["fire"].all()

@@ -19,6 +19,7 @@ from torch import nn
 from arena.env.compiled import say_once, use_compile_cache
 from arena.env.teams import seat_rows
 from arena_ppo.modules import ActorCritic, ValueNorm, ValueNormalizer
+from arena_ppo.modules.actor_critic import MASKED_LOGIT
 from arena_ppo.storage import RolloutStorage, Transition
 from arena_ppo.train_config import PPOConfig
 
@@ -60,10 +61,11 @@ def bernoulli_kl(logit_old: torch.Tensor, logit: torch.Tensor) -> torch.Tensor:
 def distillation_loss(mean: torch.Tensor, logit: torch.Tensor, teacher_rudder: torch.Tensor,
                       teacher_fire: torch.Tensor) -> torch.Tensor:
     """Per-row distance of the policy from a teacher's action (kickstarting): the squared error of the
-    mean rudder (the Gaussian's log-likelihood at a fixed std) plus the cross-entropy of the trigger."""
+    mean rudder (the Gaussian's log-likelihood at a fixed std) plus the cross-entropy of the trigger,
+    where the trigger is not masked (a masked one cannot follow a teacher that fires)."""
     rudder = (torch.tanh(mean) - teacher_rudder).square()
     trigger = nn.functional.binary_cross_entropy_with_logits(logit, teacher_fire, reduction="none")
-    return rudder + trigger
+    return rudder + trigger.masked_fill(logit <= MASKED_LOGIT, 0.0)
 
 
 def compile_update(device: torch.device) -> tuple[bool, str]:

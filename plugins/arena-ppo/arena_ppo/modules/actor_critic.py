@@ -37,8 +37,20 @@ def orthogonal_(layer: nn.Linear, gain: float, bias: float = 0.0) -> nn.Linear:
     return layer
 
 
+MASKED_LOGIT = -1e4  # a trigger that never fires: sigmoid 0, log-prob of holding 0, entropy 0, no gradient
+
+
+def mask_trigger(obs: torch.Tensor, logit: torch.Tensor) -> torch.Tensor:
+    """The fire logit where the first input (the env's ``launch_ready``) says a launch now would leave
+    with a lock, :data:`MASKED_LOGIT` elsewhere: a launch the policy cannot waste, which is never
+    sampled, adds no entropy and no gradient. The input is read after the running normalizer, by its
+    sign: for any running mean of a 0/1 input below 1, a 1 reads above 0 and a 0 at or below it."""
+    return logit.masked_fill(obs[..., 0] <= 0, MASKED_LOGIT)
+
+
 class Actor(nn.Module):
-    """obs → trunk → (rudder mean, rudder log-std, fire logit)."""
+    """obs → trunk → (rudder mean, rudder log-std, fire logit); with ``cfg.fire_mask`` the trigger is
+    masked by the first input (:func:`mask_trigger`), in training and in play alike."""
 
     def __init__(self, cfg: NetworkConfig) -> None:
         super().__init__()
@@ -55,13 +67,14 @@ class Actor(nn.Module):
             self.rudder.bias[1] = cfg.init_log_std
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        return self.heads(self.trunk(obs))
+        return self.heads(self.trunk(obs), obs)
 
-    def heads(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(rudder mean, rudder log-std, fire logit) from the last hidden layer."""
+    def heads(self, h: torch.Tensor, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(rudder mean, rudder log-std, fire logit) from the last hidden layer (and the input, for the mask)."""
         mean, log_std = self.rudder(h).unbind(-1)
         log_std = log_std.clamp(self.cfg.log_std_min, self.cfg.log_std_max)
-        return mean, log_std, self.fire(h).squeeze(-1)
+        logit = self.fire(h).squeeze(-1)
+        return mean, log_std, mask_trigger(obs, logit) if self.cfg.fire_mask else logit
 
     def plain(self) -> "Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]":
         """:meth:`forward` as plain tensor functions over this actor's own weights: the same numbers
@@ -77,11 +90,12 @@ class Actor(nn.Module):
             else:
                 raise TypeError(f"Actor.plain: no plain form of {type(m).__name__}")
         rudder, fire = (self.rudder.weight, self.rudder.bias), (self.fire.weight, self.fire.bias)
-        low, high = self.cfg.log_std_min, self.cfg.log_std_max
+        low, high, masked = self.cfg.log_std_min, self.cfg.log_std_max, self.cfg.fire_mask
         shape = (self.cfg.obs_dim,)
         eps = next((m.eps for m in self.trunk if isinstance(m, nn.LayerNorm)), 1e-5)
 
-        def forward(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        def forward(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            h = obs
             for kind, params in layers:
                 if kind == "linear":
                     h = F.linear(h, *params)
@@ -90,7 +104,8 @@ class Actor(nn.Module):
                 else:
                     h = F.layer_norm(h, shape, params[0], params[1], eps)
             mean, log_std = F.linear(h, *rudder).unbind(-1)
-            return mean, log_std.clamp(low, high), F.linear(h, *fire).squeeze(-1)
+            logit = F.linear(h, *fire).squeeze(-1)
+            return mean, log_std.clamp(low, high), mask_trigger(obs, logit) if masked else logit
 
         return forward
 

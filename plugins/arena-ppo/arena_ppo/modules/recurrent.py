@@ -27,7 +27,7 @@ class RecurrentActor(Actor):
 
     def step(self, obs: torch.Tensor, hidden: torch.Tensor) -> tuple[torch.Tensor, ...]:
         h = self.gru(self.trunk(obs), hidden)
-        return (*self.heads(h), h)
+        return (*self.heads(h, obs), h)
 
 
 class RecurrentCritic(Critic):
