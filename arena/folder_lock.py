@@ -3,13 +3,15 @@
 Two processes writing one folder interleave rows and overwrite each other's files, so each command
 that owns a folder holds an exclusive ``flock`` on a lock file in it for as long as it writes. The
 kernel releases the lock when its holder dies, so a killed run never leaves a stale lock behind; the
-file keeps the holder's pid only for the message. This module imports nothing of arena.
+file keeps the holder's pid only for the message.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from arena.output_files import LinkedOutputError
 
 
 class FolderBusy(Exception):
@@ -39,21 +41,24 @@ class FolderLock:
 
     def acquire(self) -> "FolderLock":
         """Take the lock; :class:`FolderBusy` when another process holds it, :class:`FolderUnusable` when
-        the folder cannot hold a lock file. A lock already held stays as it is."""
+        the folder cannot hold a lock file, :class:`~arena.output_files.LinkedOutputError` when the lock file
+        is a symbolic link. A lock already held stays as it is."""
         if self.fd is not None:
             return self
         try:
             import fcntl
         except ImportError:  # no flock on this platform: run unlocked
             return self
+        if self.path.is_symlink():  # it gets our pid written into it: never another file through a link
+            raise LinkedOutputError(self.path, "write a lock into")
         try:
             if self.folder.exists() and not self.folder.is_dir():
                 raise NotADirectoryError(20, "a file, not a folder")
             self.folder.mkdir(parents=True, exist_ok=True)
-            # O_NOFOLLOW: a lock file that is a link elsewhere is refused, never written through
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
         except (OSError, ValueError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+            reason = (exc.strerror + (f": {exc.filename}" if exc.filename else "")
+                      if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__)
             raise FolderUnusable(self.folder, reason) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -40,8 +40,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("arena.tournament", "arena.match", "arena.replay", "arena.testing", "arena.wrappers"),
     ("arena.agents", "arena.agent_calls", "arena.families", "arena.loop", "arena.parties", "arena.plugins"),
     ("arena.env",),
-    ("arena", "arena.declared_settings", "arena.errors", "arena.guard", "arena.progress", "arena.run_files",
-     "arena.seeds", "arena.threads", "arena.torchfile", "arena.yaml_file"),
+    ("arena", "arena.declared_settings", "arena.errors", "arena.folder_lock", "arena.guard", "arena.output_files",
+     "arena.progress",
+     "arena.run_files", "arena.seeds", "arena.threads", "arena.torchfile", "arena.yaml_file"),
 )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from arena.output_files import write_text
 from arena.replay.events import SIDE_NAMES, Event, aircraft_label, battle_events, outcome_text, pilot
 from arena.replay.recorder import Battle
 
@@ -127,6 +128,4 @@ def acmi_text(battle: Battle) -> str:
 
 
 def write_acmi(battle: Battle, path: str | Path) -> Path:
-    path = Path(path)
-    path.write_text(acmi_text(battle), encoding="utf-8")
-    return path
+    return write_text(path, acmi_text(battle))  # whole, and never through a link (arena.output_files)

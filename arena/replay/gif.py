@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from arena.output_files import staged
 from arena.replay.events import SIDE_NAMES, aircraft_label, battle_events, outcome_text
 from arena.replay.recorder import Battle
 
@@ -86,7 +87,8 @@ def write_gif(battle: Battle, path: str | Path, fps: int = 15) -> Path:
 
     animation = FuncAnimation(fig, lambda i: draw(int(frames[i])), frames=len(frames))
     try:
-        animation.save(str(path), writer=PillowWriter(fps=fps))
+        with staged(path, keep_suffix=True) as temp:  # whole, and never through a link (arena.output_files)
+            animation.save(str(temp), writer=PillowWriter(fps=fps))
     finally:
         plt.close(fig)
     return path

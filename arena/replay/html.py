@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from arena.output_files import write_text
 from arena.replay.events import SIDE_NAMES, aircraft_label, battle_events, outcome_text, pilot
 from arena.replay.recorder import Battle
 
@@ -84,6 +85,4 @@ def html_text(battle: Battle) -> str:
 
 
 def write_html(battle: Battle, path: str | Path) -> Path:
-    path = Path(path)
-    path.write_text(html_text(battle), encoding="utf-8")
-    return path
+    return write_text(path, html_text(battle))  # whole, and never through a link (arena.output_files)

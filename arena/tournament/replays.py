@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from arena.output_files import write_text
 from arena.tournament.batching import Batch
 from arena.tournament.executor import replay_batch
 from arena.tournament.results import DRAW, GameResult
@@ -198,7 +199,7 @@ def record_replays(store: "ResultStore", picks: Sequence[Notable], ids: Sequence
 def write_index(output: Path, entries: Sequence[ReplayEntry]) -> Path:
     path = output / FOLDER / INDEX
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([asdict(e) for e in entries], indent=1), encoding="utf-8")
+    write_text(path, json.dumps([asdict(e) for e in entries], indent=1))  # never through a link
     return path
 
 

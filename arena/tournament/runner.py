@@ -340,12 +340,44 @@ def _league_report(store: ResultStore, run: RunRecord, rating: RatingConfig | No
     changed = rating_changes(played_with, rating) if rating is not None else ""
     rating = rating or played_with
     seed = stored_setting("seed", cfg.get("seed", 0), store.path, f"runs[{run.id}].seed")
+    other_seeds = seed_changes(store, run, seed, wanted, half)
     report = build_report(cfg.get("name", "tournament"), Path(cfg.get("output", store.path.parent)), entrants,
                           games, rating, seed, int(wanted.sum()) * half, candidates=cand, references=refs,
                           source=str(cfg.get("file") or store.path))
     if changed:
         report.warnings.append(ReportWarning("rating_changed", note=changed))
+    if other_seeds:
+        report.warnings.append(ReportWarning("seed_changed", note=other_seeds))
     return report
+
+
+def seed_changes(store: ResultStore, run: RunRecord, seed: int, wanted: Any, half: int) -> str:
+    """``seed old -> new: N of the M games …`` when games of ``run``'s league (its pairings ``wanted``, by
+    position, game numbers below ``half``) were played by runs under another league seed, so from other
+    starting positions than ``seed`` gives them; "" when none was (or it cannot be told: a game of no
+    stored batch). A league resumed after its seed was edited reads the stored games as its own: said,
+    as a change of the rating settings is (:func:`rating_changes`)."""
+    position = {pid: i for i, pid in enumerate(run.participant_ids)}
+    by_seed: dict[Any, dict[int, int]] = {}  # other seed -> {run id: games}
+    total = 0
+    seeds: dict[int, Any] = {run.id: seed}
+    for p1, p2, run_id, count in store.games_by_run(half):
+        if p1 not in position or p2 not in position or not wanted[position[p1], position[p2]]:
+            continue
+        total += count
+        if run_id is None:
+            continue
+        if run_id not in seeds:
+            seeds[run_id] = store.run(run_id).config.get("seed", 0)
+        if seeds[run_id] != seed:
+            runs = by_seed.setdefault(seeds[run_id], {})
+            runs[run_id] = runs.get(run_id, 0) + count
+    parts = []
+    for old, runs in by_seed.items():
+        listed = ", ".join(str(r) for r in sorted(runs))
+        parts.append(f"{sum(runs.values()):,} of its {total:,} games were played under seed {old!r}, by "
+                     f"run{'s' if len(runs) > 1 else ''} {listed}")
+    return f"seed {', '.join(repr(s) for s in by_seed)} -> {seed!r}: {'; '.join(parts)}" if parts else ""
 
 
 def rating_changes(before: RatingConfig, after: RatingConfig) -> str:

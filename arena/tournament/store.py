@@ -8,8 +8,11 @@ missiles and kills; ratings rate the participant that flew a side. Ratings and r
 from the database alone, so they can be rebuilt at any time (``arena leaderboard``).
 
 Opening checks the file before anything is written to it: that it is arena's, of a schema version
-this arena reads, and whole (``PRAGMA quick_check``). A file that fails is refused and left byte for
-byte as it was. Schema 1 (before team battles: returns and missiles as p1/p2 columns) is upgraded in
+this arena reads, whole (``PRAGMA quick_check``), and that every value a reader interprets is one
+arena writes (a winner 0, 1 or 2, sides that are the game's, ids of stored rows: :data:`VALUE_CHECKS`).
+A file that fails is refused, naming the first such row, and left byte for byte as it was. Games are
+written only to a file in the output folder, never through a symbolic link (refused, naming it).
+Schema 1 (before team battles: returns and missiles as p1/p2 columns) is upgraded in
 place, in one transaction, after a byte-for-byte copy of the file is kept as
 ``results.sqlite.schema1.bak``; a newer schema is refused. ``read_only`` opens (``arena leaderboard``)
 never write: a schema-1 file is then upgraded in memory only.
@@ -35,6 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena.folder_lock import FolderBusy, FolderUnusable
+from arena.folder_lock import FolderLock as OneWriter
+from arena.output_files import LinkedOutputError, staged
 from arena.tournament.outcomes import Outcomes, from_columns
 from arena.tournament.results import GameResult
 
@@ -170,6 +176,9 @@ class ResultStore:
             _check_ours(self.path)  # --fresh deletes arena's database, never someone else's file
             for suffix in ("", "-wal", "-shm", "-journal"):
                 Path(str(self.path) + suffix).unlink(missing_ok=True)
+        for suffix in ("", "-wal", "-shm", "-journal"):  # SQLite would write games into the file a link points to
+            if Path(f"{self.path}{suffix}").is_symlink():
+                raise StoreError(str(LinkedOutputError(f"{self.path}{suffix}", "write games into")))
         version: str | None = None
         if self.path.exists():
             probe = _connect_read_only(self.path)
@@ -231,9 +240,11 @@ class ResultStore:
         try:
             for stale in (backup_wal, Path(f"{backup}-shm")):  # SQLite would replay a stale log into the copy
                 stale.unlink(missing_ok=True)
-            shutil.copyfile(self.path, backup)
+            with staged(backup) as temp:  # a new file: never written through a link (arena.output_files)
+                shutil.copyfile(self.path, temp)
             if wal.is_file() and wal.stat().st_size:
-                shutil.copyfile(wal, backup_wal)
+                with staged(backup_wal) as temp:
+                    shutil.copyfile(wal, temp)
         except OSError as exc:
             for partial in (backup, backup_wal):
                 partial.unlink(missing_ok=True)
@@ -478,6 +489,16 @@ class ResultStore:
             games = games.select(games.game_index < max_index)
         return games.among(participant_ids)
 
+    def games_by_run(self, max_index: int | None = None) -> list[tuple[int, int, int | None, int]]:
+        """``(p1 id, p2 id, run id, games)``: how many of each ordered pairing's games (``game_index <
+        max_index``) each run played; run None for games of no stored batch. Which run played a game says
+        under which league settings (its seed: where the game started) it was played."""
+        rows = self.conn.execute(
+            "SELECT g.p1, g.p2, b.run_id, COUNT(*) FROM games g LEFT JOIN batches b ON b.id = g.batch_id "
+            "WHERE g.game_index < ? GROUP BY g.p1, g.p2, b.run_id",
+            (max_index if max_index is not None else 2 ** 62,))
+        return [(int(a), int(b), None if r is None else int(r), int(n)) for a, b, r, n in rows]
+
     def side_records(self, participant_ids: Sequence[int] | None = None) -> list[tuple[int, int, int, float]]:
         """``(game id, side, participant, score)`` of every side of every stored game: what a participant
         scored, whichever side it flew."""
@@ -576,7 +597,124 @@ def _inspect(path: Path, conn: sqlite3.Connection, reader: bool) -> str | None:
         problem = f"missing table {', '.join(sorted(missing))}" if missing else None
     if problem is not None:
         raise StoreError(_damaged(path, problem))
+    try:
+        lie = _impossible_value(conn, tables)
+    except sqlite3.Error as exc:
+        lie = _reason(exc)
+    if lie is not None:
+        raise StoreError(f"{path}: holds a value arena never writes ({lie}), so its games cannot be read as they "
+                         f"are; arena has not changed it: restore it from a copy, or move it away or use another "
+                         f"output directory")
     return version
+
+
+def _whole(column: str, low: int) -> str:
+    return f"(typeof({column}) != 'integer' OR {column} < {low})"
+
+
+def _optional(column: str, condition: str) -> str:
+    return f"({column} IS NOT NULL AND {condition})"
+
+
+# What each column a reader interprets may hold, as arena writes it: table -> (SQL naming a row, checks),
+# each check (column, SQL true of a row holding something else, what was expected). A reader trusts these,
+# so a store holding anything else (a hand edit, another tool, a bug) is refused, naming the row, rather
+# than read as if it did not: a winner 5 would count as a decisive game, a negative id would index the
+# wrong participant, a side's score that is not its game's would be another game's result.
+_PARTICIPANT = "(SELECT id FROM participants)"
+JOINED = {"sides": "LEFT JOIN games g ON g.id = sides.game_id"}  # what a table's checks read beside it
+VALUE_CHECKS: dict[str, tuple[str, tuple[tuple[str, str, str], ...]]] = {
+    "participants": ("'participant id ' || quote(id)", (
+        ("id", _whole("id", 1), "an id >= 1"),
+        ("key", "(typeof(key) != 'text' OR key = '')", "the participant's key (text)"),
+        ("name", "(typeof(name) != 'text' OR trim(name) = '')", "a name (text that is not blank)"),
+        ("agent", "(typeof(agent) != 'text' OR agent = '')", "the name of an agent (text)"),
+        ("checkpoint", _optional("checkpoint", "typeof(checkpoint) != 'text'"), "NULL or a checkpoint path (text)"),
+    )),
+    "runs": ("'run id ' || quote(id)", (
+        ("games_played", _optional("games_played", _whole("games_played", 0)), "a count of games >= 0"),
+    )),
+    "run_participants": ("'run ' || quote(run_id) || ' position ' || quote(position)", (
+        ("position", _whole("position", 0), "a league position >= 0"),
+        ("participant_id", f"participant_id NOT IN {_PARTICIPANT}", "the id of a stored participant"),
+        ("run_id", "run_id NOT IN (SELECT id FROM runs)", "the id of a stored run"),
+    )),
+    "batches": ("'batch id ' || quote(id)", (
+        ("run_id", "run_id NOT IN (SELECT id FROM runs)", "the id of a stored run"),
+        ("seed", "typeof(seed) != 'integer'", "an integer seed"),
+        ("num_envs", _whole("num_envs", 1), "a number of env slots >= 1"),
+        ("games", _whole("games", 0), "a count of games >= 0"),
+    )),
+    "games": ("'game id ' || quote(id)", (
+        ("p1", f"(typeof(p1) != 'integer' OR p1 NOT IN {_PARTICIPANT})", "the id of a stored participant"),
+        ("p2", f"(typeof(p2) != 'integer' OR p2 NOT IN {_PARTICIPANT} OR p2 = p1)",
+         "the id of a stored participant other than p1's"),
+        ("game_index", _whole("game_index", 0), "a game number >= 0"),
+        ("winner", "(typeof(winner) != 'integer' OR winner NOT IN (0, 1, 2))",
+         "0 (a draw), 1 or 2 (the side that won)"),
+        ("length", _whole("length", 0), "a number of steps >= 0"),
+        ("team_size", _whole("team_size", 1), "aircraft a side, >= 1"),
+        ("batch_id", _optional("batch_id", "batch_id NOT IN (SELECT id FROM batches)"), "NULL or a stored batch's id"),
+        ("slot", _optional("slot", _whole("slot", 0)), "NULL or an env slot >= 0"),
+        ("seed", _optional("seed", "typeof(seed) != 'integer'"), "NULL or an integer seed"),
+        ("forfeit_by", _optional("forfeit_by", "forfeit_by NOT IN (p1, p2)"),
+         "NULL or the participant of the game that forfeited it (p1 or p2)"),
+        ("winner", _optional("forfeit_by", "winner != CASE WHEN forfeit_by = p1 THEN 2 ELSE 1 END"),
+         "the side that did not forfeit (a forfeit is a loss for forfeit_by)"),
+    )),
+    "sides": ("'game id ' || quote(sides.game_id) || ' side ' || quote(sides.side)", (  # g: the side's game
+        ("game_id", "g.id IS NULL", "the id of a stored game"),
+        ("side", "(typeof(sides.side) != 'integer' OR sides.side NOT IN (1, 2))", "1 or 2"),
+        ("participant", "sides.participant IS NOT CASE sides.side WHEN 1 THEN g.p1 ELSE g.p2 END",
+         "the participant that flew this side in games (p1 for side 1, p2 for side 2)"),
+        ("score", "sides.score IS NOT CASE g.winner WHEN 0 THEN 0.5 WHEN sides.side THEN 1.0 ELSE 0.0 END",
+         "the side's points by the game's winner (1 a win, 0.5 a draw, 0 a loss)"),
+        ("return", _optional('sides."return"', "typeof(sides.\"return\") NOT IN ('real', 'integer')"),
+         "NULL or a number"),
+        ("missiles", _optional("sides.missiles", _whole("sides.missiles", 0)), "NULL or a count >= 0"),
+        ("kills", _optional("sides.kills", "(typeof(sides.kills) NOT IN ('real', 'integer') OR sides.kills < 0)"),
+         "NULL or a count >= 0"),
+    )),
+}
+
+
+def _impossible_value(conn: sqlite3.Connection, tables: set[str]) -> str | None:
+    """The first value of a column a reader interprets that arena never writes there, on one line: the
+    table, the row, the column, the value and what was expected (and how many rows more hold such
+    values); None when every one is possible. One scan of each table (two when one is found). Only
+    reads; the checks of columns an older schema lacks are skipped."""
+    for table, (label, checks) in VALUE_CHECKS.items():
+        if table not in tables:
+            continue
+        present = {str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")}
+        checks = tuple(c for c in checks if c[0] in present)
+        if not checks:
+            continue
+        where = " OR ".join(c[1] for c in checks)
+        which = " ".join(f"WHEN {c[1]} THEN {i}" for i, c in enumerate(checks))
+        value = " ".join(f'WHEN {c[1]} THEN quote({table}."{c[0]}")' for c in checks)
+        rows = f"FROM {table} {JOINED.get(table, '')} WHERE {where}"
+        row = conn.execute(f"SELECT {label}, CASE {which} END, CASE {value} END {rows} LIMIT 1").fetchone()
+        if row is not None:
+            column, _, expected = checks[int(row[1])]
+            more = int(conn.execute(f"SELECT COUNT(*) {rows}").fetchone()[0]) - 1
+            also = f"; {more:,} more row(s) of {table} hold such values" if more else ""
+            return f"{table}, {row[0]}: {column} is {_shown(row[2])}, expected {expected}{also}"
+    if "participants" in tables:  # read in Python: SQLite's JSON functions are missing from some builds
+        for pid, params in conn.execute("SELECT id, params FROM participants ORDER BY id"):
+            try:
+                ok = isinstance(json.loads(params), dict)
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                return (f"participants, participant id {pid}: params is {_shown(repr(params))}, expected the "
+                        f"agent's parameters as a JSON object")
+    return None
+
+
+def _shown(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _damaged(path: Path, problem: str) -> str:
@@ -613,57 +751,26 @@ def _integrity_problem(conn: sqlite3.Connection) -> str | None:
     return first + (f"; {len(rows) - 1} more problem(s)" if len(rows) > 1 else "")
 
 
-class FolderLock:
-    """An exclusive lock on a tournament's output folder, so two tournaments never play into (or
-    ``--fresh`` away) the same database at once. ``flock`` is released by the kernel when the holder
-    dies, so a killed run never leaves a stale lock; the file keeps the holder's pid for the message."""
+class FolderLock(OneWriter):
+    """An exclusive lock on a tournament's output folder (:class:`arena.folder_lock.FolderLock`), so two
+    tournaments never play into (or ``--fresh`` away) the same database at once; :class:`StoreError`
+    when another holds it or the folder cannot hold it."""
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
-        self.folder = Path(folder)
-        self.path = self.folder / LOCK_NAME
-        self.fd: int | None = None
+        super().__init__(folder, LOCK_NAME)
 
     def acquire(self) -> "FolderLock":
         try:
-            import fcntl
-        except ImportError:  # no flock on this platform: run unlocked, as before
-            return self
-        try:
-            if self.folder.exists() and not self.folder.is_dir():
-                raise NotADirectoryError(20, "a file, not a folder")
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except (OSError, ValueError) as exc:
-            raise StoreError(f"{self.folder}: cannot be used as the output folder ({_reason(exc)}); expected a "
+            super().acquire()
+        except FolderBusy as exc:
+            raise StoreError(f"{self.folder}: another tournament (pid {exc.holder}) is playing into this output "
+                             f"folder; wait for it to finish, or set another output") from None
+        except FolderUnusable as exc:
+            raise StoreError(f"{self.folder}: cannot be used as the output folder ({exc.reason}); expected a "
                              f"writable directory") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-            os.close(fd)
-            raise StoreError(f"{self.folder}: another tournament (pid {holder}) is playing into this output folder; "
-                             f"wait for it to finish, or set another output") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self.fd = fd
+        except LinkedOutputError as exc:
+            raise StoreError(str(exc)) from None
         return self
-
-    def release(self) -> None:
-        if self.fd is None:
-            return
-        import fcntl
-
-        fd, self.fd = self.fd, None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-
-    def __enter__(self) -> "FolderLock":
-        return self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
 
 
 def _reason(exc: BaseException) -> str:

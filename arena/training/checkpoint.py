@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+# staged/temp_prefix live below arena's packages now (every output file is written through them); kept
+# importable from here, where export and older callers find them.
+from arena.output_files import staged, temp_prefix  # noqa: F401
 
 # Re-exported from their old place here: checkpoint names are read by the tournament too (see the docstring).
 from arena.torchfile import TorchFileError, read_torch_file
@@ -28,8 +30,9 @@ if TYPE_CHECKING:
     import torch
 
 REQUIRED_KEYS = ("agent", "format_version")
-# Temp files of unfinished writes: ".<final name>.<writer pid>.<random>.tmp" (the pid says whose it is).
-TEMP_PATTERN = re.compile(r"^\.(?P<target>.+)\.(?P<pid>\d+)\.[^.]+\.tmp$")
+# Temp files of unfinished writes: ".<final name>.<writer pid>.<random>.tmp" (the pid says whose it is),
+# with the final name's suffix after ".tmp" for writers that choose the format by the name (pictures).
+TEMP_PATTERN = re.compile(r"^\.(?P<target>.+)\.(?P<pid>\d+)\.[^.]+\.tmp(\.[A-Za-z0-9]+)?$")
 LEGACY_TEMP_PATTERN = re.compile(r"^\.ckpt_\d+\.pt\.[^.]+\.tmp$")  # written before the pid was added
 LEGACY_TEMP_AGE = 3600.0  # seconds after which a pid-less temp file is surely abandoned
 
@@ -56,33 +59,6 @@ def save_checkpoint(payload: Mapping[str, Any], path: str | os.PathLike[str]) ->
     with staged(target, mode=0o600) as tmp:
         torch.save(to_cpu(dict(payload)), tmp)
     return target
-
-
-@contextmanager
-def staged(target: Path, mode: int = 0o666) -> Iterator[Path]:
-    """A fresh temporary file beside ``target``, renamed onto it once the block has written it and it is
-    on disk; on any error it goes and ``target`` stays as it was (or absent).
-
-    The name is this process's temp name (:func:`temp_prefix`), so a run that finds one left by a
-    killed process in its folder cleans it up (:func:`clean_stale_temp_files`). ``mode`` is the new
-    file's, before the umask: checkpoints are the owner's alone, exported policies are plain files.
-    """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.parent / f"{temp_prefix(target)}{secrets.token_hex(4)}.tmp"
-    os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
-    try:
-        yield temp
-        with temp.open("r+b") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-
-
-def temp_prefix(target: Path) -> str:
-    """Prefix of this process's temp files for ``target``; :func:`clean_stale_temp_files` reads the pid back."""
-    return f".{target.name}.{os.getpid()}."
 
 
 def pid_alive(pid: int) -> bool:

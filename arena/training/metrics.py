@@ -15,6 +15,8 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from arena.output_files import open_append, repair_csv_tail, staged, write_text
+
 
 def default_run_dir(prefix: str, root: str | os.PathLike[str] = "runs") -> Path:
     """``runs/<prefix>-YYYYmmdd-HHMMSS``, with a numeric suffix if that already exists."""
@@ -42,6 +44,11 @@ class MetricLogger:
     Columns are fixed by the first row written (or by the header of an existing file when a run is
     resumed); a later row with new keys rewrites the file with the wider header, so nothing logged
     is ever dropped.
+
+    An existing file is appended to only once it is whole: a last row that a killed run left cut short
+    is dropped first, and :attr:`note` says so in one line (None when nothing was dropped). A file that
+    is a symbolic link is refused (:class:`arena.output_files.LinkedOutputError`, an ``OSError`` naming
+    the link): appending would write into the file it points to (see :mod:`arena.output_files`).
     """
 
     def __init__(self, path: str | os.PathLike[str], tensorboard: Any | None = None,
@@ -51,6 +58,7 @@ class MetricLogger:
         self.tensorboard = tensorboard
         self.console = console
         self.columns: list[str] = []
+        self.note = repair_csv_tail(self.path)  # refuses a link, drops a cut last row
         if self.path.exists() and self.path.stat().st_size > 0:
             with self.path.open(newline="") as handle:
                 self.columns = next(csv.reader(handle), [])
@@ -60,7 +68,7 @@ class MetricLogger:
         new = [k for k in flat if k not in self.columns]
         if new:
             self._widen(self.columns + new)
-        with self.path.open("a", newline="") as handle:
+        with open_append(self.path) as handle:
             csv.DictWriter(handle, fieldnames=self.columns).writerow(flat)
         if self.tensorboard is not None and step is not None:
             for key, value in flat.items():
@@ -74,12 +82,10 @@ class MetricLogger:
         if self.path.exists() and self.columns:
             with self.path.open(newline="") as handle:
                 rows = list(csv.DictReader(handle))
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.w.tmp")  # pid: see clean_stale_temp_files
-        with tmp.open("w", newline="") as handle:
+        with staged(self.path) as tmp, tmp.open("w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=columns)
             writer.writeheader()
             writer.writerows(rows)
-        os.replace(tmp, self.path)
         self.columns = columns
 
     def close(self) -> None:
@@ -127,10 +133,6 @@ def write_config(path: str | os.PathLike[str], config: Mapping[str, Any]) -> Pat
 
 def write_text_atomically(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``: readers see the old
-    file or the new one, never half of it."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.w.tmp")  # pid: see clean_stale_temp_files
-    tmp.write_text(text)
-    os.replace(tmp, target)
-    return target
+    file or the new one, never half of it, and a symbolic link at ``path`` is replaced, not written
+    through (:func:`arena.output_files.write_text`)."""
+    return write_text(path, text)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.folder_lock import FolderBusy, FolderLock, FolderUnusable
+from arena.output_files import LinkedOutputError, staged
 from arena.run_files import BEST_CHECKPOINT, BEST_RECORD, checkpoint_step, list_checkpoints, list_exploiters
 
 
@@ -25,6 +26,7 @@ def holds_run(directory: Path) -> bool:
 
 # The files a run writes under these names, whatever its trainer (checkpoints are named by step).
 RUN_FILES = ("config.yaml", "metrics.csv", "eval.csv", BEST_CHECKPOINT, BEST_RECORD)
+APPENDED = ("metrics.csv", "eval.csv")  # the run files a resumed run appends to; the others are written whole
 
 
 def check_writable(out: Path) -> None:
@@ -32,6 +34,8 @@ def check_writable(out: Path) -> None:
     a folder (or anything but a file) where the run writes one of its :data:`RUN_FILES` fails too."""
     for name in RUN_FILES:
         path = Path(out) / name
+        if name in APPENDED and path.is_symlink():  # a resumed run would append to the file it points to
+            raise ValueError(f"--out {out}: {LinkedOutputError(path)}")
         if (path.exists() or path.is_symlink()) and not path.is_file():
             kind = "a folder" if path.is_dir() else "not a regular file"
             raise ValueError(f"--out {out}: {path} is {kind}; expected the run's {name} there to be a file (or "
@@ -60,6 +64,8 @@ def lock_run(out: Path) -> FolderLock:
     except FolderUnusable as exc:
         raise ValueError(f"--out {out}: cannot hold the run's lock file {RUN_LOCK} there ({exc.reason}); expected a "
                          f"writable directory") from None
+    except LinkedOutputError as exc:
+        raise ValueError(f"--out {out}: {exc}") from None
 
 
 @dataclass
@@ -139,11 +145,13 @@ def later_than(directory: Path, step: int) -> str:
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
+    """The whole rows of a run's CSV file: a row a killed writer cut short (fewer or more fields than the
+    header) is not one of the run's, and the run that resumes drops it (:func:`arena.output_files.repair_csv_tail`)."""
     if not path.is_file():
         return []
     try:
         with path.open(newline="") as handle:
-            return list(csv.DictReader(handle))
+            return [row for row in csv.DictReader(handle) if None not in row and None not in row.values()]
     except (OSError, UnicodeDecodeError, csv.Error):
         return []
 
@@ -168,15 +176,14 @@ def branch_history(source: Path, target: Path, step: int) -> None:
                 os.link(path, target / path.name)
             except OSError:
                 shutil.copy2(path, target / path.name)
-    for name in ("metrics.csv", "eval.csv"):
+    for name in APPENDED:
         src = source / name
-        if not src.is_file() or (target / name).exists():
+        if not src.is_file() or (target / name).exists() or (target / name).is_symlink():
             continue
         with src.open(newline="") as handle:
-            reader = csv.DictReader(handle)
-            columns = list(reader.fieldnames or [])
-            rows = [r for r in reader if row_step(r) <= step]
-        with (target / name).open("w", newline="") as handle:
+            columns = list(csv.DictReader(handle).fieldnames or [])
+        rows = [r for r in read_rows(src) if row_step(r) <= step]
+        with staged(target / name) as temp, temp.open("w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=columns)
             writer.writeheader()
             writer.writerows(rows)

@@ -6,6 +6,7 @@ import math
 import os
 from typing import TYPE_CHECKING
 
+from arena.output_files import staged
 from arena.tournament.over_training import RunProgress
 from arena.tournament.report.compute import percent
 
@@ -61,7 +62,8 @@ def plot_rating_over_training(runs: dict[str, RunProgress], path: str | os.PathL
     if title:
         ax.set_title(_label(title, 80))
     fig.tight_layout()
-    fig.savefig(str(path), dpi=110)
+    with staged(path, keep_suffix=True) as temp:  # whole, and never through a link (arena.output_files)
+        fig.savefig(str(temp), dpi=110)
 
 
 # The head-to-head picture: a small league's cells are 0.45 inch with the score written in them; a
@@ -124,7 +126,8 @@ def plot_head_to_head(h2h: "pd.DataFrame", path: str | os.PathLike[str], title: 
         ax.set_title(_label(title, 80))
     fig.tight_layout()
     fig.set_layout_engine(None)  # laid out: else savefig draws the whole picture once more to lay it out again
-    fig.savefig(str(path), dpi=PICTURE_DPI)
+    with staged(path, keep_suffix=True) as temp:  # whole, and never through a link (arena.output_files)
+        fig.savefig(str(temp), dpi=PICTURE_DPI)
 
 
 def rank_ticks(n: int) -> list[int]:

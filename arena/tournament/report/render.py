@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from arena.output_files import staged, write_text
 from arena.tournament.league_config import RankBy
 from arena.tournament.matchups import format_matchups
 from arena.tournament.over_training import RunProgress
@@ -290,13 +291,16 @@ def sprt_lines(run: dict[str, Any]) -> list[str]:
 
 
 def write_report(report: TournamentReport, directory: str | os.PathLike[str] | None = None) -> dict[str, Path]:
-    """Write the CSVs, Markdown and the head-to-head picture; returns their paths."""
+    """Write the CSVs, Markdown and the head-to-head picture; returns their paths. Each is written whole
+    (:mod:`arena.output_files`): a file there that is a symbolic link is replaced, never written through."""
     out = Path(directory) if directory is not None else report.output_dir
     out.mkdir(parents=True, exist_ok=True)
     paths = {k: out / v for k, v in FILES.items()}
-    report.leaderboard.to_csv(paths["leaderboard"], index=False)
-    report.head_to_head.to_csv(paths["head_to_head"])
-    paths["markdown"].write_text(markdown_report(report), encoding="utf-8")
+    with staged(paths["leaderboard"]) as temp:
+        report.leaderboard.to_csv(temp, index=False)
+    with staged(paths["head_to_head"]) as temp:
+        report.head_to_head.to_csv(temp)
+    write_text(paths["markdown"], markdown_report(report))
     plot_head_to_head(report.head_to_head, paths["picture"], title=f"{report.name}: head to head")
     picture = out / "rating_over_training.png"
     if report.over_training:

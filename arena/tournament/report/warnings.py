@@ -42,6 +42,9 @@ SENTENCES: dict[str, Callable[["ReportWarning"], str]] = {
     "replays_failed": lambda w: f"replays not recorded: {w.note}",
     "rating_changed": lambda w: (f"rated with the league file's rating settings as they are now ({w.note}), not those "
                                  f"the games were played under; they change no game, only how the games are rated"),
+    "seed_changed": lambda w: (f"the league's seed changed since some of its games were played ({w.note}); those "
+                               f"games started from other positions than this seed gives, yet are rated as this "
+                               f"league's; use --fresh (or another output) to play every game under this seed"),
 }
 
 

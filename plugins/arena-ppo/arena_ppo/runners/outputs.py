@@ -24,16 +24,21 @@ class RunOutputs:
         self.evals: MetricLogger | None = None
 
     def open(self, config: dict[str, Any]) -> None:
-        """Create the folder, write config.yaml (``config``: plain values) and open the metric logs."""
+        """Create the folder, write config.yaml (``config``: plain values) and open the metric logs (a row a
+        killed run left cut short is dropped, and said; a log that is a symbolic link is refused with an
+        ``OSError`` naming it)."""
         if not self.main:
             return
         self.out_dir.mkdir(parents=True, exist_ok=True)
         for path in clean_stale_temp_files(self.out_dir):  # left by a writer that was killed mid-write
             self.echo(f"removed {path.name}, an unfinished write of a process that no longer runs")
         write_config(self.out_dir / "config.yaml", config)
-        tb = tensorboard_writer(self.out_dir / "tensorboard")
-        self.metrics = MetricLogger(self.out_dir / "metrics.csv", tensorboard=tb)
-        self.evals = MetricLogger(self.out_dir / "eval.csv", tensorboard=tb)
+        self.metrics = MetricLogger(self.out_dir / "metrics.csv")
+        self.evals = MetricLogger(self.out_dir / "eval.csv")
+        for log in (self.metrics, self.evals):  # a row a killed run left cut short, dropped before appending
+            if log.note is not None:
+                self.echo(f"note: {log.note}")
+        self.metrics.tensorboard = self.evals.tensorboard = tensorboard_writer(self.out_dir / "tensorboard")
 
     def echo(self, text: str) -> None:
         if self.console is None:
