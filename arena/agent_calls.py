@@ -1,10 +1,11 @@
 """Calling an agent's code and blaming it by name: where an agent's fault becomes an :class:`AgentFailure`.
 
 Every call into an agent (``act``, ``reset``, ``eval``, ``keep_rows``) goes through :func:`checked_act`
-or :func:`checked_call`, which catch whatever it raises (``sys.exit`` included, :mod:`arena.guard`) and
-check what it returns, so the caller gets a failure naming the agent and its role, never a traceback
-from inside a plugin. A move that never returns (under a move limit, :func:`timed_move`)
-gets its agent abandoned (:func:`abandon`): that instance is never called again in this process.
+or :func:`checked_call`, which catch whatever it raises (``sys.exit`` included, :mod:`arena.guard`) or
+changes of the process (its working directory, torch's defaults), and check what it returns, so the
+caller gets a failure naming the agent and its role, never a traceback from inside a plugin. A move
+that never returns (under a move limit, :func:`timed_move`) gets its agent abandoned (:func:`abandon`):
+that instance is never called again in this process.
 """
 
 from __future__ import annotations
@@ -68,18 +69,20 @@ class AgentFailure(RuntimeError):
     When several agents fail in the same step, ``failures`` holds each (agent, role, reason) and the
     game has no result for anyone: the one checked first is not the only one to blame. ``agent``,
     ``role`` and ``reason`` are the first failure's; ``index`` is the failing controller's position
-    in its seating (None where the failure came from elsewhere).
+    in its seating (None where the failure came from elsewhere). ``kind`` says what the blamed code is:
+    an ``"agent"``, or another plugin called like one (a ``"reward"`` function,
+    :class:`arena.wrappers.battles.Shaping`).
     """
 
     def __init__(self, agent: str, role: str, reason: str,
-                 others: "Sequence[tuple[str, str, str]]" = (), index: int | None = None) -> None:
-        self.agent, self.role, self.reason, self.index = agent, role, reason, index
+                 others: "Sequence[tuple[str, str, str]]" = (), index: int | None = None, kind: str = "agent") -> None:
+        self.agent, self.role, self.reason, self.index, self.kind = agent, role, reason, index, kind
         self.failures: tuple[tuple[str, str, str], ...] = ((agent, role, reason), *others)
         if others:
             parts = "; ".join(f"agent {a!r} ({r}) {why}" for a, r, why in self.failures)
             super().__init__(f"no result: {len(self.failures)} agents failed in the same step: {parts}")
         else:
-            super().__init__(f"agent {agent!r} ({role}) {reason}")
+            super().__init__(f"{kind} {agent!r} ({role}) {reason}")
 
     @property
     def no_result(self) -> bool:
@@ -113,7 +116,7 @@ def checked_act(agent: Any, obs: dict[str, "torch.Tensor"], name: str, role: str
         action = call_agent(name, "act", agent.act, obs)
         return check_action(action, num_envs, device, who="action", team_size=team_size)
     except AgentCodeError as exc:
-        failure = AgentFailure(name, role, f"raised {exc.cause}")
+        failure = AgentFailure(name, role, exc.done)
     except ValueError as exc:
         failure = AgentFailure(name, role, f"returned a malformed action: {exc}")
     if raise_now:

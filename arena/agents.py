@@ -48,6 +48,21 @@ def play_by(agent: Any, policy: str) -> None:
         agent.eval()
 
 
+def ready_to_play(agent: Any, name: str, policy: str = DEFAULT_POLICY) -> Any:
+    """``agent`` switched to play by ``policy``, its ``eval()`` (``train()``) run as agent code: one that
+    raises, exits or changes the process is an :class:`AgentSpecError` naming the agent and the method,
+    as a failing ``create()`` or ``load()`` is (``agent 'x': eval() raised RuntimeError: ...``): how a
+    tournament and the wrappers set up what they built before the first game, as ``arena play``
+    (:func:`arena.match.play_match`) and a trainer's opponents do through the same guard."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy: expected one of {', '.join(POLICIES)}, got {policy!r}")
+    try:
+        call_agent(name, "train" if policy == "sampled" else "eval", play_by, agent, policy)
+    except AgentCodeError as exc:
+        raise AgentSpecError(str(exc)) from None
+    return agent
+
+
 @runtime_checkable
 class Agent(Protocol):
     """What the env loop needs from an agent."""

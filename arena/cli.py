@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -45,8 +48,73 @@ MAX_SEED = (1 << 62) - 1  # seeds feed torch generators (64-bit) with small offs
 SEED = click.IntRange(0, MAX_SEED)
 
 
+_json_out: list[list[str]] = []  # what each running --json command prints on its real stdout when it ends
+
+
 def echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+    emit(json.dumps(data, indent=2, default=str))
+
+
+def emit(text: str) -> None:
+    """Print a command's result on stdout: during a ``--json`` command, on its real stdout once its work is
+    done (:func:`json_only_stdout`), whatever it printed meanwhile having gone to stderr."""
+    if _json_out:
+        _json_out[-1].append(text)
+    else:
+        click.echo(text)
+
+
+def _flush(stream: Any) -> None:
+    try:
+        stream.flush()
+    except (OSError, ValueError):  # a closed or broken stream
+        pass
+
+
+@contextmanager
+def json_only_stdout() -> Iterator[None]:
+    """While a ``--json`` command works, whatever anything prints on stdout goes to stderr: an agent's
+    ``print`` (``sys.stdout``), and where stdout is a file descriptor, what a library or a child process
+    writes to it (the descriptor itself points at stderr's meanwhile). What :func:`emit` was given is
+    printed on the real stdout at the end, so that stdout holds the JSON and nothing else."""
+    out, err = sys.stdout, sys.stderr
+    pending: list[str] = []
+    saved: tuple[int, int] | None = None
+    try:
+        out_fd, err_fd = out.fileno(), err.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file descriptor (a test's capture): sys.stdout only
+        out_fd = err_fd = -1
+    _flush(out)
+    if out_fd >= 0 and out_fd != err_fd:
+        try:
+            saved = (out_fd, os.dup(out_fd))
+            os.dup2(err_fd, out_fd)
+        except OSError:
+            saved = None
+    _json_out.append(pending)
+    try:
+        with redirect_stdout(err):
+            yield
+    finally:
+        _json_out.pop()
+        _flush(out)
+        _flush(err)
+        if saved is not None:
+            os.dup2(saved[1], saved[0])
+            os.close(saved[1])
+        for text in pending:
+            click.echo(text)
+
+
+class ArenaCommand(click.Command):
+    """A command of ``arena``: with ``--json`` (or ``--format json``) its JSON is the only thing on stdout
+    (:func:`json_only_stdout`)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        if ctx.params.get("as_json") is True or ctx.params.get("fmt") == "json":
+            with json_only_stdout():
+                return super().invoke(ctx)
+        return super().invoke(ctx)
 
 
 class ArenaGroup(click.Group):
@@ -57,6 +125,7 @@ class ArenaGroup(click.Group):
     """
 
     plugins_loaded = False
+    command_class = ArenaCommand
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The program's entry point (not a test's ``CliRunner``, which calls ``main``): a process that
@@ -581,7 +650,21 @@ def train() -> None:
 # -- tournaments -------------------------------------------------------------------------------------
 
 
+_stop_signal = [2]  # the signal that ended the tournament (SIGINT until another): the exit status is 128 + it
+
+
 def _raise_interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM or SIGHUP, taken as Ctrl-C is: the games played so far are stored, then the process ends."""
+    import signal
+
+    from arena.guard import note_interrupt
+
+    if signum == getattr(signal, "SIGHUP", None):
+        from arena.training.interrupt import silence_terminal
+
+        silence_terminal()
+    _stop_signal[0] = signum
+    note_interrupt()
     raise KeyboardInterrupt
 
 
@@ -632,7 +715,11 @@ def tournament(file: str, fresh: bool, retry_forfeits: bool, device: str | None,
     for warning in config.warnings:
         click.echo(f"warning: {warning}", err=True)
     set_threads(threads, batch=config.max_envs)
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # a kill flushes stored games like Ctrl-C
+    from arena.training.interrupt import stop_signals
+
+    # a kill or a closed terminal flushes stored games as Ctrl-C does
+    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in stop_signals() if sig != signal.SIGINT}
+    _stop_signal[0] = signal.SIGINT
     try:
         ray = RaySettings(ray_address or None, ray_retries) if ray_address is not None else None
         report = run_tournament(config, fresh=fresh, retry_forfeits=retry_forfeits, progress=not quiet, ray=ray)
@@ -643,10 +730,11 @@ def tournament(file: str, fresh: bool, retry_forfeits: bool, device: str | None,
     except KeyboardInterrupt:
         click.echo(f"interrupted: finished games are stored in {config.output}; run the same command again "
                    f"to play the rest", err=True)
-        raise SystemExit(130) from None
+        raise SystemExit(128 + _stop_signal[0]) from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
-    click.echo(render(report, "json" if as_json else "table"))
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    emit(render(report, "json" if as_json else "table"))
 
 
 @main.command("leaderboard")
@@ -676,8 +764,10 @@ def leaderboard(directory: str, csv_path: str | None, fmt: str, as_json: bool) -
                              f"YAML file")
         report = rebuild_report(target, rating=rating)
         if csv_path:
-            Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
-            report.leaderboard.to_csv(csv_path, index=False)
+            from arena.output_files import staged
+
+            with staged(csv_path) as temp:  # written whole, replacing a link there, never through it
+                report.leaderboard.to_csv(temp, index=False)
     except (ConfigError, StoreError) as exc:
         raise ArenaError(str(exc)) from None
     except sqlite3.Error as exc:  # checked when opened; a tournament checkpointing into it meanwhile
@@ -685,4 +775,4 @@ def leaderboard(directory: str, csv_path: str | None, fmt: str, as_json: bool) -
                          f"again") from None
     except OSError as exc:
         raise ArenaError(f"{exc.filename or csv_path or target}: cannot write ({exc.strerror or exc})") from None
-    click.echo(render(report, "json" if as_json else fmt))
+    emit(render(report, "json" if as_json else fmt))

@@ -23,6 +23,13 @@ Using it (the tournament executor can adopt it the same way)::
 A handler that turns another signal into ``KeyboardInterrupt`` (the tournament's SIGTERM) should call
 :func:`note_interrupt` before raising, so that the guard treats it as the user's.
 
+An agent shares the process with the arena, so a call must also leave the process as it found it:
+torch's default dtype and device, gradient tracking and the working directory are read before each
+call and put back after it, and a change is that agent's fault (``act() changed the working
+directory ...``) as much as an exception is (:class:`ProcessState`). A call that forks and whose child
+comes back out of the agent's code (returns, raises, ``sys.exit``) ends that child on the spot with
+``os._exit``: the arena's work goes on in one process only.
+
 A call that never returns cannot be stopped from the same process: Python has no way to kill a thread.
 :class:`Watchdog` runs calls on a daemon worker thread and stops waiting after a deadline; the caller
 then abandons the call (and must never call that agent again), and a late answer is dropped. What
@@ -52,16 +59,24 @@ _native_threads = False  # a library started threads of its own that may abort t
 
 class AgentCodeError(RuntimeError):
     """An agent's own code failed. ``agent`` names it, ``what`` is the method, ``cause`` the first line
-    of what it raised (``Type: message``); ``str()`` is one line fit to print."""
+    of what it raised (``Type: message``), or with ``changed`` what it changed in the process
+    (``changed the working directory from A to B (put back)``); ``str()`` is one line fit to print."""
 
-    def __init__(self, agent: str, what: str, cause: str) -> None:
-        self.agent, self.what, self.cause = agent, what, cause
+    def __init__(self, agent: str, what: str, cause: str, changed: bool = False) -> None:
+        self.agent, self.what, self.cause, self.changed = agent, what, cause, changed
         super().__init__(f"agent {agent!r}: {self.reason}")
 
     @property
     def reason(self) -> str:
-        """``act() raised Type: message``, without the agent's name (for callers that add it)."""
-        return f"{self.what}() raised {self.cause}"
+        """``act() raised Type: message`` (or ``act() changed ...``), without the agent's name (for
+        callers that add it)."""
+        return f"{self.what}() {self.cause}" if self.changed else f"{self.what}() raised {self.cause}"
+
+    @property
+    def done(self) -> str:
+        """What the agent did, for a caller that names the method itself or not at all: ``raised
+        Type: message``, or ``act() changed ...`` (a change always says in which call)."""
+        return self.reason if self.changed else f"raised {self.cause}"
 
 
 def note_interrupt() -> None:
@@ -136,18 +151,112 @@ def call_agent(agent: str, what: str, fn: Callable[..., T], *args: Any, **kwargs
 
     ``agent`` is the name to blame and ``what`` the method (``"act"``, ``"reset"``, ``"eval"``,
     ``"create"``). A ``KeyboardInterrupt`` from the user (see :func:`user_interrupted`) passes through.
+    What the call changed of the process (:class:`ProcessState`) is put back; a call that returned
+    normally but changed something raises :class:`AgentCodeError` with ``changed`` set. A forked child
+    that comes back out of ``fn`` ends here (:meth:`ProcessState.end_forked_child`).
     """
     before = _interrupts
+    state = ProcessState.take()
     try:
-        return fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
     except KeyboardInterrupt:
+        state.end_forked_child(agent, what, 1)
+        also = state.restore()
         if user_interrupted(before):
             raise
-        raise AgentCodeError(agent, what, "KeyboardInterrupt (raised by the agent, not a Ctrl-C)") from None
+        raise AgentCodeError(agent, what, "KeyboardInterrupt (raised by the agent, not a Ctrl-C)" + also) from None
     except SystemExit as exc:
-        raise AgentCodeError(agent, what, f"SystemExit (called sys.exit({exc.code!r}))") from None
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        state.end_forked_child(agent, what, code)
+        also = state.restore()
+        raise AgentCodeError(agent, what, f"SystemExit (called sys.exit({exc.code!r})){also}") from None
     except BaseException as exc:  # noqa: BLE001 - Exception, GeneratorExit, odd BaseException subclasses
-        raise AgentCodeError(agent, what, first_line(exc)) from exc
+        state.end_forked_child(agent, what, 1)
+        also = state.restore()
+        raise AgentCodeError(agent, what, first_line(exc) + also) from exc
+    state.end_forked_child(agent, what, 0)
+    changes = state.put_back()
+    if changes:
+        raise AgentCodeError(agent, what, "changed " + "; and ".join(changes), changed=True)
+    return result
+
+
+class ProcessState:
+    """What of the process an agent call must leave as it found it, read before the call.
+
+    torch's default dtype (an env step mixing float64 into its float32 tensors fails deep inside), its
+    default device (every tensor the arena creates after it would go there), gradient tracking (the
+    update of a trainer needs it on, a rollout off), the working directory (a relative ``--out``
+    would be written elsewhere, or not at all) and the process itself (a forked child must not go on
+    playing the league its parent plays). torch is read only when it is loaded; an agent that loads it
+    is checked against torch's own defaults.
+    """
+
+    __slots__ = ("pid", "cwd", "dtype", "device", "grad")
+
+    def __init__(self, pid: int, cwd: str | None, dtype: Any, device: Any, grad: bool | None) -> None:
+        self.pid, self.cwd, self.dtype, self.device, self.grad = pid, cwd, dtype, device, grad
+
+    @classmethod
+    def take(cls) -> "ProcessState":
+        torch = sys.modules.get("torch")
+        try:
+            cwd: str | None = os.getcwd()
+        except OSError:  # the directory was removed under us: nothing to put back
+            cwd = None
+        if torch is None or not hasattr(torch, "get_default_device"):  # not loaded, or still loading
+            return cls(os.getpid(), cwd, None, None, None)
+        return cls(os.getpid(), cwd, torch.get_default_dtype(), torch.get_default_device(), torch.is_grad_enabled())
+
+    def end_forked_child(self, agent: str, what: str, code: int) -> None:
+        """In a child the agent forked, which came back out of its code: say so on stderr and end it now
+        (``os._exit``: no clean-up, no flush of the parent's buffered output, which would print twice)."""
+        if os.getpid() == self.pid:
+            return
+        try:
+            os.write(2, f"arena: a process that agent {agent!r} forked in {what}() came back out of it; it is "
+                        f"ended (status {code}), its parent plays on\n".encode(errors="replace"))
+        except OSError:
+            pass
+        os._exit(code)
+
+    def put_back(self) -> list[str]:
+        """Restore what differs from this state; returns each change, said for a message."""
+        changes = []
+        try:
+            now = os.getcwd()
+        except OSError:
+            now = None
+        if self.cwd is not None and now != self.cwd:
+            try:
+                os.chdir(self.cwd)
+                back = "put back"
+            except OSError as exc:
+                back = f"cannot be put back: {exc.strerror or exc}"
+            changes.append(f"the working directory from {self.cwd} to {now or 'a removed one'} ({back})")
+        torch = sys.modules.get("torch")
+        if torch is None or not hasattr(torch, "get_default_device"):
+            return changes
+        cpu = torch.device("cpu")
+        dtype = self.dtype if self.dtype is not None else torch.float32  # torch's own defaults
+        device = self.device if self.device is not None else cpu
+        grad = self.grad if self.grad is not None else True
+        if (now_dtype := torch.get_default_dtype()) != dtype:
+            changes.append(f"torch's default dtype from {dtype} to {now_dtype} (put back)")
+            torch.set_default_dtype(dtype)
+        if (now_device := torch.get_default_device()) != device:
+            changes.append(f"torch's default device from {device} to {now_device} (put back)")
+            torch.set_default_device(None if device == cpu else device)
+        if torch.is_grad_enabled() != grad:
+            changes.append(f"gradient tracking from {'on' if grad else 'off'} to {'off' if grad else 'on'} "
+                           f"(put back)")
+            torch.set_grad_enabled(grad)
+        return changes
+
+    def restore(self) -> str:
+        """:meth:`put_back`, after a call that raised: the changes as a note to add to what it raised."""
+        changes = self.put_back()
+        return f" (it also changed {'; and '.join(changes)})" if changes else ""
 
 
 class CallTimedOut(Exception):

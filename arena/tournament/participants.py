@@ -72,18 +72,18 @@ def build_participant(p: Participant, device: Any, env_config: Any, registry: "R
                       checkpoint: str | None = None) -> "Agent":
     """``p`` as an agent playing by its policy (eval mode, or train mode for a sampled checkpoint);
     ``checkpoint`` reads its weights from another copy of the file (a worker's). A bad checkpoint or
-    parameter raises ``ValueError``, ``TypeError`` or ``LookupError``."""
+    parameter, or agent code that fails while it is set up (``create``, ``load``, ``eval``), raises
+    ``ValueError`` (:class:`arena.agents.AgentSpecError`), ``TypeError`` or ``LookupError``."""
     from dataclasses import replace
 
-    from arena.agents import build_agent, play_by
+    from arena.agents import build_agent, ready_to_play
 
     path = checkpoint if checkpoint is not None else p.checkpoint
     spec = p.agent if path is None else f"{p.agent}:{path}"
     if p.obs_mode is not None and env_config is not None and p.obs_mode != env_config.obs_mode:
         env_config = replace(env_config, obs_mode=p.obs_mode)  # the batch's env adds the keys it reads
     agent = build_agent(spec, device=device, env_config=env_config, registry=registry, **p.params)
-    play_by(agent, p.policy or "deterministic")
-    return agent
+    return ready_to_play(agent, p.agent, p.policy or "deterministic")  # its eval() fails as its create() does
 
 
 def build_agents(config: TournamentConfig, participants: Sequence[Participant], device: Any, env_config: Any,

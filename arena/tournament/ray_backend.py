@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.guard import first_line
+from arena.output_files import write_bytes
 from arena.tournament.batching import Batch, batch_seed, plan_batches
 from arena.tournament.participants import Participant, build_participant
 from arena.tournament.results import GameResult
@@ -412,10 +413,8 @@ def local_checkpoint(p: Participant, data: bytes) -> str:
     folder = Path(tempfile.gettempdir()) / f"arena-ray-checkpoints-{os.getuid()}"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{digest}{Path(p.checkpoint or '').suffix}"
-    if not path.exists():
-        part = path.with_name(f"{path.name}.{os.getpid()}.part")
-        part.write_bytes(data)
-        os.replace(part, path)  # whole or absent, even with two workers writing it at once
+    if not path.exists():  # whole or absent, even with two workers writing it at once; never through a link
+        write_bytes(path, data)
     return str(path)
 
 

@@ -13,7 +13,9 @@ in the middle of the save; SIGHUP stays ignored where it was (``nohup``).
 
 from __future__ import annotations
 
+import os
 import signal
+import stat
 import sys
 import threading
 from types import FrameType
@@ -28,6 +30,24 @@ def stop_signals() -> tuple[int, ...]:
     if HANGUP is not None and signal.getsignal(HANGUP) is not signal.SIG_IGN:
         signals.append(HANGUP)
     return tuple(signals)
+
+
+def silence_terminal() -> None:
+    """Point standard output and error at ``/dev/null`` where they are a terminal that hung up.
+
+    After a hang-up every write to the terminal fails (EIO), and a failing print would end a process
+    in the middle of its clean stop. A hung-up terminal is still a character device but no longer
+    answers as a terminal; a live one, a file or a pipe keeps what is written to it.
+    """
+    for fd in (1, 2):
+        try:
+            if not stat.S_ISCHR(os.fstat(fd).st_mode) or os.isatty(fd):
+                continue
+            null = os.open(os.devnull, os.O_WRONLY)
+        except OSError:
+            continue
+        os.dup2(null, fd)
+        os.close(null)
 
 
 class StopRequest:
@@ -61,8 +81,6 @@ class StopRequest:
         from arena.guard import note_interrupt
 
         if signum == HANGUP:
-            from arena.training.launcher import silence_terminal
-
             silence_terminal()
         note_interrupt()
         if self.requested:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import signal
-import stat
 import subprocess
 import sys
 import threading
@@ -34,7 +33,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
 
-from arena.training.interrupt import HANGUP, stop_signals
+from arena.training.interrupt import HANGUP, silence_terminal, stop_signals
 
 GRACE_S = 15.0  # after a child fails: seconds before the others are terminated, and again before they are killed
 POLL_S = 0.05
@@ -94,24 +93,6 @@ def launch(args: Sequence[str], nproc: int, *, module: str = "arena", grace_s: f
 def forwarded_signals() -> tuple[int, ...]:
     """The signals the launcher passes on: those that ask a run to stop (:func:`stop_signals`)."""
     return stop_signals()
-
-
-def silence_terminal() -> None:
-    """Point standard output and error at ``/dev/null`` where they are a terminal that hung up.
-
-    After a hang-up every write to the terminal fails (EIO), and a failing print would end a process
-    in the middle of its clean stop. A hung-up terminal is still a character device but no longer
-    answers as a terminal; a live one, a file or a pipe keeps what is written to it.
-    """
-    for fd in (1, 2):
-        try:
-            if not stat.S_ISCHR(os.fstat(fd).st_mode) or os.isatty(fd):
-                continue
-            null = os.open(os.devnull, os.O_WRONLY)
-        except OSError:
-            continue
-        os.dup2(null, fd)
-        os.close(null)
 
 
 # -- in the children -------------------------------------------------------------------------------

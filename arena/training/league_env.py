@@ -131,8 +131,10 @@ class LeagueEnv:
         return self.observations(turn.next_obs), reward.reshape(-1), seat_rows(dones, self.seats), extras
 
     def end_rollout(self, gather: GatherObjects | None = None) -> None:
-        """Refuse a teacher or opponent that returned NaN, then credit the games that ended to the pool
-        (``gather``: pool every process's PFSP records)."""
+        """Refuse a reward function that returned NaN or a value out of bounds (read once a rollout, before the
+        rollout is learned from), a teacher or opponent that returned NaN, then credit the games that ended
+        to the pool (``gather``: pool every process's PFSP records)."""
+        self.side.check_rewards()
         if self.teacher is not None:
             self.teacher.check_nans()
         sums = self.tally.sums

@@ -8,14 +8,17 @@ opponents are agent specs ``arena play`` accepts, or agent objects; several shar
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
+from arena.agent_calls import AgentFailure
 from arena.agents import BaseAgent
-from arena.env import EnvConfig, TensorEnv, obs_vector
+from arena.env import EnvConfig, TensorEnv, env_config_of, obs_vector
+from arena.env.config import REWARD_LIMIT
 from arena.env.observations import obs_keys
 from arena.env.selection import check_num_envs
 from arena.env.teams import flatten_seats, seat_rows
@@ -78,7 +81,7 @@ class LearnerStep(NamedTuple):
 def one_aircraft_a_side(env_config: EnvConfig | None, refusal: str) -> EnvConfig:
     """``env_config`` (the default when None) for an interface that flies duels; a team battle raises
     ``ValueError(refusal)``, formatted with its ``team_size``."""
-    config = env_config or EnvConfig()
+    config = env_config_of(env_config)
     if config.team_size != 1:
         raise ValueError(refusal.format(team_size=config.team_size))
     return config
@@ -91,19 +94,74 @@ def opponent_blocks(num_envs: int, count: int) -> torch.Tensor:
     return torch.arange(num_envs) * count // num_envs
 
 
-def shaping(reward: str | Callable[..., torch.Tensor] | None) -> Callable[..., torch.Tensor] | None:
-    """The reward function ``reward`` names (``arena_rewards``), a function as it is, or None."""
-    if reward is None or callable(reward):
+REAL_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)  # and floating point
+
+
+class Shaping:
+    """A reward function (``arena_rewards``, or one given as a function), called as agent code is.
+
+    ``shaping(obs, next_obs, rewards, dones, infos)`` calls ``fn`` through :func:`arena.guard.call_agent`
+    and checks what it returns: a tensor of real numbers with ``rewards``' shape (one value per learner
+    aircraft), on its device. Anything else, an exception (``sys.exit`` included) or a change of the
+    process raises :class:`~arena.agent_calls.AgentFailure` with ``kind="reward"``, naming the reward, where
+    it comes from (``source``), what it returned and what was expected:
+    ``reward 'x' (from dist 1.0) returned a tensor of shape [7]; expected ...``. Its values are checked
+    by :class:`LearnerSide` (on a GPU that takes a host read, so the largest is kept on the device and
+    read once in a while: :meth:`LearnerSide.check_rewards`).
+    """
+
+    def __init__(self, fn: Callable[..., Any], name: str, source: str) -> None:
+        self.fn, self.name, self.source = fn, name, source
+
+    def __call__(self, obs: Any, next_obs: Any, rewards: torch.Tensor, dones: torch.Tensor,
+                 infos: Any) -> torch.Tensor:
+        from arena.guard import AgentCodeError, call_agent
+
+        try:
+            value = call_agent(self.name, "reward", self.fn, obs, next_obs, rewards, dones, infos)
+        except AgentCodeError as exc:
+            raise self.failure(exc.cause if exc.changed else f"raised {exc.cause}") from None
+        return self.checked(value, rewards)
+
+    def checked(self, value: Any, like: torch.Tensor) -> torch.Tensor:
+        """``value`` as ``like``'s dtype, when it is a tensor of real numbers of ``like``'s shape and device."""
+        if not isinstance(value, torch.Tensor):
+            got = "None" if value is None else f"{type(value).__name__} {value!r:.40}"
+        elif not (value.dtype.is_floating_point or value.dtype in REAL_DTYPES):
+            got = f"a tensor of dtype {value.dtype}"
+        elif tuple(value.shape) != tuple(like.shape):
+            got = f"a tensor of shape {list(value.shape)}"
+        elif value.device != like.device:
+            got = f"a tensor on {value.device}"
+        else:
+            return value.to(like.dtype)
+        raise self.failure(f"returned {got}; expected a tensor of real numbers of shape {list(like.shape)} on "
+                           f"{like.device}, one value per learner aircraft")
+
+    def failure(self, reason: str) -> AgentFailure:
+        return AgentFailure(self.name, self.source, reason, kind="reward")
+
+    def __repr__(self) -> str:
+        return f"Shaping({self.name!r}, {self.source})"
+
+
+def shaping(reward: str | Callable[..., torch.Tensor] | None) -> Shaping | None:
+    """The reward function ``reward`` names (``arena_rewards``), or a function, to be called as a
+    :class:`Shaping`; None for None."""
+    if reward is None or isinstance(reward, Shaping):
         return reward
+    if callable(reward):
+        return Shaping(reward, str(getattr(reward, "__name__", type(reward).__name__)), "given as a function")
     if not isinstance(reward, str):
         raise ValueError(f"reward: expected the name of a reward (arena_rewards, such as 'pursuit' or 'zero'), a "
                          f"function or None, got {type(reward).__name__} {reward!r:.40}")
     from arena.agents import UnknownNameError, reward_registry
 
     try:
-        return reward_registry().get(reward)
+        entry = reward_registry().entry(reward)
     except UnknownNameError as exc:
         raise ValueError(f"reward: {exc}") from None
+    return Shaping(entry.obj, entry.name, f"from {entry.source.distribution} {entry.source.version}")
 
 
 class LearnerSide:
@@ -114,10 +172,15 @@ class LearnerSide:
     def __init__(self, env: TensorEnv, seating: Seating, team_size: int, keys: tuple[str, ...],
                  reward_fn: Callable[..., torch.Tensor] | None = None, global_state: bool = False) -> None:
         self.env, self.team_size, self.keys = env, team_size, keys
-        self.reward_fn, self.global_state = reward_fn, global_state
+        self.reward_fn, self.global_state = shaping(reward_fn), global_state
         self.num_envs, self.device = env.num_envs, env.device
         self.loop = GameLoop(env, seating)
         self.obs: dict[str, dict[str, torch.Tensor]] | None = None
+        # The largest magnitude the shaping returned since the last check (NaN once it returned one), and
+        # whether to check at every step: on the CPU the read costs nothing; on a GPU it would wait for the
+        # device, and the trainer checks once a rollout, before the rollout is learned from.
+        self.worst = torch.zeros((), device=self.device)
+        self.check_every_step = self.device.type == "cpu"
 
     def play(self, actions: np.ndarray | torch.Tensor) -> tuple[Turn, torch.Tensor]:
         """Step p1's ``[n, 3]`` (``[n, T, 3]``) actions; returns the turn and p1's shaped reward (``[n]``,
@@ -132,10 +195,28 @@ class LearnerSide:
             self.obs = turn.next_obs
             reward = turn.rewards["p1"]
             if self.reward_fn is not None:  # as the trainer calls it: a row per aircraft, next_obs before restarts
-                reward = reward + self.reward_fn(flatten_seats(before), flatten_seats(turn.infos["final_obs"]["p1"]),
-                                                 reward.reshape(-1), seat_rows(turn.dones, self.team_size),
-                                                 turn.infos).view_as(reward)
+                extra = self.reward_fn(flatten_seats(before), flatten_seats(turn.infos["final_obs"]["p1"]),
+                                       reward.reshape(-1), seat_rows(turn.dones, self.team_size), turn.infos)
+                self.worst = torch.maximum(self.worst, extra.abs().amax())  # NaN wins: it stays NaN
+                if self.check_every_step:
+                    self.check_rewards()
+                reward = reward + extra.reshape_as(reward)
         return turn, reward
+
+    def check_rewards(self) -> None:
+        """Refuse a reward function that returned NaN, an infinity, or a value beyond ``REWARD_LIMIT`` (the
+        bound of the env's own reward parts) since the last check: one host read. Raises its
+        :class:`~arena.agent_calls.AgentFailure`; nothing without a reward function."""
+        if self.reward_fn is None:
+            return
+        worst = float(self.worst)
+        if worst <= REWARD_LIMIT:
+            return
+        self.worst.zero_()
+        found = ("NaN" if math.isnan(worst) else "an infinite value" if math.isinf(worst)
+                 else f"a value of magnitude {worst:.3g}")
+        raise self.reward_fn.failure(f"returned {found}; expected finite values within ±{REWARD_LIMIT:g}, as the "
+                                     f"env's own reward parts are")
 
     def vector(self, observation: dict[str, torch.Tensor]) -> torch.Tensor:
         return obs_vector(observation, self.keys)
@@ -152,17 +233,21 @@ class LearnerBattles(LearnerSide):
     ``reward`` adds shaping to p1's env reward, as ``arena train --reward`` does: a name from the
     ``arena_rewards`` plugins (``pursuit``, the built-in trainer's default; ``zero``) or a function of
     the same signature, ``fn(obs, next_obs, rewards, dones, infos) -> [n·T]`` (one row per aircraft).
-    None: the env's reward alone (a win or loss, a survival bonus, a missile's cost).
+    None: the env's reward alone (a win or loss, a survival bonus, a missile's cost). It is called as
+    agent code (:class:`Shaping`): one that raises, or returns anything but a real tensor of that
+    shape on the env's device, fails the step with an :class:`~arena.agent_calls.AgentFailure` naming it.
+    Its values are checked too (NaN, infinite, beyond ``REWARD_LIMIT``): at every step on the CPU; on a
+    GPU, where that read would wait for the device, when :meth:`check_rewards` is called.
     """
 
     def __init__(self, num_envs: int, opponent: Any = "crank", env_config: EnvConfig | None = None,
                  device: str | torch.device = "cpu", seed: int = 0, global_state: bool = False,
                  reward: str | Callable[..., torch.Tensor] | None = None) -> None:
-        from arena.agents import build_agent
+        from arena.agents import AgentSpecError, build_agent, ready_to_play
 
         num_envs = check_num_envs(num_envs)
         reward_fn = shaping(reward)
-        config = env_config or EnvConfig()
+        config = env_config_of(env_config)
         many = isinstance(opponent, Sequence) and not isinstance(opponent, (str, bytes, bytearray))
         specs = list(opponent) if many else [opponent]
         if not specs:
@@ -173,9 +258,12 @@ class LearnerBattles(LearnerSide):
                 raise ValueError(f"opponent[{i}]: expected an agent spec (a name or a checkpoint) or an agent "
                                  f"object with act(), got {type(o).__name__} {o!r:.40}")
         self.opponents = [build_agent(o, device, config) if isinstance(o, str) else o for o in specs]
-        for agent in self.opponents:
+        for i, (agent, spec) in enumerate(zip(self.opponents, specs)):
             if callable(getattr(agent, "eval", None)):
-                agent.eval()
+                try:
+                    ready_to_play(agent, spec if isinstance(spec, str) else "opponent")
+                except AgentSpecError as exc:
+                    raise AgentSpecError(f"opponent[{i}]: {exc}") from None
         env = TensorEnv(num_envs, device=device, seed=seed, config=observation_config(config, self.opponents),
                         final_global_state="p1" if global_state else False)
         self.controllers = [Controller(agent, spec if isinstance(spec, str) else "opponent", "opponent",

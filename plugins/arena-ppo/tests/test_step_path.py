@@ -33,6 +33,7 @@ def learner_on(device: str, out: Path, algorithm: str = "ppo", team_size: int = 
     cfg.ppo.n_steps, cfg.ppo.batch_size, cfg.ppo.n_epochs, cfg.ppo.data_chunk_length = 8, num_envs * 4, 2, 4
     learner = build_run(resolve(cfg, algorithm, out=out), console=None, progress=False).learner
     learner.env.env.packed_missiles = False
+    learner.env.side.check_every_step = False  # the reward's values are read once a rollout, as on a GPU
     learner.collect()  # first calls: allocations, a compiled env step where there is one
     return learner
 
