@@ -12,8 +12,9 @@ opponent acts once per step on its whole slice (:mod:`arena.training.opponents`)
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -94,7 +95,20 @@ def parse_opponent_specs(texts: Iterable[str]) -> list[OpponentSpec]:
         seen.add(key)
     if {s.kind for s in specs} >= {"self", "league"}:
         raise OpponentSpecError("--vs league already plays the run's own past checkpoints; drop --vs self")
+    check_weight_sum(specs, sum(s.weight for s in specs))
     return specs
+
+
+def check_weight_sum(specs: Sequence[OpponentSpec], total: float, floor: str = "") -> None:
+    """Refuse weights whose sum (``total``, with ``floor``'s share where one is added) is past the largest
+    float: the envs are split by each weight's share of it, which would be NaN."""
+    if math.isfinite(total):
+        return
+    top = max(s.weight for s in specs)
+    alike = " and ".join(f"{str(replace(s, weight=1.0))}={s.weight / top:.3g}" for s in specs)
+    raise OpponentSpecError(f"--vs {' --vs '.join(map(str, specs))}: the weights{floor} add up to more than the "
+                            f"largest number ({sys.float_info.max:.3g}); only their ratios count, so give "
+                            f"smaller ones ({alike} split the envs alike)")
 
 
 def league_agents(registry: Any = None) -> list[str]:
@@ -139,7 +153,9 @@ def with_floor(specs: list[OpponentSpec], share: float, num_envs: int,
     if share == 0.0 or listed or num_envs <= len(specs):
         return specs
     total = sum(s.weight for s in specs)
-    return [*specs, OpponentSpec("agent", agent, total * share / (1.0 - share))]
+    weight = total * share / (1.0 - share)
+    check_weight_sum(specs, total + weight, f" and the floor's ({agent} on {share:g} of the envs)")
+    return [*specs, OpponentSpec("agent", agent, weight)]
 
 
 def split_envs(weights: Sequence[float], num_envs: int) -> list[int]:
@@ -150,8 +166,12 @@ def split_envs(weights: Sequence[float], num_envs: int) -> list[int]:
         raise OpponentSpecError(f"{len(weights)} opponents need at least {len(weights)} envs, "
                                 f"got --num-envs {num_envs}")
     total = float(sum(weights))
+    if not (math.isfinite(total) and total > 0 and all(math.isfinite(w) and w > 0 for w in weights)):
+        raise ValueError(f"weights: expected positive finite numbers with a finite sum, got "
+                         f"{', '.join(f'{w:g}' for w in weights[:8])}{' ...' if len(weights) > 8 else ''}")
     spare = num_envs - len(weights)  # everyone gets one env first
-    exact = [spare * w / total for w in weights]
+    # A weight near the largest float times the spare envs would overflow: its share first, there alone.
+    exact = [spare * w / total if math.isfinite(spare * w) else spare * (w / total) for w in weights]
     counts = [int(math.floor(x)) for x in exact]
     order = sorted(range(len(weights)), key=lambda i: (-(exact[i] - counts[i]), i))
     for i in order[: spare - sum(counts)]:

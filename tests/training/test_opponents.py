@@ -83,6 +83,27 @@ def test_split_needs_an_env_per_opponent():
         split_envs([1, 1, 1], 2)
 
 
+def test_weights_whose_sum_overflows_are_refused_naming_vs_and_the_weights():
+    """Each weight is finite, their sum is not: the split would be NaN ("cannot convert float NaN to integer")."""
+    with pytest.raises(OpponentSpecError) as refused:
+        parse_opponent_specs(["crank=1e308", "sniper=1e308"])
+    assert str(refused.value) == (
+        "--vs crank=1e+308 --vs sniper=1e+308: the weights add up to more than the largest number (1.8e+308); only "
+        "their ratios count, so give smaller ones (crank=1 and sniper=1 split the envs alike)")
+    from arena.training import with_floor
+
+    with pytest.raises(OpponentSpecError, match=r"^--vs crank=1e\+308: the weights and the floor's \(placeholder on "
+                                                r"0.9 of the envs\) add up to more than the largest number"):
+        with_floor(parse_opponent_specs(["crank=1e308"]), 0.9, 64)
+
+
+def test_weights_near_the_largest_float_split_as_their_ratios_do():
+    assert split_envs([1e308, 3e307], 12) == split_envs([10.0, 3.0], 12)
+    for weights in ([1.0, float("inf")], [1.0, float("nan")], [1.0, 0.0]):
+        with pytest.raises(ValueError, match="^weights: expected positive finite numbers with a finite sum"):
+            split_envs(weights, 8)
+
+
 class Constant:
     """A stateful stub: rudder = its value, and it counts act calls per env."""
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from arena.declared_settings import declared
+from arena.declared_settings import shown
 from arena.threads import thread_count
 from arena.training import OpponentSpec, league_agents, parse_opponent_specs, with_floor
 from arena.training.process_group import Rank, rank_seed
@@ -186,8 +186,57 @@ def check_split(cfg: TrainConfig, world: int) -> None:
                          f"processes, each needs at least one")
 
 
-# Settings whose help starts with one of these are read only by runs that play one of those opponents.
-SCOPED_HELP = {"league:": ("league",), "self/league:": ("self", "league")}
+LEAGUE_ONLY = ("run.warm_up_steps", "run.exploiter_share", "run.ladder_share")  # read by TrainingOpponents
+DRAWN_ONLY = ("run.pfsp_power", "run.self_slots", "run.tenure", "run.handover")  # read by the pool's drawn slots
+EVAL_ONLY = ("run.eval_interval", "run.eval_policy", "run.keep_best")  # read by the Evaluator
+
+
+def unread_settings(plan: RunPlan) -> dict[str, str]:
+    """The settings ``plan``'s run never reads, by key, each with why: "only X read it, and this one Y".
+
+    Decided here, once, from the plan (its parsed opponents, teacher, processes, algorithm, network and
+    schedule) as the builders read it, not from the settings' help, so a setting written for another
+    kind of run is said wherever it comes from: the command line, a --config file, a resumed run's
+    config.yaml.
+    """
+    run, ppo = plan.cfg.run, plan.cfg.ppo
+    kinds, plays = {s.kind for s in plan.specs}, f"this one plays {', '.join(v.strip() for v in run.vs)}"
+    rules = (
+        (LEAGUE_ONLY, not plan.league, f"only runs with --vs league read it, and {plays}"),
+        (DRAWN_ONLY, not kinds & {"self", "league"}, f"only runs with --vs self or --vs league read it, and {plays}"),
+        (("run.exploiter_share",), plan.league and plan.rank.world_size > 1,
+         f"only a league in one process reads it, and this one runs in {plan.rank.world_size}: it has no main "
+         f"exploiter"),
+        (("run.policy",), plan.algorithm != "mappo",
+         f"only mappo reads it, and this one is {plan.algorithm}: one shared actor flies every seat"),
+        (("ppo.kickstart_coef",), plan.teacher is None, "only runs with --kickstart read it, and this one has no "
+                                                        "teacher"),
+        (EVAL_ONLY, not run.eval_games, "only runs with --eval-games above 0 read it, and this one evaluates nothing"),
+        (("ppo.data_chunk_length",), not plan.cfg.network.recurrent,
+         "only recurrent runs (network.recurrent true) read it, and this one is not recurrent"),
+        (("ppo.desired_kl",), ppo.lr_schedule != "adaptive",
+         f"only the adaptive schedule reads it, and this one's ppo.lr_schedule is {ppo.lr_schedule}"),
+    )
+    return {key: why for keys, unread, why in rules if unread for key in keys}
+
+
+def unread_notes(plan: RunPlan, said: Mapping[str, Any]) -> list[str]:
+    """One note for each setting in ``said`` (written by the user, by key) that the run never reads.
+
+    A league's main exploiter is said even unwritten: the league's recipe has one, and several
+    processes drop it.
+    """
+    run = plan.cfg.run
+    written = {**({"run.exploiter_share": run.exploiter_share} if plan.league and run.exploiter_share else {}),
+               **said}
+    return [f"note: {key} {shown(written[key])} is ignored: {why}"
+            for key, why in unread_settings(plan).items() if key in written]
+
+
+def value_of(cfg: TrainConfig, key: str) -> Any:
+    """The run's value of ``key`` ("section.name")."""
+    section, name = key.split(".")
+    return getattr(getattr(cfg, section), name)
 
 
 def run_notes(plan: RunPlan, given: Mapping[str, Any]) -> list[str]:
@@ -201,15 +250,7 @@ def run_notes(plan: RunPlan, given: Mapping[str, Any]) -> list[str]:
         notes.append(f"note: ppo.batch_size {ppo.batch_size:,} is not a multiple of ppo.data_chunk_length "
                      f"{ppo.data_chunk_length}: a minibatch holds whole sequences of {ppo.data_chunk_length} steps, "
                      f"rounded down (at least one)")
-    plays = {spec.split("=", 1)[0] for spec in run.vs}
-    for s in declared(RunConfig, "run"):  # a league's own setting on a run without one, say
-        for prefix, needs in SCOPED_HELP.items():
-            if s.key in given and s.spec.help.startswith(prefix) and not plays & set(needs):
-                notes.append(f"note: {s.key} {given[s.key]!r} is ignored: only runs with --vs "
-                             f"{' or --vs '.join(needs)} read it, and this one plays {', '.join(run.vs)}")
-    if plan.league and run.exploiter_share and plan.rank.world_size > 1:
-        notes.append(f"note: run.exploiter_share {run.exploiter_share:g} is ignored on {plan.rank.world_size} "
-                     f"processes: the main exploiter trains on one; this league has none")
+    notes += unread_notes(plan, given)
     if plan.warm_up_steps >= run.max_steps:
         notes.append(f"warning: the league's warm-up (run.warm_up_steps {plan.warm_up_steps:,}) takes all of "
                      f"--max-steps {run.max_steps:,}: the league never opens; give more steps, or --set "

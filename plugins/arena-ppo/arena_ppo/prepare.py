@@ -32,7 +32,7 @@ from arena.training.settings import (
     settings_of,
 )
 from arena_ppo.launch import fail
-from arena_ppo.plan import RunPlan, resolve
+from arena_ppo.plan import RunPlan, resolve, unread_settings, value_of
 from arena_ppo.train_config import RETIRED, TrainConfig, default_config
 
 # What config.yaml records beside the settings; a --config file may hold them. The device and the
@@ -151,9 +151,10 @@ def prepare(params: dict[str, Any], algorithm: str, rank: Rank | None = None) ->
     except ValueError as exc:
         raise fail(str(exc)) from None
     resume_data, branch = None, None
+    edits: dict[str, tuple[Any, Any]] = {}  # a resumed run's hand edits of config.yaml
     if params.get("resume") is not None:
         resume = Path(params["resume"])
-        resume_data, cfg, resume_notes = resumed(resume, given, algorithm, world)
+        resume_data, cfg, resume_notes, edits = resumed(resume, given, algorithm, world)
         notes += resume_notes
         try:
             branch = plan_resume(resume, resume_data["counters"]["env_steps"], params.get("out"))
@@ -168,16 +169,30 @@ def prepare(params: dict[str, Any], algorithm: str, rank: Rank | None = None) ->
             raise fail(f"--out {out}: already holds a training run; continue it with --resume PATH, or give "
                        f"another directory")
     try:
-        plan = resolve(cfg, algorithm, out, rank, given)
+        plan = resolve(cfg, algorithm, out, rank, said_settings(given, edits, algorithm))
     except ValueError as exc:
         raise fail(str(exc)) from None
+    if edits:
+        notes += edits_note(Path(params["resume"]), edits, unread_settings(plan))
     return Setup(plan, resume_data, branch, [f"note: {note}" for note in notes] + list(plan.notes))
 
 
+def said_settings(given: Mapping[str, Any], edits: Mapping[str, tuple[Any, Any]], algorithm: str
+                  ) -> dict[str, Any]:
+    """The settings the user's word changes, by key, for the plan's note on those the run never reads:
+    each given at another value than the trainer's default (a run's config.yaml, given as --config,
+    holds every setting, and one at its default changes nothing) and each hand edit of a resumed run's
+    config.yaml."""
+    defaults = default_config(algorithm, given)
+    return {**{key: value for key, value in given.items() if value != value_of(defaults, key)},
+            **{key: new for key, (_, new) in edits.items()}}
+
+
 def resumed(resume: Path, given: dict[str, Any], algorithm: str, world: int
-            ) -> tuple[dict[str, Any], TrainConfig, list[str]]:
+            ) -> tuple[dict[str, Any], TrainConfig, list[str], dict[str, tuple[Any, Any]]]:
     """A checkpoint's trainer state and config, with the edits of its run's config.yaml and the ``given``
-    settings applied, and the notes that say so; one-line errors.
+    settings applied, the notes that say so, and the edits applied (key: the checkpoint's value, the
+    file's), said by :func:`edits_note` once the plan knows which the run reads; one-line errors.
 
     The checkpoint holds the settings the run trained with. Its folder's config.yaml is the run's
     settings as the user sees them: where a hand edit made it differ, the edit applies (a fixed
@@ -222,7 +237,8 @@ def resumed(resume: Path, given: dict[str, Any], algorithm: str, world: int
                    f"start a new run instead")
     edits, edit_notes = run_file_edits(resume, saved, given, algorithm)
     notes += edit_notes
-    changed = fixed_changes(default_config(algorithm), saved, edits)
+    edited = {key: new for key, (_, new) in edits.items()}
+    changed = fixed_changes(default_config(algorithm), saved, edited)
     if changed:
         path = resume.parent / RUN_FILE
         raise fail(f"{path}: edited to change {fixed_names(changed)}, which a resumed run keeps (the checkpoint's "
@@ -236,12 +252,12 @@ def resumed(resume: Path, given: dict[str, Any], algorithm: str, world: int
         raise fail(f"checkpoint {resume}: damaged trainer state: counters.env_steps: expected an int >= 0, "
                    f"got {step!r}"[:300])
     check_saved_processes(resume, data, world, algorithm)
-    cfg = build_config(algorithm, {**edits, **given}, saved)
+    cfg = build_config(algorithm, {**edited, **given}, saved)
     if cfg.run.max_steps <= step:
         raise fail(f"run.max_steps {cfg.run.max_steps:,} (--max-steps): the checkpoint {resume.name} is already at "
                    f"{step:,} steps, so resuming would train nothing; give a larger --max-steps to go on "
                    f"(it counts all of the run's steps, not this session's)")
-    return data, cfg, notes
+    return data, cfg, notes, edits
 
 
 def fixed_names(changed: list[Any]) -> str:
@@ -249,9 +265,10 @@ def fixed_names(changed: list[Any]) -> str:
 
 
 def run_file_edits(resume: Path, saved: TrainConfig, given: dict[str, Any], algorithm: str
-                   ) -> tuple[dict[str, Any], list[str]]:
+                   ) -> tuple[dict[str, tuple[Any, Any]], list[str]]:
     """The settings where the config.yaml beside ``resume`` differs from the checkpoint's (a hand edit)
-    and the command line does not decide, by key; and the notes that say what applies."""
+    and the command line does not decide, by key: (the checkpoint's value, the file's); and the note
+    naming the edits the command line overrides."""
     path = resume.parent / RUN_FILE
     if not path.is_file():
         return {}, []
@@ -261,18 +278,23 @@ def run_file_edits(resume: Path, saved: TrainConfig, given: dict[str, Any], algo
         check_recorded_env(data, (values,), algorithm, str(path))
     except ValueError as exc:
         raise fail(f"{exc} (the run's settings file, read on resume: fix or remove it)") from None
-    current = {key: getattr(getattr(saved, key.split(".")[0]), key.split(".")[1]) for key in values}
+    current = {key: value_of(saved, key) for key in values}
     edits = {key: value for key, value in values.items() if value != current[key]}
-    applied = {key: value for key, value in edits.items() if key not in given}
+    applied = {key: (current[key], value) for key, value in edits.items() if key not in given}
     notes = []
-    if applied:
-        changes = ", ".join(f"{key} {shown(current[key])} -> {shown(value)}" for key, value in applied.items())
-        notes.append(f"{path} differs from the settings of {resume.name} (edited by hand?): resuming with {changes}")
     overridden = [key for key in edits if key in given and given[key] != edits[key]]
     if overridden:
         notes.append(f"{path}: the command line wins over the edited " + ", ".join(
             f"{key} {shown(edits[key])} (now {shown(given[key])})" for key in overridden))
     return applied, notes
+
+
+def edits_note(resume: Path, edits: Mapping[str, tuple[Any, Any]], unread: Mapping[str, str]) -> list[str]:
+    """The line saying the hand edits of config.yaml a resumed run reads apply; an edit it does not read
+    is not announced as applied (the plan's note says it is ignored)."""
+    changes = ", ".join(f"{key} {shown(old)} -> {shown(new)}" for key, (old, new) in edits.items() if key not in unread)
+    return [f"{resume.parent / RUN_FILE} differs from the settings of {resume.name} (edited by hand?): resuming with "
+            f"{changes}"] if changes else []
 
 
 def check_saved_processes(resume: Path, data: dict[str, Any], world: int, algorithm: str) -> None:
