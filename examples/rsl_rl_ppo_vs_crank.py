@@ -1,6 +1,6 @@
 """rsl_rl's PPO (OnPolicyRunner) against CrankAgent, through the arena's rsl_rl VecEnv (no adapter code).
 
-    pip install -e '.[rsl_rl]'
+    pip install -e '.[rsl-rl]'
     python examples/rsl_rl_ppo_vs_crank.py --minutes 5
 
 Thousands of duels step at once in one TensorEnv; the actor reads the learner's observation, the

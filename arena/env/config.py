@@ -184,6 +184,18 @@ class EnvConfig:
         return cls(**values)
 
 
+def env_config_of(value: object, who: str = "env_config") -> EnvConfig:
+    """``value`` as an env's config: an :class:`EnvConfig` as it is, None as the default one; anything else
+    is a ``ValueError`` naming ``who`` (a dict would otherwise fail deep inside, as an AttributeError)."""
+    if value is None:
+        return EnvConfig()
+    if isinstance(value, EnvConfig):
+        return value
+    hint = "; EnvConfig.from_dict(...) builds one from a mapping" if isinstance(value, Mapping) else ""
+    raise ValueError(f"{who}: expected an arena.env.EnvConfig or None, got {type(value).__name__} "
+                     f"{shown(value, 60)}{hint}")
+
+
 def _checked(cls: type, data: dict[str, Any], where: str, section: str = "") -> dict[str, Any]:
     """``data`` checked against the declared fields of ``cls``: known keys, each value checked by its
     setting and held as the field holds it (an int given for a float is a float)."""

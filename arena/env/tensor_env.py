@@ -9,7 +9,7 @@ import torch
 
 from arena.env.actions import validate_action
 from arena.env.compiled import StepRunner, resolve_compile
-from arena.env.config import EnvConfig
+from arena.env.config import EnvConfig, env_config_of
 from arena.env.devices import resolve_device
 from arena.env.observations import PLAYERS, Observation, global_state, global_state_size, obs_keys, observe_sides
 from arena.env.selection import check_num_envs, env_indices
@@ -45,11 +45,12 @@ class TensorEnv:
                  final_global_state: bool | str = False, compile: bool | str | None = None) -> None:
         num_envs = check_num_envs(num_envs)
         seed = check_seed(seed)
+        config = env_config_of(config, "config")
         self.num_envs = num_envs
         self.device = resolve_device(device)
         if self.device.type == "cpu":
             settle_threads(num_envs)  # whoever imported torch first, unless a count was chosen
-        self.config = config if config is not None else EnvConfig()
+        self.config = config
         self.obs_keys = obs_keys(self.config)
         # Also hand back the global state before auto-reset: privileged critics bootstrap time-outs from it.
         # A player's name asks for that side's alone (a learner's critic): each is a fifth of a CPU step or more.
@@ -215,9 +216,13 @@ class TensorEnv:
     def restart_mask(self, mask: torch.Tensor) -> None:
         """Start the battles where ``mask`` ([N] bool) is set over, as an auto-reset would: with no host
         sync, so a caller on a GPU may pass a mask that no battle is set in."""
+        wanted = f"restart_mask: expected a bool tensor of shape [{self.num_envs}]"
+        if not isinstance(mask, torch.Tensor):
+            raise ValueError(f"{wanted}, got {type(mask).__name__} {mask!r:.40}")
+        if mask.is_meta:
+            raise ValueError(f"{wanted}, got a tensor on the meta device (it holds no values)")
         if tuple(mask.shape) != (self.num_envs,) or mask.dtype != torch.bool:
-            raise ValueError(f"restart_mask: expected a bool tensor of shape [{self.num_envs}], "
-                             f"got {mask.dtype} of shape {list(mask.shape)}")
+            raise ValueError(f"{wanted}, got {mask.dtype} of shape {list(mask.shape)}")
         self._auto_reset(mask.to(self.device))
 
     def keep_envs(self, envs: torch.Tensor) -> Obs:

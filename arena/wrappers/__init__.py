@@ -7,7 +7,7 @@
 - :class:`ArenaTorchRLEnv` — a TorchRL ``EnvBase`` of many battles (duels, or team battles grouped as
   VMAS groups its agents), tensors on the env's device (extra ``torchrl``);
 - :class:`ArenaRslRlEnv` — an rsl_rl ``VecEnv`` of many duels, the global state as the critic's
-  observation group, on the env's device (extra ``rsl_rl``).
+  observation group, on the env's device (extra ``rsl-rl``).
 
 Each is imported when first asked for, so an installation with one library uses its interface
 without the others. Where Gymnasium is installed, importing this module registers ``Arena/Duel-v0``
@@ -31,7 +31,7 @@ INTERFACES = {
     "ArenaEnv": ("arena.wrappers.gym_env", "wrappers"),
     "ArenaParallelEnv": ("arena.wrappers.pettingzoo_env", "wrappers"),
     "ArenaTorchRLEnv": ("arena.wrappers.torchrl_env", "torchrl"),
-    "ArenaRslRlEnv": ("arena.wrappers.rsl_rl_env", "rsl_rl"),
+    "ArenaRslRlEnv": ("arena.wrappers.rsl_rl_env", "rsl-rl"),
 }
 
 

@@ -19,7 +19,7 @@ import torch
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from arena.env import EnvConfig, TensorEnv, obs_vector
+from arena.env import EnvConfig, TensorEnv, env_config_of, obs_vector
 from arena.env.observations import obs_keys
 from arena.wrappers.battles import ACTION_HIGH, ACTION_LOW, ACTION_SHAPE, OBS_HIGH, OBS_LOW, action_array
 
@@ -35,7 +35,7 @@ class ArenaParallelEnv(ParallelEnv):
                  seed: int = 0) -> None:
         from dataclasses import replace
 
-        config = replace(env_config or EnvConfig(), team_size=team_size)
+        config = replace(env_config_of(env_config), team_size=team_size)
         self.env = TensorEnv(1, device=device, seed=seed, config=config)
         self.team_size = team_size
         self.keys = obs_keys(config)

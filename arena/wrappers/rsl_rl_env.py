@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
 from arena.env import EnvConfig
+from arena.env.selection import WIDE_UNSIGNED
 from arena.loop import Turn
 from arena.wrappers.battles import ACTION_SHAPE, LearnerBattles, action_array, one_aircraft_a_side
 
@@ -104,8 +106,14 @@ class ArenaRslRlEnv(VecEnv):
         return self._length
 
     @episode_length_buf.setter
-    def episode_length_buf(self, value: torch.Tensor) -> None:
+    def episode_length_buf(self, value: Any) -> None:
         wanted = f"ArenaRslRlEnv.episode_length_buf: expected [{self.num_envs}] decision steps"
+        if isinstance(value, torch.Tensor) and value.is_meta:
+            raise ValueError(f"{wanted}, got a tensor on the meta device (it holds no values)")
+        if isinstance(value, torch.Tensor) and value.dtype in WIDE_UNSIGNED:
+            value = value.detach().cpu().numpy()  # torch has no min, max or exact cast for these
+        if isinstance(value, np.ndarray) and value.dtype.kind == "u":
+            value = value.astype(np.float64)  # a uint64 above 2**63 is no int64: its value, as a float
         try:
             steps = torch.as_tensor(value, device=self.device)
         except (TypeError, ValueError, RuntimeError):

@@ -16,7 +16,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase
 
-from arena.env import EnvConfig
+from arena.env import EnvConfig, env_config_of
 from arena.wrappers.battles import ACTION_HIGH, ACTION_LOW, OBS_HIGH, OBS_LOW, LearnerBattles, action_array
 
 GROUP = "agents"  # TorchRL's name for the one group of a MarlGroupMapType.ALL_IN_ONE_GROUP map
@@ -46,7 +46,7 @@ class ArenaTorchRLEnv(EnvBase):
     def __init__(self, num_envs: int = 1024, opponent: Any = "crank", env_config: EnvConfig | None = None,
                  device: str | torch.device = "cpu", seed: int = 0, multi_agent: bool | None = None,
                  global_state: bool | None = None, reward: Any = None) -> None:
-        config = env_config or EnvConfig()
+        config = env_config_of(env_config)
         team_size = config.team_size
         grouped = team_size > 1 if multi_agent is None else multi_agent
         if not grouped and team_size > 1:
@@ -128,9 +128,11 @@ class ArenaTorchRLEnv(EnvBase):
     def _reset_mask(self, mask: Any) -> torch.Tensor:
         """The ``"_reset"`` entry as a ``[n]`` bool tensor: TorchRL hands ``[n, 1]``, ``[n]`` is taken too."""
         shapes = ((self.num_envs,), (self.num_envs, 1))
-        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or tuple(mask.shape) not in shapes:
-            got = (f"a tensor of dtype {mask.dtype} and shape {list(mask.shape)}" if isinstance(mask, torch.Tensor)
-                   else f"{type(mask).__name__}")
+        if not isinstance(mask, torch.Tensor) or mask.is_meta or mask.dtype != torch.bool or \
+                tuple(mask.shape) not in shapes:
+            got = (f"{type(mask).__name__}" if not isinstance(mask, torch.Tensor) else
+                   "a tensor on the meta device (it holds no values)" if mask.is_meta else
+                   f"a tensor of dtype {mask.dtype} and shape {list(mask.shape)}")
             raise ValueError(f"ArenaTorchRLEnv.reset: expected '_reset' to be a bool tensor of shape "
                              f"[{self.num_envs}, 1] or [{self.num_envs}] (the battles to restart), got {got}")
         return mask.reshape(self.num_envs).to(self.device)

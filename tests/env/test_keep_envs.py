@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -60,6 +61,11 @@ def test_watched_envs_must_be_kept_and_a_compiled_step_cannot_shrink() -> None:
     (None, "None"), ([0.0, float("nan")], "float64"), (torch.tensor([0.0, 1.0]), "float32"),
     (torch.tensor([True, False, True, False]), "bool"), (torch.empty(2, dtype=torch.long, device="meta"), "meta"),
     ([[0, 1]], r"shape \[1, 2\]"), ([], r"shape \[0\]"), ("01", "str"),
+    # past int64: the values as given, not wrapped to a negative number or read as floats
+    (np.array([0, 2**63 + 5], dtype=np.uint64), r"values in \[0, 9223372036854775813\]"),
+    (torch.tensor([0, 2**63 + 5], dtype=torch.uint64), r"values in \[0, 9223372036854775813\]"),
+    ([0, 2**63 + 5], r"values in \[0, 9223372036854775813\]"), ([1, 2**70], rf"values in \[1, {2**70}\]"),
+    (torch.tensor([1, 2**32 - 1], dtype=torch.uint32), r"values in \[1, 4294967295\]"),
 ])
 def test_keep_envs_refuses_what_is_not_increasing_indices_and_changes_nothing(envs, words) -> None:
     env = TensorEnv(4, seed=3)

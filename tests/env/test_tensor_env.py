@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from arena.env import EXTENDED_OBS_KEYS, OBS_KEYS, EnvConfig, TensorEnv, obs_vector
+from arena.env.observations import LAUNCH_KEY
 from arena.env.state import WorldState
 
 pytestmark = pytest.mark.usefixtures("both_step_paths")  # eager packed and static step
@@ -185,7 +186,7 @@ def test_observation_ranges_over_long_random_play() -> None:
 def test_observation_layout() -> None:
     env = TensorEnv(3)
     obs = env.reset()
-    assert tuple(obs["p1"]) == OBS_KEYS and len(OBS_KEYS) == 10
+    assert tuple(obs["p1"]) == (*OBS_KEYS, LAUNCH_KEY) and len(OBS_KEYS) == 10  # launch_ready: not in the vector
     assert obs_vector(obs["p2"]).shape == (3, 10)
     ext = TensorEnv(3, config=EnvConfig(obs_mode="extended")).reset()
     assert obs_vector(ext["p1"]).shape == (3, 15)
@@ -283,6 +284,23 @@ def test_step_before_reset_and_bad_construction() -> None:
         TensorEnv(0)
     with pytest.raises(ValueError, match="device"):
         TensorEnv(2, device="tpu")
+
+
+def test_a_config_or_mask_of_the_wrong_kind_is_refused_naming_the_argument() -> None:
+    """Not an AttributeError from deep inside, nor torch's "Cannot copy out of meta tensor"."""
+    with pytest.raises(ValueError, match=r"^config: expected an arena.env.EnvConfig or None, got dict \{'max_time': "
+                                         r"60\}; EnvConfig.from_dict\(...\) builds one from a mapping$"):
+        TensorEnv(2, config={"max_time": 60})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^num_envs must be at most 2\*\*30 \(1,073,741,824: the state of more "
+                                         r"battles outgrows any device's memory\), got 9,223,372,036,854,775,813$"):
+        TensorEnv(2**63 + 5)
+    env = TensorEnv(2)
+    env.reset()
+    wanted = r"^restart_mask: expected a bool tensor of shape \[2\], got "
+    with pytest.raises(ValueError, match=wanted + r"a tensor on the meta device \(it holds no values\)$"):
+        env.restart_mask(torch.ones(2, dtype=torch.bool, device="meta"))
+    with pytest.raises(ValueError, match=wanted + r"list \[True, False\]$"):
+        env.restart_mask([True, False])  # type: ignore[arg-type]
 
 
 def test_config_from_dict_validates() -> None:

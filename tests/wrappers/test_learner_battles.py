@@ -114,7 +114,7 @@ except ImportError as exc:
     assert "gym: arena.wrappers.ArenaVectorEnv needs gymnasium, which is not installed: pip install " \
            "'agent-arena[wrappers]'" in out.stdout
     assert "rsl: arena.wrappers.ArenaRslRlEnv needs rsl_rl, which is not installed: pip install " \
-           "'agent-arena[rsl_rl]'" in out.stdout
+           "'agent-arena[rsl-rl]'" in out.stdout
 
 
 @pytest.mark.parametrize("team_size", [1, 2])

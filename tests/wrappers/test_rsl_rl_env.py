@@ -8,10 +8,11 @@ import runpy
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("rsl_rl", reason="the rsl_rl extra (pip install -e '.[rsl_rl]')")
+pytest.importorskip("rsl_rl", reason="the rsl-rl extra (pip install -e '.[rsl-rl]')")
 
 from rsl_rl.env import VecEnv  # noqa: E402
 from tensordict import TensorDict  # noqa: E402
@@ -121,6 +122,10 @@ def test_team_battles_bad_actions_and_bad_opponents_are_refused_in_one_line():
     ({"num_envs": -1}, r"^num_envs must be a positive int, got -1$"),
     ({"reward": 42}, r"^reward: expected the name of a reward .*, got int 42$"),
     ({"opponent": b"crank"}, r"^opponent\[0\]: expected an agent spec .*, got bytes b'crank'$"),
+    ({"num_envs": np.uint64(2**63 + 5)}, r"^num_envs must be at most 2\*\*30 \(1,073,741,824: the state of more "
+                                         r"battles outgrows any device's memory\), got 9,223,372,036,854,775,813$"),
+    ({"env_config": {"max_time": 5.0}}, r"^env_config: expected an arena.env.EnvConfig or None, got dict "
+                                        r"\{'max_time': 5.0\}; EnvConfig.from_dict\(...\) builds one from a mapping$"),
 ])
 def test_constructor_arguments_are_refused_by_name(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -143,7 +148,10 @@ def test_writing_episode_length_buf_sets_each_battles_clock():
                                           r"shape \(3,\)"),
                          ([0, float("nan"), 2, 3], r"expected \[4\] decision steps, got NaN in battle 1"),
                          ("abc", r"expected \[4\] decision steps, got str 'abc'"),
-                         (None, r"expected \[4\] decision steps, got NoneType None")]:
+                         (None, r"expected \[4\] decision steps, got NoneType None"),
+                         (torch.zeros(4, device="meta"), r"expected \[4\] decision steps, got a tensor on the meta "
+                                                         r"device \(it holds no values\)"),
+                         (np.full(4, 2**63 + 5, dtype=np.uint64), in_range + r"\[9.22337e\+18, 9.22337e\+18\]")]:
         with pytest.raises(ValueError, match=rf"^ArenaRslRlEnv.episode_length_buf: {message}$"):
             env.episode_length_buf = bad
     assert env.episode_length_buf.tolist() == [2, 7, 0, 1]  # a refused value changes nothing

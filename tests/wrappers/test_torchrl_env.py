@@ -94,6 +94,7 @@ def rollout(seed: int) -> TensorDict:
 @pytest.mark.parametrize("mask, got", [
     (torch.ones(4, 1), r"a tensor of dtype torch.float32 and shape \[4, 1\]"),
     (torch.ones(4, 2, dtype=torch.bool), r"a tensor of dtype torch.bool and shape \[4, 2\]"),
+    (torch.ones(4, 1, dtype=torch.bool, device="meta"), r"a tensor on the meta device \(it holds no values\)"),
 ])
 def test_a_reset_mask_that_is_not_one_bool_a_battle_is_refused_by_name(mask, got):
     env = ArenaTorchRLEnv(4)
@@ -126,6 +127,19 @@ def test_mistakes_get_one_clear_line():
         ArenaTorchRLEnv(4, "nope")
     with pytest.raises(ValueError, match="seed: expected"):
         env.set_seed(-1)
+
+
+def test_a_grouped_action_on_the_meta_device_or_a_dict_for_env_config_is_one_line_naming_it():
+    env = ArenaTorchRLEnv(4, env_config=EnvConfig(team_size=2))
+    env.reset()
+    action = TensorDict({"action": torch.zeros(4, 2, 3, device="meta")}, batch_size=[4, 2])
+    with pytest.raises(ValueError, match=r"^ArenaTorchRLEnv.step \('agents', 'action'\): expected an array of real "
+                                         r"numbers \(bool, int or float\) of shape \(4, 2, 3\), got a tensor on the "
+                                         r"meta device \(it holds no values\)$"):
+        env.step(TensorDict({"agents": action}, batch_size=[4]))
+    with pytest.raises(ValueError, match=r"^env_config: expected an arena.env.EnvConfig or None, got dict "
+                                         r"\{'team_size': 2\}; EnvConfig.from_dict\(...\) builds one from a mapping$"):
+        ArenaTorchRLEnv(4, env_config={"team_size": 2})
 
 
 def short_battles(device: str) -> ArenaTorchRLEnv:

@@ -84,6 +84,17 @@ def test_teams_are_for_pettingzoo():
         ArenaVectorEnv(num_envs=2, env_config=EnvConfig(team_size=2))
 
 
+@pytest.mark.parametrize("make", [lambda config: ArenaVectorEnv(num_envs=2, env_config=config),
+                                  lambda config: ArenaEnv(env_config=config),
+                                  lambda config: ArenaParallelEnv(team_size=2, env_config=config)],
+                         ids=["vector", "single", "pettingzoo"])
+def test_an_env_config_that_is_not_one_is_refused_naming_the_argument(make):
+    """A dict, say: not an AttributeError (or dataclasses' TypeError) from deep inside."""
+    with pytest.raises(ValueError, match=r"^env_config: expected an arena.env.EnvConfig or None, got dict "
+                                         r"\{'max_time': 5.0\}; EnvConfig.from_dict\(...\) builds one from a mapping$"):
+        make({"max_time": 5.0})
+
+
 @pytest.mark.parametrize("team_size", [1, 2])
 def test_parallel_env_passes_the_pettingzoo_api_test(team_size):
     from pettingzoo.test import parallel_api_test
