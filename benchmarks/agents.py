@@ -13,6 +13,7 @@ import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 import torch
 from torch import nn
 
+import script_args as opt
 from arena.agents import build_agent
 from arena.env import TensorEnv, obs_vector, resolve_device
 from arena.match import play_match
@@ -56,20 +57,25 @@ def time_act(act, observation: dict[str, torch.Tensor], device: torch.device, re
     return sorted(times)[len(times) // 2]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="4096,65536", help="batch sizes (envs) for act() timings")
-    parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--games", type=int, default=4096, help="games of crank vs placeholder")
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
-    args = parser.parse_args()
-    apply_threads(args.threads, batch=max(int(s) for s in args.sizes.split(",")))
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = opt.ScriptParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=opt.comma_ints(1, opt.MAX_GAMES), default="4096,65536",
+                        help="batch sizes (envs) for act() timings")
+    parser.add_argument("--repeats", type=opt.integer(1), default=20)
+    parser.add_argument("--games", type=opt.games, default=4096, help="games of crank vs placeholder")
+    parser.add_argument("--device", type=opt.device, default="auto")
+    parser.add_argument("--threads", type=opt.threads, default=None, help=THREADS_HELP)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    apply_threads(args.threads, batch=max(args.sizes))
     device = resolve_device(args.device)
     print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} CPU thread(s)\n")
 
     print(f"{'envs':>8}  {'crank act ms':>12}  {'MLP act ms':>10}  {'MLP / crank':>11}")
-    for n in (int(s) for s in args.sizes.split(",")):
+    for n in args.sizes:
         env = TensorEnv(n, device=device, seed=0)
         observation = env.reset()["p1"]
         crank = build_agent("crank", device)

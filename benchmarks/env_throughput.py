@@ -27,6 +27,7 @@ from dataclasses import fields
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 import torch
 
+import script_args as opt
 from arena.env import EnvConfig, TensorEnv
 from arena.threads import HELP as THREADS_HELP
 from arena.threads import apply_threads
@@ -113,26 +114,30 @@ def count_ops(num_envs: int, device: str, obs_mode: str, team_size: int, compile
     return ops, graphs
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default=DEFAULT_SIZES, help=f"comma-separated num_envs (default {DEFAULT_SIZES})")
-    parser.add_argument("--steps", type=int, default=0, help="timed steps per size (default: about 1 s of work)")
-    parser.add_argument("--device", action="append",
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = opt.ScriptParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=opt.comma_ints(1, opt.MAX_GAMES), default=DEFAULT_SIZES,
+                        help=f"comma-separated num_envs (default {DEFAULT_SIZES})")
+    parser.add_argument("--steps", type=opt.integer(0), default=0,
+                        help="timed steps per size (default: about 1 s of work)")
+    parser.add_argument("--device", type=opt.device, action="append",
                         help="cpu, cuda, ... (repeatable; default cpu and cuda if present)")
     parser.add_argument("--obs-mode", default="default", choices=["default", "extended"])
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per size (default 3)")
-    parser.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
-    parser.add_argument("--team-sizes", default="1", help="comma-separated aircraft per side (default 1, the duel)")
-    parser.add_argument("--paths", default="eager", help="comma-separated step paths: eager, compiled (default eager)")
+    parser.add_argument("--repeats", type=opt.integer(1), default=3, help="timed runs per size (default 3)")
+    parser.add_argument("--threads", type=opt.threads, default=None, help=THREADS_HELP)
+    parser.add_argument("--team-sizes", type=opt.comma_ints(1, opt.MAX_TEAM), default="1",
+                        help="comma-separated aircraft per side (default 1, the duel)")
+    parser.add_argument("--paths", type=opt.names(("eager", "compiled")), default="eager",
+                        help="comma-separated step paths: eager, compiled (default eager)")
     parser.add_argument("--count-ops", action="store_true", help="print the aten operations of a step on each path")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     devices = args.device or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes, teams, paths = args.sizes, args.team_sizes, args.paths
     apply_threads(args.threads, batch=max(sizes))
-    teams = [int(t) for t in args.team_sizes.split(",")]
-    paths = [p.strip() for p in args.paths.split(",")]
-    if not set(paths) <= {"eager", "compiled"}:
-        parser.error(f"--paths: expected eager and/or compiled, got {args.paths}")
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, obs_mode={args.obs_mode}")
     for device in devices:
         name = torch.cuda.get_device_name(0) if device.startswith("cuda") else "cpu"
@@ -151,7 +156,7 @@ def main() -> None:
                 eager = None
                 steps = args.steps or max(20, min(2000, int(1_000_000 / max(n * t, 1)) if device == "cpu" else 500))
                 for path in paths:
-                    rates, per_env, first = measure(n, device, steps, args.obs_mode, max(args.repeats, 1), t,
+                    rates, per_env, first = measure(n, device, steps, args.obs_mode, args.repeats, t,
                                                     path == "compiled")
                     median = statistics.median(rates)
                     eager = median if path == "eager" else eager

@@ -13,14 +13,29 @@
 # there (trueskill, say) can be put in .whl/ as a wheel first.
 #
 # Each step prints its rows as it gets them. The last lines are the claims, PASS or FAIL, and the steps
-# that did not finish. GPU_QUALITY_ARMS overrides the training settings whose time to quality is measured.
+# that did not finish; the exit status is 0 only when every claim passed and every step finished (1 when
+# not, 2 for an unknown argument or a python without torch). GPU_QUALITY_ARMS overrides the training
+# settings whose time to quality is measured.
 set -uo pipefail
+USAGE="usage: bash benchmarks/gpu.sh [--dry-run] [--help]"
+DRY_RUN=0
+for arg in "$@"; do
+  case "$arg" in
+    --dry-run) DRY_RUN=1 ;;
+    -h|--help)
+      echo "$USAGE"
+      echo "Every GPU figure of docs/performance.md and a PASS or FAIL for each claim; --dry-run: every step on the CPU"
+      echo "at toy sizes (the plumbing). Uses \$PYTHON, else .venv/bin/python, else python3 (it needs torch)."
+      exit 0 ;;
+    *) echo "error: unknown argument '$arg'; $USAGE" >&2; exit 2 ;;
+  esac
+done
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
 DEADLINE=${GPU_DEADLINE:-540}  # seconds: a step that would run far past it is skipped, and said so
 DEVICE=cuda GAMES=1000 MINUTES=0.67 LEAGUE="--participants 100 --ppo 60 --games-per-pairing 16 --max-envs 65536"
 ENVS=65536 ENV_SIZES=65536,1048576 LAUNCHES=--count-launches
-if [ "${1:-}" = "--dry-run" ]; then
+if [ "$DRY_RUN" = 1 ]; then
   DEVICE=cpu GAMES=50 MINUTES=0.3 LEAGUE="--participants 12 --ppo 4 --games-per-pairing 2 --max-envs 4096"
   ENVS=256 ENV_SIZES=256 LAUNCHES=
 fi
@@ -28,6 +43,15 @@ fi
 PYTHON=${PYTHON:-}
 if [ -z "$PYTHON" ]; then
   if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+fi
+# Every step runs torch: a python without it is refused here, before anything is installed or run.
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+  echo "error: PYTHON=$PYTHON: no such program; set PYTHON to a python with torch" >&2; exit 2
+fi
+if ! torch_error=$("$PYTHON" -c "import torch" 2>&1); then
+  echo "error: PYTHON=$PYTHON cannot import torch ($(printf '%s\n' "$torch_error" | tail -n 1)); set PYTHON to a" \
+    "python with torch" >&2
+  exit 2
 fi
 if ! "$PYTHON" -c "import arena_ppo, arena_crank, arena_placeholder" 2>/dev/null; then
   echo "== installing arena into .gpu-venv (seeing $PYTHON's packages; nothing downloaded)"
@@ -155,6 +179,9 @@ if [ -f "$OUT_DIR/quality/results.json" ]; then
 import json, sys
 rows = json.load(open(sys.argv[1]))
 for r in rows:
+    if "failed" in r:  # its training failed: no figure
+        print(f"FAIL  arm {r['arm']} seed {r['seed']}: training failed ({r['failed']})")
+        continue
     reached = f"{r['quality_s']:.1f} s" if "quality_s" in r else "not reached in its run"
     print(f"figure  arm {r['arm']}: {r['sps']:,.0f} training env-steps/s, time to the bar {reached}")
 times = [r["quality_s"] for r in rows if "quality_s" in r]
@@ -169,8 +196,11 @@ fi
 # 60 PPO participants from the time-to-quality runs' checkpoints, 11 CrankAgent variants, 29 placeholders:
 # 79,200 games
 # shellcheck disable=SC2086  # LEAGUE is a list of options
+# (the step writes through tee without running in a pipeline's subshell, which would lose its UNFINISHED entry)
 step "a 100-participant league in one go" 60 \
-  "$PYTHON" benchmarks/tournament.py --device "$DEVICE" $LEAGUE --max-checkpoints 3 --checkpoints "$OUT_DIR/quality/*/*.pt" | tee "$OUT_DIR/league.log"
+  "$PYTHON" benchmarks/tournament.py --device "$DEVICE" $LEAGUE --max-checkpoints 3 --checkpoints "$OUT_DIR/quality/*/*.pt" \
+  > >(tee "$OUT_DIR/league.log")
+wait $!  # tee has written the whole log
 play=$(sed -n 's/^| play wall time (s) *| \([0-9.]*\) |$/\1/p' "$OUT_DIR/league.log")
 [ -n "$play" ] && claim "the 100-participant league plays in 8 s or less" "$play s" \
   "$("$PYTHON" -c "print(int($play <= 8))")"
@@ -185,9 +215,17 @@ step "rollout step and update, eager and compiled; kernel launches a rollout ste
 
 echo
 echo "== claims"
-for line in "${CLAIMS[@]}"; do echo "$line"; done
+failed=0
+for line in "${CLAIMS[@]}"; do
+  echo "$line"
+  case "$line" in FAIL*) failed=$((failed + 1)) ;; esac
+done
 if [ "${#UNFINISHED[@]}" -eq 0 ]; then
   echo "every step finished, in $SECONDS s"
 else
   echo "steps that did not finish: $(IFS=';'; echo "${UNFINISHED[*]}")"
+fi
+if [ "$failed" -gt 0 ] || [ "${#UNFINISHED[@]}" -gt 0 ]; then
+  echo "the check failed: $failed claim(s) FAIL, ${#UNFINISHED[@]} step(s) unfinished"
+  exit 1
 fi

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
+import script_args as opt
 
 ROOT = Path(__file__).resolve().parent.parent
 STORED = Path(__file__).with_suffix(".json")
@@ -128,43 +129,88 @@ def table(results: list[dict[str, Any]], stored: dict[str, Any] | None) -> str:
     lines.append("")
     for r in sorted(results, key=lambda r: (r["run"], r["seed"])):
         if "error" in r:
-            lines.append(f"{r['run']} seed {r['seed']}: failed: {r['error']}")
+            lines.append(f"{r['run']} seed {r['seed']}: failed: {' '.join(r['error']) or 'no message'}")
         else:
             lines.append(f"{r['run']} seed {r['seed']}: {r['steps']:,} steps in {r['minutes']:.1f} min, best.pt "
                          f"the weights of step {r['best_step']:,}")
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", default=",".join(RUNS), help=f"comma-separated, of {', '.join(RUNS)}")
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--games", type=int, default=400, help="games per opponent and policy")
-    parser.add_argument("--parallel", type=int, default=2, help="runs at once, one torch thread each")
-    parser.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
-    parser.add_argument("--save", action="store_true", help=f"store these figures in {STORED.name}")
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = opt.ScriptParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=opt.names(RUNS), default=",".join(RUNS),
+                        help=f"comma-separated, of {', '.join(RUNS)}")
+    parser.add_argument("--seeds", type=opt.seeds, default="0,1,2", help="comma-separated seeds")
+    parser.add_argument("--games", type=opt.games, default=400, help="games per opponent and policy")
+    parser.add_argument("--parallel", type=opt.integer(1), default=2, help="runs at once, one torch thread each")
+    parser.add_argument("--out", type=opt.output_dir, help="keep the runs here (default: a temporary folder)")
+    parser.add_argument("--stored", type=Path, default=STORED,
+                        help=f"the stored figures, compared with and written by --save (default {STORED.name})")
+    parser.add_argument("--save", action="store_true", help="store these figures in --stored, once every run "
+                                                            "finished")
     args = parser.parse_args(argv)
-    names = [n for n in args.runs.split(",") if n]
-    unknown = [n for n in names if n not in RUNS]
-    if unknown:
-        parser.error(f"--runs: unknown {', '.join(unknown)}; expected some of {', '.join(RUNS)}")
-    seeds = [int(s) for s in args.seeds.split(",") if s]
-    stored = json.loads(STORED.read_text()) if STORED.exists() else None
+    if args.save:  # what --save writes replaces every stored figure: only a whole guard may
+        try:
+            opt.output_file(str(args.stored))
+        except argparse.ArgumentTypeError as exc:
+            parser.error(f"--stored: {exc}")
+        left_out = [n for n in RUNS if n not in args.runs]
+        if left_out:
+            parser.error(f"--save: stores the figures of every run; --runs leaves out {', '.join(left_out)}")
+        if len(args.seeds) < 2:
+            parser.error(f"--save: needs at least two seeds (a stored figure is their median and spread); got "
+                         f"--seeds {','.join(map(str, args.seeds))}")
+    return args
+
+
+def read_stored(path: Path) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        stored = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        opt.fail(f"--stored {path}: cannot be read ({getattr(exc, 'strerror', None) or exc})")
+    if not isinstance(stored, dict) or not {"commit", "date", "summary"} <= set(stored):
+        opt.fail(f"--stored {path}: not the guard's stored figures (commit, date, summary)")
+    return stored
+
+
+def unfinished(results: list[dict[str, Any]], jobs: list[tuple[str, int]]) -> list[str]:
+    """The jobs without a score: failed, or missing from ``results``."""
+    scored = {(r["run"], r["seed"]) for r in results if "scores" in r}
+    return [f"{n} seed {s}" for n, s in jobs if (n, s) not in scored]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    stored = read_stored(args.stored)
     with tempfile.TemporaryDirectory() as tmp:
         root = args.out or Path(tmp)
-        root.mkdir(parents=True, exist_ok=True)
-        jobs = [(n, s) for n in names for s in seeds]
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            opt.fail(f"--out {root}: cannot write there ({exc.strerror or exc})")
+        jobs = [(n, s) for n in args.runs for s in args.seeds]
         start = time.perf_counter()
         with ProcessPoolExecutor(args.parallel) as pool:
             results = list(pool.map(train_and_score, *zip(*jobs), [args.games] * len(jobs), [root] * len(jobs)))
     print(table(results, stored))
     print(f"\n{len(jobs)} runs, {args.parallel} at a time: {(time.perf_counter() - start) / 60:.1f} min; commit "
           f"{commit()}; {args.games} games per opponent and policy")
+    missing = unfinished(results, jobs)
+    if args.save and missing:  # a partial save would replace the stored figures with fewer, or none
+        kept = f"the figures of {stored['commit']}" if stored else "no figures"
+        opt.fail(f"--save refused: {len(missing)} of {len(jobs)} runs did not finish ({', '.join(missing)}); "
+             f"{args.stored} keeps {kept}", status=1)
     if args.save:
-        STORED.write_text(json.dumps({"commit": commit(), "date": time.strftime("%Y-%m-%d"), "games": args.games,
-                                      "summary": summary(results), "results": results}, indent=1) + "\n")
-        print(f"stored in {STORED}")
-    return 0
+        try:
+            opt.write_text(args.stored, json.dumps({"commit": commit(), "date": time.strftime("%Y-%m-%d"),
+                                                "games": args.games, "summary": summary(results), "results": results},
+                                               indent=1) + "\n")
+        except OSError as exc:
+            opt.fail(f"--stored {args.stored}: cannot write ({exc.strerror or exc})", status=1)
+        print(f"stored in {args.stored}")
+    return 1 if missing else 0
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
+import script_args as opt
 
 
 def rate_run(run: Path, references: list[str], policy: str, games_per_pairing: int, seed: int,
@@ -53,7 +54,7 @@ def rate_run(run: Path, references: list[str], policy: str, games_per_pairing: i
     progress = next((p for folder, p in report.over_training.items() if Path(folder).resolve() == run.resolve()),
                     None)  # keyed by the folder as the leaderboard shows it
     if progress is None:
-        raise SystemExit(f"{run}: fewer than two checkpoints (ckpt_*.pt) to rate")
+        opt.fail(f"{run}: fewer than two checkpoints (ckpt_*.pt) to rate")
     return {"run": str(run), "policy": policy, "checkpoints": len(progress.frame), "rated": progress.rated,
             "above": progress.above, "below": progress.below, "spearman": progress.spearman,
             "later_below": progress.inversions, "all_games_spearman": progress.all_games_spearman,
@@ -75,9 +76,9 @@ def rate_evaluations(run: Path) -> dict[str, Any]:
     try:
         rows = [r for r in csv.DictReader(path.open()) if r.get("eval_elo") not in (None, "")]
     except OSError as exc:
-        raise SystemExit(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        opt.fail(f"{path}: cannot be read ({exc.strerror or exc})")
     if len(rows) < 2:
-        raise SystemExit(f"{path}: fewer than two rated evaluations")
+        opt.fail(f"{path}: fewer than two rated evaluations")
     steps = [int(float(r["step"])) for r in rows]
     elo, low, high = ([float(r[f"eval_elo{part}"]) for r in rows] for part in ("", "_low", "_high"))
     finite = [i for i, v in enumerate(elo) if math.isfinite(v)]
@@ -146,15 +147,15 @@ def rank_of(step: int | None, ratings: list[dict[str, Any]]) -> int | None:
     return steps.index(step) + 1 if step in steps else None
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="training run folders (with ckpt_*.pt)")
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = opt.ScriptParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=opt.existing_dir, help="training run folders (with ckpt_*.pt)")
     parser.add_argument("--references", default="", help="comma-separated agent names (default: the ladder)")
     parser.add_argument("--policy", choices=("sampled", "deterministic", "both"), default="sampled",
                         help="how the checkpoints play")
-    parser.add_argument("--games-per-pairing", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None, help="torch threads")
+    parser.add_argument("--games-per-pairing", type=opt.integer(1), default=200)
+    parser.add_argument("--seed", type=opt.seed, default=0)
+    parser.add_argument("--threads", type=opt.threads, default=None, help="torch threads")
     parser.add_argument("--gauntlet", action="store_true",
                         help="the checkpoints play the references alone, not each other: far fewer games for a "
                              "long run (the Spearman of all games is then of those games alone)")
@@ -166,13 +167,18 @@ def main(argv: list[str] | None = None) -> int:
                              "on the checkpoints: the step best.pt would hold")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = parser.parse_args(argv)
+    if args.from_evaluations and (args.kept or args.gauntlet):
+        parser.error("--from-evaluations plays no games: --kept and --gauntlet do not apply")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     from arena.training import league_agents
 
     references = [r for r in args.references.split(",") if r] or league_agents()
     policies = ["sampled", "deterministic"] if args.policy == "both" else [args.policy]
     if args.from_evaluations:
-        if args.kept or args.gauntlet:
-            parser.error("--from-evaluations plays no games: --kept and --gauntlet do not apply")
         print("each run's own evaluations (eval.csv), against its references", flush=True)
         rows = [rate_evaluations(run) for run in args.runs]
     else:

@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+import script_args as opt
 from arena.tournament import GameResult, RatingConfig
 from arena.tournament.ratings import ELO_BASE, ELO_SCALE, bradley_terry, trueskill_ratings
 
@@ -112,12 +113,16 @@ def timing(participants: int, games: int) -> dict[str, float]:
     return {"participants": participants, "games": games, **json.loads(out.strip().splitlines()[-1])}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = opt.ScriptParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=["coverage", "stability", "time"], default=None)
-    parser.add_argument("--leagues", type=int, default=40, help="simulated leagues per coverage row")
+    parser.add_argument("--leagues", type=opt.integer(1), default=40, help="simulated leagues per coverage row")
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     rows: dict[str, list[dict[str, float]]] = {}
     if args.only in (None, "coverage"):
         print(f"{'P':>4} {'games':>8} {'unbeaten':>8} {'method':>10} {'coverage':>9} {'median width':>13}")

@@ -31,6 +31,7 @@ from arena.tournament import parse_config, run_tournament
 from arena.tournament.ray_backend import RaySettings
 
 sys.path.insert(0, str(Path(__file__).parent))
+import script_args as opt  # noqa: E402  - beside this file
 from tournament import league  # noqa: E402  - the throughput benchmark's league
 
 
@@ -66,19 +67,23 @@ def store_rate(games: int = 200_000, per_batch: int = 65_536) -> float:
     return rate
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--participants", type=int, default=16)
-    ap.add_argument("--games-per-pairing", type=int, default=64)
-    ap.add_argument("--max-envs", type=int, default=512, help="battles per batch, so per Ray task")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--ray-cpus", type=int, default=2, help="CPUs of the local Ray (ignored with --address)")
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = opt.ScriptParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--participants", type=opt.integer(2), default=16)
+    ap.add_argument("--games-per-pairing", type=opt.integer(1), default=64)
+    ap.add_argument("--max-envs", type=opt.games, default=512, help="battles per batch, so per Ray task")
+    ap.add_argument("--rounds", type=opt.integer(1), default=3)
+    ap.add_argument("--ray-cpus", type=opt.integer(1), default=2, help="CPUs of the local Ray (ignored with --address)")
     ap.add_argument("--address", default=None, help="a running Ray cluster (auto, HOST:PORT) instead of a local one")
     ap.add_argument("--checkpoints", default="runs/*/ckpt_*.pt", help="glob of PPO checkpoints to include")
-    ap.add_argument("--max-checkpoints", type=int, default=4)
-    ap.add_argument("--ppo", type=int, default=None,
+    ap.add_argument("--max-checkpoints", type=opt.integer(0), default=4)
+    ap.add_argument("--ppo", type=opt.integer(0), default=None,
                     help="PPO participants, cycling through the checkpoints [default: one per checkpoint]")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     torch.set_num_threads(1)
 
     import ray

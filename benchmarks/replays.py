@@ -13,6 +13,7 @@ import time
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 import torch
 
+import script_args as opt
 from arena.agents import build_agent
 from arena.env import EnvConfig, resolve_device
 from arena.match import play_match
@@ -34,18 +35,31 @@ def one_match(games: int, team_size: int, watch: str, device: torch.device) -> t
     return games / (time.perf_counter() - start), result.wins
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", type=int, default=4096)
-    parser.add_argument("--team-sizes", default="1,4")
-    parser.add_argument("--watch", default="0,16,all", help="battles recorded: counts, or 'all'")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
-    args = parser.parse_args()
+def watch_list(text: str) -> list[str]:
+    """``--watch``: comma-separated counts of battles recorded (0: none), or ``all``."""
+    words = [w.strip() for w in text.split(",")]
+    if not all(w == "all" or (w.isdigit() and int(w) <= opt.MAX_GAMES) for w in words):
+        raise argparse.ArgumentTypeError(f"expected comma-separated counts of battles (0 for none) or 'all'; "
+                                         f"got {text!r}")
+    return [w if w == "all" else str(int(w)) for w in words]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = opt.ScriptParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=opt.games, default=4096)
+    parser.add_argument("--team-sizes", type=opt.comma_ints(1, opt.MAX_TEAM), default="1,4")
+    parser.add_argument("--watch", type=watch_list, default="0,16,all", help="battles recorded: counts, or 'all'")
+    parser.add_argument("--rounds", type=opt.integer(1), default=5)
+    parser.add_argument("--device", type=opt.device, default="cpu")
+    parser.add_argument("--threads", type=opt.threads, default=None, help=THREADS_HELP)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     apply_threads(args.threads, args.games)
     device = resolve_device(args.device)
-    settings = [(int(t), w) for t in args.team_sizes.split(",") for w in args.watch.split(",")]
+    settings = [(t, w) for t in args.team_sizes for w in args.watch]
     rates: dict[tuple[int, str], list[float]] = {s: [] for s in settings}
     wins: dict[tuple[int, str], set[int]] = {s: set() for s in settings}
     for _ in range(args.rounds):

@@ -32,6 +32,7 @@ most β) among all gauntlets and among the decided ones, the undecided share, an
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -39,6 +40,7 @@ from functools import lru_cache
 
 import numpy as np
 
+import script_args as opt
 from arena.tournament.batching import plan_batches
 from arena.tournament.results import DRAW, P1_WINS, P2_WINS, GameResult
 from arena.tournament.schedule import pairings, units
@@ -122,12 +124,24 @@ def error_rates(setup: Setup, relation: str, truth: str, runs: int, seed: int = 
                 "undecided": 1.0 - t["decided"] / runs, "games": t["games"] / runs} for m, t in tally.items()}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=1000, help="gauntlets per row (default 1000)")
-    parser.add_argument("--bias", type=float, default=Setup.bias, help="a start's lean on the mean score")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+def max_bias(cfg: SPRTConfig) -> float:
+    """The largest lean that leaves every game a valid probability at both hypotheses' scores."""
+    return min(min(s - DRAW_RATE / 2, 1 - s - DRAW_RATE / 2) for s in (expected_score(cfg.elo0),
+                                                                       expected_score(cfg.elo1)))
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = opt.ScriptParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=opt.integer(1), default=1000, help="gauntlets per row (default 1000)")
+    most = math.floor(max_bias(Setup().cfg) * 1000) / 1000
+    parser.add_argument("--bias", type=opt.number(0, most, what=f"a lean from 0 to {most:.3f}"), default=Setup.bias,
+                        help=f"a start's lean on the mean score (at most {most:.3f})")
+    parser.add_argument("--seed", type=opt.seed, default=0)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     cfg = Setup().cfg
     print(f"SPRT elo0 {cfg.elo0:g}, elo1 {cfg.elo1:g}, alpha {cfg.alpha:g}, beta {cfg.beta:g}; max_envs "
           f"{Setup.max_envs}, draws {DRAW_RATE:.0%}, lean {args.bias:g}; {args.runs} gauntlets a row\n")

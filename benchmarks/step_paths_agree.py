@@ -18,6 +18,7 @@ import time
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 import torch
 
+import script_args as opt
 from arena.env import EnvConfig, TensorEnv
 from arena.threads import HELP as THREADS_HELP
 from arena.threads import apply_threads
@@ -55,14 +56,19 @@ def play(compiled: bool, battles: int, num_envs: int, config: EnvConfig, seed: i
     return {k: torch.cat(v)[:battles].double() for k, v in rows.items()}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--battles", type=int, default=10_000, help="finished battles a path (default 10,000)")
-    parser.add_argument("--num-envs", type=int, default=4096, help="battles in flight (default 4096)")
-    parser.add_argument("--team-size", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
-    args = parser.parse_args()
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = opt.ScriptParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--battles", type=opt.integer(1), default=10_000,
+                        help="finished battles a path (default 10,000)")
+    parser.add_argument("--num-envs", type=opt.games, default=4096, help="battles in flight (default 4096)")
+    parser.add_argument("--team-size", type=opt.integer(1, opt.MAX_TEAM), default=1)
+    parser.add_argument("--seed", type=opt.seed, default=0)
+    parser.add_argument("--threads", type=opt.threads, default=None, help=THREADS_HELP)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     apply_threads(args.threads, batch=args.num_envs)
     config = EnvConfig(team_size=args.team_size, max_time=150.0)
     results = {}

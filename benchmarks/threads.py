@@ -38,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import script_args as opt
+
 ENV_CODE = """
 import json, sys, time
 import torch
@@ -119,7 +121,7 @@ def run_once(workload: str, setting: str, cores: int) -> float:
             start = time.perf_counter()
             child(CLI_CODE, setting, ["tournament", str(league), "--quiet", "--json", *flag])
             return LEAGUE_GAMES / (time.perf_counter() - start)
-    raise SystemExit(f"unknown workload {workload!r}: expected env:N, play or league")
+    opt.fail(f"unknown workload {workload!r}: expected env:N, play or league")
 
 
 def measure(workloads: list[str], busy: int, repeats: int, cores: int,
@@ -153,25 +155,38 @@ def format_row(r: dict[str, object]) -> str:
     return f"{r['workload']:<12} {r['busy']:>4} {cells} {ratios}"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workloads", default="env:1024,env:16384,env:65536,play,league",
+def workload_list(text: str) -> list[str]:
+    """``--workloads``: comma-separated ``env:N`` (N battles), ``play``, ``league``."""
+    words = [w.strip() for w in text.split(",")]
+    for w in words:
+        n = w[4:] if w.startswith("env:") else ""
+        if w not in ("play", "league") and not (n.isdigit() and 1 <= int(n) <= opt.MAX_GAMES):
+            raise argparse.ArgumentTypeError(f"expected comma-separated env:N (N battles, at least 1), play or "
+                                             f"league; got {text!r}")
+    return words
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = opt.ScriptParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workloads", type=workload_list, default="env:1024,env:16384,env:65536,play,league",
                     help="comma-separated: env:N, play, league")
-    ap.add_argument("--busy", type=int, action="append", help="spinning processes (repeatable; default 0 and 1)")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--settings", default=",".join(SETTINGS),
+    ap.add_argument("--busy", type=opt.integer(0, 1024), action="append",
+                    help="spinning processes (repeatable; default 0 and 1)")
+    ap.add_argument("--repeats", type=opt.integer(1), default=3)
+    ap.add_argument("--settings", type=opt.names(SETTINGS), default=",".join(SETTINGS),
                     help="comma-separated settings to time (1 thread is always timed: the ratios need it)")
     ap.add_argument("--json", action="store_true", help="print the rows as one JSON list")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     cores = len(os.sched_getaffinity(0))
-    wanted = {s.strip() for s in args.settings.split(",")} | {"1 thread"}
-    unknown = wanted - set(SETTINGS)
-    if unknown:
-        raise SystemExit(f"--settings: unknown {sorted(unknown)}; expected some of {list(SETTINGS)}")
+    wanted = set(args.settings) | {"1 thread"}
     settings = tuple(s for s in SETTINGS if s in wanted)
     rows = []
     for busy in args.busy or [0, 1]:
-        rows += measure(args.workloads.split(","), busy, args.repeats, cores, settings)
+        rows += measure(args.workloads, busy, args.repeats, cores, settings)
     if args.json:
         print(json.dumps(rows))
         return

@@ -30,6 +30,7 @@ from pathlib import Path
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 import torch
 
+import script_args as opt
 from arena.threads import HELP as THREADS_HELP
 from arena.threads import apply_threads
 from arena.tournament import RatingConfig, ResultStore, bradley_terry, parse_config, run_tournament, trueskill_ratings
@@ -71,18 +72,22 @@ def league(size: int, checkpoints: str, max_ckpts: int, ppo: int | None = None) 
     return participants, note
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--participants", type=int, default=16)
-    ap.add_argument("--games-per-pairing", type=int, default=256)
-    ap.add_argument("--max-envs", type=int, default=16384)
-    ap.add_argument("--device", default="cpu")
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = opt.ScriptParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--participants", type=opt.integer(2), default=16)
+    ap.add_argument("--games-per-pairing", type=opt.integer(1), default=256)
+    ap.add_argument("--max-envs", type=opt.games, default=16384)
+    ap.add_argument("--device", type=opt.device, default="cpu")
     ap.add_argument("--checkpoints", default="runs/*/ckpt_*.pt", help="glob of PPO checkpoints to include")
-    ap.add_argument("--max-checkpoints", type=int, default=4)
-    ap.add_argument("--ppo", type=int, default=None,
+    ap.add_argument("--max-checkpoints", type=opt.integer(0), default=4)
+    ap.add_argument("--ppo", type=opt.integer(0), default=None,
                     help="PPO participants, cycling through the checkpoints [default: one per checkpoint]")
-    ap.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
-    args = ap.parse_args()
+    ap.add_argument("--threads", type=opt.threads, default=None, help=THREADS_HELP)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     apply_threads(args.threads, batch=args.max_envs)
 
     participants, note = league(args.participants, args.checkpoints, args.max_checkpoints, args.ppo)

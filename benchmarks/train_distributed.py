@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import script_args as opt
+
 CONFIGS: dict[str, dict[str, Any]] = {
     "1 process": {"nproc": 1, "envs": 1, "threads": 1},
     "2 processes, same per process": {"nproc": 2, "envs": 2, "threads": 1},
@@ -65,7 +67,8 @@ def run(*commands: list[str]) -> None:
     for args, proc in zip(commands, procs):
         _, stderr = proc.communicate()
         if proc.returncode != 0:
-            raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}):\n{stderr[-2000:]}")
+            last = [line for line in stderr.splitlines() if line.strip()][-1:] or ["no message"]
+            opt.fail(f"arena train failed (exit {proc.returncode}): {last[0]}; the command: {' '.join(args)}", status=1)
 
 
 def throughput(out: Path, warmup: int) -> tuple[float, float]:
@@ -95,24 +98,36 @@ def score(out: Path, games: int, seed: int) -> dict[str, Any]:
             "draws": r.draws, "losses": r.losses, "win_rate": r.wins / r.games}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--envs", type=int, default=1024, help="E: envs of the 1-process run (default: the trainer's)")
-    parser.add_argument("--updates", type=int, default=8, help="updates per throughput run")
-    parser.add_argument("--warmup", type=int, default=2, help="first updates of a run left out of its median")
-    parser.add_argument("--rounds", type=int, default=3, help="runs of each configuration, interleaved")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads per process")
-    parser.add_argument("--device", default="cpu", help="cpu, or cuda (one GPU per process)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--budget-minutes", type=float, default=2.0, help="training budget per configuration for the "
-                                                                          "win rate (0: throughput only)")
-    parser.add_argument("--games", type=int, default=400, help="deterministic games against crank per scored run")
-    parser.add_argument("--keep", type=Path, default=None, help="keep the runs in this directory")
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = opt.ScriptParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--envs", type=opt.integer(2, opt.MAX_GAMES), default=1024,
+                        help="E: envs of the 1-process run, even (2 processes share E) (default: the trainer's)")
+    parser.add_argument("--updates", type=opt.integer(1), default=8, help="updates per throughput run")
+    parser.add_argument("--warmup", type=opt.integer(0), default=2,
+                        help="first updates of a run left out of its median")
+    parser.add_argument("--rounds", type=opt.integer(1), default=3, help="runs of each configuration, interleaved")
+    parser.add_argument("--threads", type=opt.integer(1, 512), default=1, help="torch threads per process")
+    parser.add_argument("--device", type=opt.device, default="cpu", help="cpu, or cuda (one GPU per process)")
+    parser.add_argument("--seed", type=opt.seed, default=0)
+    parser.add_argument("--budget-minutes", type=opt.number(0, unit="minutes"), default=2.0,
+                        help="training budget per configuration for the win rate (0: throughput only)")
+    parser.add_argument("--games", type=opt.games, default=400, help="deterministic games against crank per scored run")
+    parser.add_argument("--keep", type=opt.output_dir, default=None, help="keep the runs in this directory")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = parser.parse_args(argv)
+    if args.envs % 2:
+        parser.error(f"--envs: expected an even count (two processes share E envs); got {args.envs}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="arena-bench-distributed-"))
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        opt.fail(f"--keep {root}: cannot write there ({exc.strerror or exc})")
     steps_per_update = 32  # the trainer's ppo.n_steps
     rates: dict[str, list[float]] = {name: [] for name in CONFIGS}
     collect: dict[str, list[float]] = {name: [] for name in CONFIGS}

@@ -37,47 +37,59 @@ from typing import Any
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 from exploitability import exploit, final_checkpoint, score, train  # isort: skip  - benchmarks/, beside this file
 from rating_over_training import plain, rate_run  # isort: skip
+import script_args as opt  # isort: skip
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=20.0, help="training budget of each main run")
-    parser.add_argument("--exploit-minutes", type=float, default=10.0, help="budget of each exploiter")
-    parser.add_argument("--games", type=int, default=1000, help="games per opponent, weights and policy")
-    parser.add_argument("--policies", default="sampled,deterministic",
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from arena.agents import POLICIES
+
+    parser = opt.ScriptParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=opt.number(0, above=True, unit="minutes"), default=20.0,
+                        help="training budget of each main run")
+    parser.add_argument("--exploit-minutes", type=opt.number(0, unit="minutes"), default=10.0,
+                        help="budget of each exploiter (0: none)")
+    parser.add_argument("--games", type=opt.games, default=1000, help="games per opponent, weights and policy")
+    parser.add_argument("--policies", type=opt.names(POLICIES), default="sampled,deterministic",
                         help="how the scored weights play: sampled, deterministic or both")
-    parser.add_argument("--games-per-pairing", type=int, default=200, help="rating-over-training league (0: none)")
-    parser.add_argument("--parallel", type=int, default=2, help="trainings at once (each in its own process)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads per training")
-    parser.add_argument("--runs", default="league,crank", help="main runs: league, crank or both")
-    parser.add_argument("--config", type=Path, default=None, metavar="FILE",
+    parser.add_argument("--games-per-pairing", type=opt.integer(0), default=200,
+                        help="rating-over-training league (0: none)")
+    parser.add_argument("--parallel", type=opt.integer(1), default=2,
+                        help="trainings at once (each in its own process)")
+    parser.add_argument("--threads", type=opt.threads, default=1, help="torch threads per training")
+    parser.add_argument("--runs", type=opt.names(("league", "crank")), default="league,crank",
+                        help="main runs: league, crank or both")
+    parser.add_argument("--config", type=opt.existing_file, default=None, metavar="FILE",
                         help="settings of the main runs, as arena train ppo --config reads them")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.NAME=VALUE",
                         help="one setting of the main runs (over --config), as arena train ppo --set")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-league-<time>)")
+    parser.add_argument("--seed", type=opt.seed, default=0)
+    parser.add_argument("--out", type=opt.output_dir, default=None,
+                        help="folder for the runs (default runs/bench-league-<time>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = parser.parse_args(argv)
-    from arena.agents import POLICIES
-
-    policies = tuple(p for p in args.policies.split(",") if p)
-    if not policies or set(policies) - set(POLICIES):
-        parser.error(f"--policies {args.policies!r}: expected some of {', '.join(POLICIES)}")
-    from arena.training import BEST_CHECKPOINT, checkpoint_step, default_run_dir, league_agents, read_best
     from arena_ppo.prepare import given_settings
 
     try:  # read as arena train ppo reads them: retired settings, the env section, duplicate keys
-        settings, notes = given_settings({"config_file": args.config, "assignments": tuple(args.set)}, "ppo")
-    except ValueError as exc:
+        args.settings, args.notes = given_settings({"config_file": args.config, "assignments": tuple(args.set)},
+                                                   "ppo")
+    except (ValueError, OSError) as exc:
         parser.error(str(exc))
-    for note in notes:
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    policies, settings = tuple(args.policies), args.settings
+    from arena.training import BEST_CHECKPOINT, checkpoint_step, default_run_dir, league_agents, read_best
+
+    for note in args.notes:
         print(f"note: {note}", file=sys.stderr)
     ladder = league_agents()
     root = Path(args.out or default_run_dir("bench-league"))
     print(f"ladder: {', '.join(ladder)}; {args.minutes:g} min per run, exploiters {args.exploit_minutes:g} min, "
           f"{args.parallel} at a time with {args.threads} thread(s) each; output {root}", flush=True)
-    runs = [n for n in args.runs.split(",") if n]
-    with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+    runs = args.runs
+    with ProcessPoolExecutor(max_workers=args.parallel) as pool:
         jobs = {n: pool.submit(train, root / n, [n], args.minutes, args.seed, args.threads, settings) for n in runs}
         trained = {n: job.result() for n, job in jobs.items()}
         finals = {n: final_checkpoint(trained[n]["out"]) for n in runs}

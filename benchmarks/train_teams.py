@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
+import script_args as opt
 
 RUNS: dict[str, dict[str, Any]] = {
     "mappo": {"algorithm": "mappo", "team_size": 2},
@@ -97,44 +98,46 @@ def train_and_score(name: str, minutes: float, games: int, seed: int, threads: i
     return row
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=15.0, help="training budget per run, wall-clock minutes")
-    parser.add_argument("--games", type=int, default=1000, help="games per opponent, weights and policy")
-    parser.add_argument("--eval-games", type=int, default=200,
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from arena.agents import POLICIES
+
+    parser = opt.ScriptParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=opt.number(0, above=True, unit="minutes"), default=15.0,
+                        help="training budget per run, wall-clock minutes")
+    parser.add_argument("--games", type=opt.games, default=1000, help="games per opponent, weights and policy")
+    parser.add_argument("--eval-games", type=opt.integer(0, opt.MAX_GAMES), default=200,
                         help="games against each reference at every checkpoint during training, as `arena train` "
                              "plays them (sampled), to keep best.pt; 0: none")
     parser.add_argument("--set", dest="assignments", action="append", default=[], metavar="SECTION.NAME=VALUE",
                         help="a setting of every run, as `arena train --set` takes it (repeatable)")
-    parser.add_argument("--rivals", default="crank,placeholder", help="teams the kept weights are scored against")
-    parser.add_argument("--policies", default="sampled,deterministic",
+    parser.add_argument("--rivals", type=opt.names(("crank", "placeholder")), default="crank,placeholder",
+                        help="teams the kept weights are scored against")
+    parser.add_argument("--policies", type=opt.names(POLICIES), default="sampled,deterministic",
                         help="how the scored weights play: sampled, deterministic or both")
-    parser.add_argument("--runs", default=DEFAULT_RUNS, help=f"comma-separated, from {', '.join(RUNS)}")
-    parser.add_argument("--parallel", type=int, default=1, help="runs at once (each in its own process)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads per run (default: arena's)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=None, help="folder for the runs (default runs/bench-teams-<time>)")
+    parser.add_argument("--runs", type=opt.names(RUNS), default=DEFAULT_RUNS,
+                        help=f"comma-separated, from {', '.join(RUNS)}")
+    parser.add_argument("--parallel", type=opt.integer(1), default=1, help="runs at once (each in its own process)")
+    parser.add_argument("--threads", type=opt.threads, default=None, help="torch threads per run (default: arena's)")
+    parser.add_argument("--seed", type=opt.seed, default=0)
+    parser.add_argument("--out", type=opt.output_dir, default=None,
+                        help="folder for the runs (default runs/bench-teams-<time>)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = parser.parse_args(argv)
-    names = [n for n in args.runs.split(",") if n]
-    unknown = [n for n in names if n not in RUNS]
-    if unknown:
-        parser.error(f"unknown run(s) {', '.join(unknown)}; expected some of {', '.join(RUNS)}")
-    from arena.agents import POLICIES
-    from arena.training import default_run_dir
     from arena.training.settings import parse_assignments
     from arena_ppo.train_config import default_config
 
-    policies = tuple(p for p in args.policies.split(",") if p)
-    if not policies or set(policies) - set(POLICIES):
-        parser.error(f"--policies {args.policies!r}: expected some of {', '.join(POLICIES)}")
-    rivals = tuple(r for r in args.rivals.split(",") if r)
-    if not rivals or set(rivals) - {"crank", "placeholder"}:
-        parser.error(f"--rivals {args.rivals!r}: expected some of crank, placeholder")
     try:
         parse_assignments(default_config(), tuple(args.assignments))
     except ValueError as exc:
         parser.error(str(exc))
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from arena.training import default_run_dir
+
+    names, policies, rivals = args.runs, tuple(args.policies), tuple(args.rivals)
     root = args.out or default_run_dir("bench-teams")
     print(f"{len(names)} run(s) of {args.minutes:g} min, {args.parallel} at a time, "
           f"{args.threads or 'default'} thread(s) each; {args.games} games per opponent, weights and policy; "
@@ -142,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [(n, args.minutes, args.games, args.seed, args.threads, Path(root) / n, args.eval_games, policies,
              tuple(args.assignments), rivals)
             for n in names]
-    with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+    with ProcessPoolExecutor(max_workers=args.parallel) as pool:
         rows = list(pool.map(train_and_score, *zip(*jobs)))
     print(f"\n{'run':<20} {'T':>2} {'env steps':>12} {'aircraft-steps/s':>17}  {'weights':<16} {'policy':<13} "
           f"{'vs crank team':>22}  {'vs placeholder team':>22}")

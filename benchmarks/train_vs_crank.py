@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
+import script_args as opt
 
 
 def score_checkpoints(out: Path, opponents: list[str], games: int, seed: int, device: Any) -> list[dict[str, Any]]:
@@ -50,22 +51,51 @@ def score_checkpoints(out: Path, opponents: list[str], games: int, seed: int, de
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=15.0, help="training budget in wall-clock minutes")
-    parser.add_argument("--games", type=int, default=1000, help="deterministic games per checkpoint and opponent")
-    parser.add_argument("--opponents", default="crank,placeholder", help="comma-separated agents to score against")
+def agent_names(text: str) -> list[str]:
+    """``--opponents``: comma-separated agents, each one ``arena play`` would build (built here, once, to know)."""
+    from arena.agents import build_agent
+
+    words = [w.strip() for w in text.split(",")]
+    for word in words:
+        try:
+            build_agent(word, "cpu")
+        except (ValueError, LookupError, OSError) as exc:
+            raise argparse.ArgumentTypeError(f"expected comma-separated agents; got {text!r} ({exc})") from None
+    return words
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = opt.ScriptParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=opt.number(0, above=True, unit="minutes"), default=15.0,
+                        help="training budget in wall-clock minutes")
+    parser.add_argument("--games", type=opt.games, default=1000, help="deterministic games per checkpoint and opponent")
+    parser.add_argument("--opponents", type=agent_names, default="crank,placeholder",
+                        help="comma-separated agents to score against")
     parser.add_argument("--vs", action="append", default=None, help="training opponents (default: crank)")
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: the trainer's default)")
-    parser.add_argument("--out", type=Path, default=None, help="run directory (default runs/bench-ppo-<time>)")
+    parser.add_argument("--device", type=opt.device, default="auto")
+    parser.add_argument("--seed", type=opt.seed, default=0)
+    parser.add_argument("--threads", type=opt.threads, default=None,
+                        help="torch threads (default: the trainer's default)")
+    parser.add_argument("--out", type=opt.output_dir, default=None,
+                        help="run directory (default runs/bench-ppo-<time>)")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
                         help="override a default, e.g. --set run.reward=zero --set ppo.n_epochs=2 (for tuning)")
-    parser.add_argument("--curve-only", type=Path, default=None, metavar="RUN_DIR",
+    parser.add_argument("--curve-only", type=opt.existing_dir, default=None, metavar="RUN_DIR",
                         help="skip training; score the checkpoints already in RUN_DIR")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = parser.parse_args(argv)
+    from arena.training.settings import parse_assignments
+    from arena_ppo.train_config import default_config
+
+    try:
+        args.assignments = parse_assignments(default_config(), args.set)
+    except ValueError as exc:
+        parser.error(str(exc))
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
 
     import torch
 
@@ -73,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     from arena.threads import apply_threads
 
     device = resolve_device(args.device)
-    opponents = [o for o in args.opponents.split(",") if o]
+    opponents = args.opponents
     if args.curve_only is not None:
         apply_threads(args.threads, batch=args.games)
         print(f"{'step':>12}  deterministic games against each opponent ({args.games} each)")
@@ -83,19 +113,24 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from arena.training import default_run_dir
-    from arena.training.settings import parse_assignments
     from arena_ppo.plan import resolve
     from arena_ppo.prepare import build_config
     from arena_ppo.runners import build_run
-    from arena_ppo.train_config import default_config
 
     given = {"run.vs": tuple(args.vs or ("crank",)), "run.device": args.device, "run.seed": args.seed,
              "run.max_steps": 10**12,  # the budget is time
              "run.eval_games": 0,  # the curve below, outside the timed training
              **({"run.threads": args.threads} if args.threads is not None else {})}
-    cfg = build_config("ppo", {**given, **parse_assignments(default_config(), args.set)})
+    from arena.errors import ArenaError
+
     out = args.out or default_run_dir("bench-ppo")
-    plan = resolve(cfg, out=out)
+    try:  # --vs, or a setting that does not fit the others: said as arena train says it, before any training
+        cfg = build_config("ppo", {**given, **args.assignments})
+        plan = resolve(cfg, out=out)
+    except ArenaError as exc:
+        opt.fail(exc.message)
+    except ValueError as exc:
+        opt.fail(str(exc))
     make_opponent = plan.make_opponent
     runner = build_run(plan, console=None, progress=sys.stderr.isatty())
     learner = runner.learner

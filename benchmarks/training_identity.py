@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import script_args as opt
+
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK = {"time", "sps", "collect_sps"}  # metrics.csv columns that read the clock
 
@@ -69,7 +71,8 @@ def train(tree: Path, name: str, updates: int, eval_games: int, out: Path) -> fl
     start = time.perf_counter()
     done = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True)
     if done.returncode:
-        raise SystemExit(f"{name} at {tree} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+        last = [line for line in done.stderr.splitlines() if line.strip()][-1:] or ["no message"]
+        opt.fail(f"{name} at {tree} failed (arena train exit {done.returncode}): {last[0]}", status=1)
     return time.perf_counter() - start
 
 
@@ -146,24 +149,41 @@ def first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
     return "checkpoint " + ", ".join(parts) + (f" and {len(keys) - 4} more" if len(keys) > 4 else "")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--against", metavar="REV", help="a git revision to compare with (run in a worktree)")
-    parser.add_argument("--runs", default=",".join(RUNS), help=f"comma-separated, of {', '.join(RUNS)}")
-    parser.add_argument("--updates", type=int, default=10, help="updates a run (default 10)")
-    parser.add_argument("--eval-games", type=int, default=16, help="games a reference in each evaluation")
-    parser.add_argument("--save", type=Path, help="write this tree's fingerprints to a JSON file")
-    args = parser.parse_args()
-    names = [n for n in args.runs.split(",") if n]
-    unknown = [n for n in names if n not in RUNS]
-    if unknown:
-        raise SystemExit(f"unknown run(s) {unknown}; expected some of {list(RUNS)}")
+def revision(text: str) -> str:
+    """``--against``: a commit of this repository, as git names it."""
+    done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{text}^{{commit}}"], cwd=ROOT,
+                          capture_output=True, text=True)
+    if done.returncode or not text.strip() or text.startswith("-"):
+        raise argparse.ArgumentTypeError(f"expected a git revision of {ROOT}; got {text!r}")
+    return text
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = opt.ScriptParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--against", type=revision, metavar="REV",
+                        help="a git revision to compare with (run in a worktree)")
+    parser.add_argument("--runs", type=opt.names(RUNS), default=",".join(RUNS),
+                        help=f"comma-separated, of {', '.join(RUNS)}")
+    parser.add_argument("--updates", type=opt.integer(1), default=10, help="updates a run (default 10)")
+    parser.add_argument("--eval-games", type=opt.integer(0, opt.MAX_GAMES), default=16,
+                        help="games a reference in each evaluation")
+    parser.add_argument("--save", type=opt.output_file, help="write this tree's fingerprints to a JSON file")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    names = args.runs
     tree = None
     if args.against:
         base = Path(tempfile.mkdtemp(prefix="identity-tree-"))
         tree = base / "tree"
-        subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.against], cwd=ROOT, check=True,
-                       capture_output=True)
+        added = subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.against], cwd=ROOT,
+                               capture_output=True, text=True)
+        if added.returncode:
+            shutil.rmtree(base, ignore_errors=True)
+            last = [line for line in added.stderr.splitlines() if line.strip()][-1:] or ["no message"]
+            opt.fail(f"--against {args.against}: git worktree add failed: {last[0]}", status=1)
     here: dict[str, Any] = {}
     there: dict[str, Any] = {}
     try:
@@ -176,7 +196,10 @@ def main() -> None:
             subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
             shutil.rmtree(tree.parent, ignore_errors=True)
     if args.save:
-        args.save.write_text(json.dumps(here, indent=1))
+        try:
+            args.save.write_text(json.dumps(here, indent=1))
+        except OSError as exc:
+            opt.fail(f"--save {args.save}: cannot write ({exc.strerror or exc})", status=1)
     if tree is None:
         return
     print(f"\n{'run':<16} {'updates':>7} {'evals':>5} {'tensors':>7} {'identical':>9}  {'s/update here':>13} "

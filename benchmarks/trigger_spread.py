@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
+import script_args as opt
 
 
 def mixed_act(agent, rudder_sampled: bool, fire_sampled: bool, launch_p: list) -> None:
@@ -44,15 +44,19 @@ def mixed_act(agent, rudder_sampled: bool, fire_sampled: bool, launch_p: list) -
     agent.act = act
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoints", nargs="+", type=Path, help="PPO checkpoints (.pt)")
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = opt.ScriptParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoints", nargs="+", type=opt.existing_file, help="PPO checkpoints (.pt)")
     parser.add_argument("--vs", action="append", default=None, help="opponent, repeatable (default: ace)")
-    parser.add_argument("--games", type=int, default=300, help="games per opponent and way of playing")
-    parser.add_argument("--seed", type=int, default=777, help="env seed of every match (the same games each way)")
+    parser.add_argument("--games", type=opt.games, default=300, help="games per opponent and way of playing")
+    parser.add_argument("--seed", type=opt.seed, default=777, help="env seed of every match (the same games each way)")
     parser.add_argument("--obs-mode", choices=["default", "extended"], default="extended")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads")
-    args = parser.parse_args(argv)
+    parser.add_argument("--threads", type=opt.integer(1, 1024), default=1, help="torch threads")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
 
     import torch
 
@@ -61,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from arena.match import play_match
     from arena.training.checkpoint import CheckpointError
 
-    torch.set_num_threads(max(1, args.threads))
+    torch.set_num_threads(args.threads)
     cfg = EnvConfig(obs_mode=args.obs_mode)
     ways = ((False, False), (True, False), (False, True), (True, True))
     header = ["checkpoint", "vs"] + [f"r{'S' if r else 'D'} f{'S' if f else 'D'}" for r, f in ways]
@@ -77,11 +81,9 @@ def main(argv: list[str] | None = None) -> int:
                     agent = build_agent(f"ppo:{path}", "cpu", cfg)
                     opponent = build_agent(rival, "cpu", cfg)
                 except (AgentSpecError, CheckpointError, ValueError, OSError) as exc:
-                    print(f"error: {exc}", file=sys.stderr)
-                    return 2
+                    opt.fail(str(exc))
                 if agent.recurrent:
-                    print(f"error: {path}: a recurrent policy; this benchmark plays feed-forward ones", file=sys.stderr)
-                    return 2
+                    opt.fail(f"{path}: a recurrent policy; this benchmark plays feed-forward ones")
                 mixed_act(agent, rudder_sampled, fire_sampled, launch_p)
                 result = play_match(agent, opponent, args.games, env_config=cfg, seed=args.seed)
                 scores.append(f"{(result.wins + 0.5 * result.draws) / result.games:.3f}")

@@ -26,6 +26,7 @@ from pathlib import Path
 import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy  # isort: skip
 import torch
 
+import script_args as opt
 from arena.threads import HELP as THREADS_HELP
 from arena_ppo.algorithms import PPO
 from arena_ppo.plan import resolve
@@ -108,21 +109,26 @@ def count_launches(learner: Learner) -> float:
     return calls / learner.storage.n_steps
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", default="1024,16384", help="comma-separated env counts (default 1024,16384)")
-    parser.add_argument("--repeats", type=int, default=5, help="updates timed per path (default 5)")
-    parser.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
-    parser.add_argument("--device", default="cpu")
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = opt.ScriptParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--envs", type=opt.comma_ints(1, opt.MAX_GAMES), default="1024,16384",
+                        help="comma-separated env counts (default 1024,16384)")
+    parser.add_argument("--repeats", type=opt.integer(1), default=5, help="updates timed per path (default 5)")
+    parser.add_argument("--threads", type=opt.threads, default=1, help=THREADS_HELP)
+    parser.add_argument("--device", type=opt.device, default="cpu")
     parser.add_argument("--count-launches", action="store_true", help="CUDA: kernel launches per rollout step")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     print(f"{args.device}, {torch.get_num_threads()} thread(s), torch {torch.__version__}; "
           f"medians of {args.repeats} updates a path\n")
     print(f"{'envs':>7} {'rollout step':>13} {'env compiled':>12} {'minibatches':>11} {'update eager':>12} "
           f"{'compiled':>9} {'speed-up':>8} {'first compiled':>14}"
           + (f" {'launches/step':>13}" if args.count_launches else ""), flush=True)
     with tempfile.TemporaryDirectory(prefix="arena-update-paths-") as tmp:
-        for envs in (int(n) for n in args.envs.split(",")):
+        for envs in args.envs:
             r = measure(envs, args, Path(tmp) / str(envs))
             compiled = f"{r['compiled_s']:.3f} s" if r["compiled_ran"] else "eager"
             stepped = f"{r['compiled_step_ms']:.1f} ms" if r["env_compiled"] else "eager"

@@ -24,6 +24,7 @@ import arena  # noqa: F401  - before torch: arena chooses the OpenMP wait policy
 import numpy as np
 import torch
 
+import script_args as opt
 from arena.threads import HELP as THREADS_HELP
 from arena.threads import apply_threads
 from arena.wrappers import ArenaVectorEnv
@@ -103,19 +104,27 @@ def interfaces() -> dict[str, Callable[..., float]]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="4096,16384")
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
-    args = parser.parse_args()
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = opt.ScriptParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=opt.comma_ints(1, opt.MAX_GAMES), default="4096,16384",
+                        help="comma-separated env counts")
+    parser.add_argument("--steps", type=opt.integer(1), default=200)
+    parser.add_argument("--rounds", type=opt.integer(1), default=3)
+    parser.add_argument("--device", type=opt.device, default="cpu")
+    parser.add_argument("--threads", type=opt.threads, default=None, help=THREADS_HELP)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    from arena.env import resolve_device
+
+    args.device = str(resolve_device(args.device))  # "auto" made concrete: the actions are made on it
     columns = interfaces()
     print(f"env-steps/s on {args.device}, crank flying p2, median of {args.rounds} rounds of {args.steps} steps "
           f"(the interfaces alternate); the ratio to the native game loop in brackets")
     print(f"{'envs':>7} {'native':>10} " + " ".join(f"{name:>17}" for name in columns))
-    for n in (int(s) for s in args.sizes.split(",")):
+    for n in args.sizes:
         if args.device == "cpu":
             apply_threads(args.threads, n)
         actions = (torch.rand(args.steps, n, 3, device=args.device) * 2 - 1).contiguous()

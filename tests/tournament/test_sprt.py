@@ -102,6 +102,8 @@ def test_side_swapped_twins_pair_up_in_any_order() -> None:
 
 def load_benchmark():
     path = Path(__file__).resolve().parents[2] / "benchmarks" / "sprt_error_rates.py"
+    if str(path.parent) not in sys.path:  # as when run as a script: it imports its folder's script_args
+        sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location("sprt_error_rates", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
