@@ -56,8 +56,8 @@ class BestRecord:
         scores = {label: r.score for label, r in results.items() if r.games > 0}
         if not scores:
             return None
-        aim = sum(share * scores[label] for label, share in mix.items()) if mix and set(mix) <= set(scores) else None
-        return cls(step, min(scores.values()), sum(scores.values()) / len(scores), scores, rating, policy, aim)
+        return cls(step, min(scores.values()), sum(scores.values()) / len(scores), scores, rating, policy,
+                   training_aim(scores, mix))
 
     def beats(self, other: "BestRecord | None") -> bool:
         """A higher aim; then a higher rating; then the same and a higher worst score, then mean. A record
@@ -108,6 +108,14 @@ class BestRecord:
             raise ValueError(f"aim: expected a fraction 0..1, got {aim!r}"[:200])
         return cls(step, float(data["worst"]), float(data["mean"]), {k: float(v) for k, v in scores.items()}, rating,
                    policy, None if aim is None else float(aim))
+
+
+def training_aim(scores: Mapping[str, float], mix: Mapping[str, float] | None) -> float | None:
+    """The aim: each reference's score weighted by its share of the training envs (``mix``); None without a
+    mix (drawn opponents) or without a score against each opponent of it."""
+    if not mix or not set(mix) <= set(scores):
+        return None
+    return sum(share * scores[label] for label, share in mix.items())
 
 
 def is_fraction(value: Any) -> bool:

@@ -1,5 +1,5 @@
 """Arena plugin ``arena-ppo``: the PPO and MAPPO agents (``ppo``, ``mappo``), their trainers (``arena train
-ppo``, ``arena train mappo``) and reward shaping.
+ppo``, ``arena train mappo``), reward shaping and ``arena sweep`` (their settings tuned with Optuna).
 
 Hook functions import the heavy modules when called, so loading the plugin for ``arena --help``
 never imports torch.
@@ -32,3 +32,10 @@ def arena_rewards() -> dict[str, Any]:
     from arena_ppo.rewards import REWARDS
 
     return dict(REWARDS)
+
+
+@arena.hookimpl
+def arena_commands(cli: Any) -> None:
+    from arena_ppo.sweep.cli import sweep_group
+
+    cli.add_command(sweep_group())
