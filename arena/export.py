@@ -54,7 +54,7 @@ def exportable(agent: Any) -> Any:
 
 def write(module: Any, obs_size: int, fmt: str, path: str | Path) -> Path:
     """Write ``module`` (obs [n, obs_size] -> action, fire_logit) as ``fmt`` to ``path``, atomically."""
-    from arena.training.checkpoint import staged
+    from arena.output_files import staged
 
     target = Path(path)
     with staged(target) as temp:
@@ -157,7 +157,7 @@ def export_policy(agent: Any, fmt: str, out: str | Path, *, source: str | Path |
     ``out`` is refused where :func:`refuse_output` says so; the file takes its name only once written
     and checked. A failed check raises :class:`ExportError` with its measurements and writes nothing.
     """
-    from arena.training.checkpoint import staged
+    from arena.output_files import staged
 
     target = refuse_output(out, source)
     keys = tuple(getattr(agent, "obs_keys", ()))

@@ -1,4 +1,4 @@
-"""The benchmark scripts' command lines, as the reliability issue asks (items 7, 15 and 16).
+"""The benchmark scripts' command lines, as issue 67 asks (items 7, 15 and 16).
 
 - Every script in benchmarks/ refuses a mistaken argument before any work, in one line on stderr
   (``error: --sizes: expected ...; got 'abc'``, exit 2: benchmarks/script_args.py), as ``arena`` does.
@@ -43,7 +43,7 @@ def refused(done: subprocess.CompletedProcess[str], status: int = 2) -> str:
     return lines[0]
 
 
-# -- item 15: the examples of the issue, each in its own process -----------------------------------------
+# -- issue 67 item 15: the examples of the issue, each in its own process ------------------------------------
 
 EXAMPLES = [
     ("time_to_quality.py", ["--seeds", "abc"],
@@ -114,7 +114,7 @@ def test_an_arm_whose_training_fails_is_a_failed_row_not_a_traceback(tmp_path: P
     assert rows[0]["failed"].startswith("arena train exit 2: ") and "--num-envs" in rows[0]["failed"]
 
 
-# -- item 15: every script, one process for all ------------------------------------------------------------
+# -- issue 67 item 15: every script, one process for all -----------------------------------------------------
 
 # script -> (arguments its defaults need, a mistake, what the refusal starts with). Every script in benchmarks/
 # has a row: a new one without ScriptParser fails the test below.
@@ -198,7 +198,7 @@ def test_every_script_in_benchmarks_parses_its_arguments_with_the_shared_parser(
         assert lines[0].startswith(expected), (name, lines[0])
 
 
-# -- item 7: the learning guard's stored figures ---------------------------------------------------------
+# -- issue 67 item 7: the learning guard's stored figures ----------------------------------------------------
 
 
 @pytest.fixture
@@ -242,7 +242,7 @@ def test_the_guard_keeps_its_stored_figures_when_a_run_fails(stored: Path, tmp_p
     assert stored.read_bytes() == before
 
 
-# -- item 16: benchmarks/gpu.sh ---------------------------------------------------------------------------
+# -- issue 67 item 16: benchmarks/gpu.sh ---------------------------------------------------------------------
 
 needs_bash = pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
 

@@ -18,9 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# staged/temp_prefix live below arena's packages now (every output file is written through them); kept
-# importable from here, where export and older callers find them.
-from arena.output_files import staged, temp_prefix  # noqa: F401
+from arena.output_files import staged
 
 # Re-exported from their old place here: checkpoint names are read by the tournament too (see the docstring).
 from arena.torchfile import TorchFileError, read_torch_file

@@ -1,4 +1,4 @@
-"""``arena replay`` never writes through a symbolic link (reliability issue, item 5): a replay file that is a
+"""``arena replay`` never writes through a symbolic link (issue 67, item 5): a replay file that is a
 link to a file elsewhere is replaced by the new replay, and that file is left as it was."""
 
 from __future__ import annotations

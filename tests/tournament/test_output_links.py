@@ -1,4 +1,4 @@
-"""No file of a tournament's output is written through a symbolic link (issue: reliability, item 5): the
+"""No file of a tournament's output is written through a symbolic link (issue 67, item 5): the
 reports, pictures, replays and ``arena leaderboard --csv`` replace a link by a new file and leave what it
 pointed to alone; the database and the lock file, written in place, refuse a link, naming it."""
 

@@ -419,8 +419,8 @@ def test_a_bad_config_file_is_one_line_naming_the_file_and_the_key(tmp_path, tex
 def test_checkpoint_temp_files_carry_the_writer_pid(tmp_path):
     import os
 
+    from arena.output_files import temp_prefix
     from arena.training import clean_stale_temp_files
-    from arena.training.checkpoint import temp_prefix
 
     live = tmp_path / f"{temp_prefix(tmp_path / 'ckpt_000000001.pt')}x1.tmp"
     live.write_bytes(b"mine")

@@ -31,7 +31,7 @@ def field_counts(path: Path) -> list[int]:
         return [len(row) for row in csv.reader(handle)]
 
 
-# -- item 4: a row cut short -----------------------------------------------------------------------
+# -- issue 67 item 4: a row cut short -----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["metrics.csv", "eval.csv"])
@@ -59,7 +59,7 @@ def test_a_whole_file_is_appended_to_without_a_note(tmp_path: Path) -> None:
     assert field_counts(path) == [3, 3, 3]
 
 
-# -- item 5: no run file is written through a link --------------------------------------------------
+# -- issue 67 item 5: no run file is written through a link --------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["metrics.csv", "eval.csv"])

@@ -410,7 +410,9 @@ def check_network(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"network: expected a dict, got {type(value).__name__}")
     known = {s.name: s for s in settings_of(TrainConfig()) if s.section == "network"}
-    return {key: check_value(known[key], item) for key, item in value.items() if key in known}
+    checked = {key: check_value(known[key], item) for key, item in value.items() if key in known}
+    checked.setdefault("fire_mask", False)  # a checkpoint saved before the trigger's mask has none: unmasked
+    return checked
 
 
 def check_options(value: Any) -> dict[str, bool]:

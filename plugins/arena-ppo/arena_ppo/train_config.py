@@ -58,7 +58,6 @@ class NetworkConfig:
     def from_dict(cls, data: dict[str, Any]) -> "NetworkConfig":
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
-        values.setdefault("fire_mask", False)  # a network saved before the trigger's mask had none
         for key in ("actor_hidden", "critic_hidden"):
             if key in values:
                 values[key] = tuple(int(x) for x in values[key])

@@ -152,3 +152,5 @@ def test_a_checkpoint_from_before_the_mask_plays_on_its_own_inputs(tmp_path):
     loaded = PPOAgent.load(save_checkpoint(data, tmp_path / "old.pt"))
     assert loaded.obs_keys == obs_keys(EnvConfig()) and LAUNCH_KEY not in loaded.obs_keys
     assert loaded.act(ready_and_not())["fire"].all()
+    # Only a checkpoint's missing key means "before the mask": a network given as a dict is masked by default.
+    assert PPOAgent(network={"init_fire_logit": 30.0}).obs_keys == (LAUNCH_KEY, *obs_keys(EnvConfig()))
