@@ -65,6 +65,9 @@ TRIAL_HEADER = ("arena sweep: the settings every seed of this trial trains with\
                 "(arena train ALGORITHM --config THIS --seed S --threads 1)")
 HEARTBEAT = 30  # seconds between the heartbeats of a running trial
 GRACE = 300  # a RUNNING trial without a heartbeat for this long is stale (a process on another machine)
+# No trial is pruned before its second evaluation (half its budget at the interval the sweep sets): at the
+# first, seeds that ended among the best trials' were stopped (docs/training.md, "Tuning with arena sweep").
+PRUNE_FROM = 2
 MAX_RETRY = 3  # times a trial whose sweep process died is tried again (a stop asked for does not count)
 POLL = 0.25  # seconds between looks at the running seeds
 PRUNE_EVERY = 2.0  # seconds between reads of the running seeds' evaluations
@@ -163,7 +166,8 @@ def open_study(out: Path, prune: bool = True) -> Any:
     warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
     storage = RDBStorage(f"sqlite:///{(out / STUDY_FILE).resolve()}", engine_kwargs={"connect_args": {"timeout": 300}},
                          heartbeat_interval=HEARTBEAT, grace_period=GRACE, heartbeat_stale_trial_callback=retry)
-    pruner = optuna.pruners.MedianPruner(n_startup_trials=5) if prune else optuna.pruners.NopPruner()
+    pruner = (optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=PRUNE_FROM) if prune
+              else optuna.pruners.NopPruner())
     return optuna.create_study(study_name=STUDY_NAME, storage=storage, direction="maximize", load_if_exists=True,
                                pruner=pruner)
 
