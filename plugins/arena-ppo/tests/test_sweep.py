@@ -119,7 +119,7 @@ def weights(path: Path) -> dict[str, torch.Tensor]:
     return {f"{part}.{k}": v for part in ("model", "obs_normalizer") for k, v in data[part].items()}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # set up once on its worker, however xdist interleaves other modules
 def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, str, float]:
     """A sweep of 3 trials x 2 seeds, killed (SIGKILL) while its second trial trains and run again to its end:
     its folder, the JSON the second run printed, its progress lines and when the first one was killed."""
