@@ -16,8 +16,9 @@ from typing import Any
 
 import click
 
+from arena.cli import MAX_SEED
+
 MAX_STEPS = 1 << 60
-MAX_SEED = (1 << 62) - 1
 EVALS = 4  # evaluations of each run, for the pruner, where the settings set no interval
 CONFIRM_SEED_OFFSET = 1000  # --confirm's seeds, apart from a sweep's 0, 1, 2, …
 SET_BY_SWEEP = ("seed", "threads", "max_steps")  # train options a sweep does not take: it sets these

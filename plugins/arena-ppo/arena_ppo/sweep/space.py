@@ -158,14 +158,19 @@ def read_bound(s: Setting, value: Any, at: str, name: str, kind: str) -> float |
     """``low`` or ``high``, a value of the setting (``1e-4`` spelled as text is a number, as --config reads it)."""
     if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
         raise SpaceError(f"{at}: {name}: expected an int, got {shown(value)}")
-    try:
-        checked = check_value(s, value)
-    except ValueError as exc:
-        raise SpaceError(f"{at}: {name} {shown(value)} is not a value of the setting: "
-                         f"{str(exc).removeprefix(s.key + ': ')}") from None
+    checked = setting_value(s, value, f"{at}: {name}")
     if isinstance(checked, float) and not math.isfinite(checked):
         raise SpaceError(f"{at}: {name}: expected a finite number, got {shown(value)}")
     return typing.cast("float | int", checked)
+
+
+def setting_value(s: Setting, value: Any, what: str) -> Any:
+    """``value`` as the setting holds it (:func:`check_value`), or a :class:`SpaceError` naming ``what``."""
+    try:
+        return check_value(s, value)
+    except ValueError as exc:
+        raise SpaceError(f"{what} {shown(value)} is not a value of the setting: "
+                         f"{str(exc).removeprefix(s.key + ': ')}") from None
 
 
 def read_choices(s: Setting, choices: Any, at: str) -> tuple[Any, ...]:
@@ -178,11 +183,7 @@ def read_choices(s: Setting, choices: Any, at: str) -> tuple[Any, ...]:
     for choice in choices:
         if choice is not None and not isinstance(choice, (bool, int, float, str)):
             raise SpaceError(f"{at}: choices: {shown(choice)}: expected a number, a string, true or false")
-        try:
-            value = check_value(s, choice)
-        except ValueError as exc:
-            raise SpaceError(f"{at}: choice {shown(choice)} is not a value of the setting: "
-                             f"{str(exc).removeprefix(s.key + ': ')}") from None
+        value = setting_value(s, choice, f"{at}: choice")
         if value in out and any(type(value) is type(v) for v in out if v == value):
             raise SpaceError(f"{at}: choices: {shown(choice)} given twice")
         out.append(value)

@@ -406,14 +406,7 @@ class Sweep:
     def end_failed(self, run: TrialRun, note: str) -> None:
         from optuna.trial import TrialState
 
-        self.pool.stop([(run.number, s) for s in run.seeds])
-        if not self.write(run, lambda: (run.trial.set_user_attr("note", note),
-                                        self.study.tell(run.trial, state=TrialState.FAIL))):
-            return
-        del self.active[run.number]
-        self.ran += 1
-        self.thin(run)
-        self.echo(f"trial {run.number} failed: {note}; {self.progress()}")
+        self.end(run, TrialState.FAIL, note, lambda: f"failed: {note}; {self.progress()}")
 
     def thin(self, run: TrialRun) -> None:
         """``--keep best``: every seed's run of an ended (pruned, failed) trial keeps only its best weights."""
@@ -444,16 +437,21 @@ class Sweep:
     def prune(self, run: TrialRun, n: int, step: int, value: float) -> None:
         from optuna.trial import TrialState
 
-        self.pool.stop([(run.number, s) for s in run.seeds])
         note = (f"pruned at evaluation {n} (step {step:,}): {self.spec.objective} evaluation score {value:.3f} below "
                 f"the median of the trials before it")
+        self.end(run, TrialState.PRUNED, note, lambda: f"{note}; {self.progress()}{self.best_so_far()}")
+
+    def end(self, run: TrialRun, state: Any, note: str, said: Callable[[], str]) -> None:
+        """End ``run`` before its seeds finished (pruned, failed): stop its runs, tell the study with ``note``,
+        thin its folders and say ``said`` (read once the trial is counted, so the progress includes it)."""
+        self.pool.stop([(run.number, s) for s in run.seeds])
         if not self.write(run, lambda: (run.trial.set_user_attr("note", note),
-                                        self.study.tell(run.trial, state=TrialState.PRUNED))):
+                                        self.study.tell(run.trial, state=state))):
             return
         del self.active[run.number]
         self.ran += 1
         self.thin(run)
-        self.echo(f"trial {run.number} {note}; {self.progress()}{self.best_so_far()}")
+        self.echo(f"trial {run.number} {said()}")
 
     def write(self, run: TrialRun, action: Callable[[], Any]) -> bool:
         """Do ``action`` (a write of ``run``'s trial); False where another process has ended the trial meanwhile
