@@ -7,8 +7,8 @@
 - benchmarks/gpu.sh refuses an unknown argument and a python without torch, and exits non-zero when its
   check fails.
 
-Each script runs in a process of its own (``sys.executable``), with arguments that stop it before it trains or
-measures anything, so the whole file takes seconds and needs no GPU.
+The scripts run in processes of their own (``sys.executable``; the argument checks of every script in one), with
+arguments that stop them before they train or measure anything, so the whole file takes seconds and needs no GPU.
 """
 
 from __future__ import annotations
@@ -61,9 +61,19 @@ EXAMPLES = [
 ]
 
 
+@pytest.fixture(scope="module")
+def examples_run() -> dict[str, subprocess.CompletedProcess[str]]:
+    """Each example through its script's ``main``, all in one process of their own (one torch import)."""
+    cases = [[script.removesuffix(".py"), args] for script, args, _ in EXAMPLES]
+    results = drive("main", cases, ROOT)
+    return {f"{script} {' '.join(args)}": subprocess.CompletedProcess(args, status, out, err)
+            for (script, args, _), (_, _, status, out, err) in zip(EXAMPLES, results, strict=True)}
+
+
 @pytest.mark.parametrize(("script", "args", "message"), EXAMPLES, ids=[f"{s} {' '.join(a)}" for s, a, _ in EXAMPLES])
-def test_a_mistaken_argument_is_refused_in_one_line(script: str, args: list[str], message: str) -> None:
-    done = run(script, *args)
+def test_a_mistaken_argument_is_refused_in_one_line(script: str, args: list[str], message: str,
+                                                    examples_run: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    done = examples_run[f"{script} {' '.join(args)}"]
     assert refused(done) == message
     assert done.stdout == ""  # refused before any work
 
@@ -156,18 +166,29 @@ DRIVER = textwrap.dedent("""
     import contextlib, importlib, io, json, sys
     sys.path.insert(0, sys.argv[1])
     results = []
-    for name, argv in json.loads(sys.argv[2]):
-        module = importlib.import_module(name)
-        err = io.StringIO()
+    for name, argv in json.loads(sys.argv[3]):
+        entry = getattr(importlib.import_module(name), sys.argv[2])
+        out, err = io.StringIO(), io.StringIO()
         try:
-            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-                module.parse_args(argv)
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+                entry(argv)
             status = 0
         except SystemExit as exc:
             status = exc.code
-        results.append([name, argv, status, err.getvalue()])
+        results.append([name, argv, status, out.getvalue(), err.getvalue()])
     print("RESULTS " + json.dumps(results))
 """)
+
+
+def drive(entry: str, cases: list[list], cwd: Path) -> list[list]:
+    """``[script, argv, status, stdout, stderr]`` of each case's ``script.entry(argv)``, run one after another
+    in one process (each script imports torch and arena: one process pays for that once)."""
+    done = subprocess.run([sys.executable, "-c", DRIVER, str(BENCH), entry, json.dumps(cases)], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.split("RESULTS ", 1)[1])
+    assert len(results) == len(cases)
+    return results
 
 
 def test_every_script_in_benchmarks_parses_its_arguments_with_the_shared_parser(tmp_path: Path) -> None:
@@ -183,12 +204,7 @@ def test_every_script_in_benchmarks_parses_its_arguments_with_the_shared_parser(
     for name, (needed, mistake, _) in sorted(SCRIPTS.items()):
         cases += [[name, filled(needed)], [name, filled(mistake)], [name, [*filled(needed), "--no-such-option"]]]
         kinds += ["defaults", "mistake", "unknown option"]
-    done = subprocess.run([sys.executable, "-c", DRIVER, str(BENCH), json.dumps(cases)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(done.stdout.split("RESULTS ", 1)[1])
-    assert len(results) == len(kinds)
-    for (name, argv, status, err), kind in zip(results, kinds):
+    for (name, argv, status, _, err), kind in zip(drive("parse_args", cases, tmp_path), kinds, strict=True):
         if kind == "defaults":  # what a plain run parses is valid
             assert (status, err) == (0, ""), (name, argv, status, err)
             continue

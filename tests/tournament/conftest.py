@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from arena.agents import Registry
-from tourney_helpers import FAST_ENV, Faulty, make_registry
+from tourney_helpers import Faulty, league_file, make_registry
 
 
 @pytest.fixture()
@@ -23,12 +22,6 @@ def write_league(tmp_path: Path):
     """Write a league YAML into tmp_path with fast defaults; returns its path."""
 
     def write(participants: list[Any], name: str = "league.yaml", **settings: Any) -> Path:
-        data: dict[str, Any] = {"name": "test", "output": "out", "seed": 3, "device": "cpu", "max_envs": 64,
-                                "games_per_pairing": 4, "env": dict(FAST_ENV), "rating": {"bootstrap_rounds": 50},
-                                "participants": participants}
-        data.update(settings)
-        path = tmp_path / name
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
-        return path
+        return league_file(tmp_path, participants, name, **settings)
 
     return write

@@ -6,6 +6,7 @@ that its stored games started from other positions, as a change of its rating se
 from __future__ import annotations
 
 import hashlib
+import shutil
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -18,19 +19,26 @@ from arena.cli import main
 from arena.tournament import StoreError, load_config, rebuild_report, run_tournament
 from arena.tournament.report import render
 from cli_checks import refused
-from tourney_helpers import LEAGUE
+from tourney_helpers import LEAGUE, league_file, make_registry
 
 
 def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.fixture(scope="module")
+def played_once(tmp_path_factory) -> Path:
+    """A league of three played once for the module (12 games, ids 1-12; participants 1-3): its folder."""
+    folder = tmp_path_factory.mktemp("played")
+    run_tournament(load_config(league_file(folder, LEAGUE)), registry=make_registry(), progress=False, notify=False)
+    return folder
+
+
 @pytest.fixture()
-def played(write_league, registry):
-    """A league of three played once (12 games, ids 1-12; participants 1-3): its config."""
-    config = load_config(write_league(LEAGUE))
-    run_tournament(config, registry=registry, progress=False, notify=False)
-    return config
+def played(played_once, tmp_path):
+    """A copy of that league, to tamper with: its config."""
+    shutil.copytree(played_once, tmp_path, dirs_exist_ok=True)
+    return load_config(tmp_path / "league.yaml")
 
 
 def tamper(config, *statements: str) -> Path:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
+import yaml
 
 from arena.agents import BaseAgent, Registry
 from arena.plugins import PluginInfo
@@ -140,3 +141,14 @@ def make_registry() -> Registry[type]:
 LEAGUE = [{"name": "near", "agent": "pursuer", "params": {"fire_km": 8.0}},
           {"name": "far", "agent": "pursuer", "params": {"fire_km": 25.0}},
           "idle"]
+
+
+def league_file(folder: Path, participants: list[Any], name: str = "league.yaml", **settings: Any) -> Path:
+    """Write a league YAML with fast defaults into ``folder``; its output is ``folder/out``."""
+    data: dict[str, Any] = {"name": "test", "output": "out", "seed": 3, "device": "cpu", "max_envs": 64,
+                            "games_per_pairing": 4, "env": dict(FAST_ENV), "rating": {"bootstrap_rounds": 50},
+                            "participants": participants}
+    data.update(settings)
+    path = folder / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path

@@ -202,6 +202,7 @@ def test_the_best_yaml_of_a_sweep_trains_its_best_trial_again_bit_for_bit(swept:
     assert all(torch.equal(mine[k], theirs[k]) for k in mine)
 
 
+@pytest.mark.xdist_group("swept")  # one worker builds the module's sweep once
 def test_confirm_trains_the_best_settings_and_the_defaults_on_seeds_the_sweep_did_not_use(
         swept: tuple[Path, dict, str, float]) -> None:
     out, _, _, _ = swept
