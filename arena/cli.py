@@ -18,6 +18,7 @@ from arena import __version__
 from arena.agents import POLICIES
 from arena.errors import ArenaError
 from arena.match import MAX_GAMES, RESULT_KEYS
+from arena.seeds import MAX_SEED, SEED_RANGE
 
 if TYPE_CHECKING:
     import torch
@@ -44,8 +45,26 @@ def set_threads(threads: int | None, batch: int | None = None) -> None:
         raise ArenaError(str(exc)) from None
 
 
-MAX_SEED = (1 << 62) - 1  # seeds feed torch generators (64-bit) with small offsets added: keep clear of overflow
-SEED = click.IntRange(0, MAX_SEED)
+class SeedType(click.ParamType):
+    """``--seed``: an integer in [0, MAX_SEED], refused in the words a league file's or a trainer's seed is
+    (:data:`arena.seeds.SEED_RANGE`)."""
+
+    name = "integer"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            seed: int | None = value
+        else:
+            try:
+                seed = int(str(value), 10)
+            except ValueError:
+                seed = None
+        if seed is None or not 0 <= seed <= MAX_SEED:
+            self.fail(f"{value!r}: expected {SEED_RANGE}", param, ctx)
+        return seed
+
+
+SEED = SeedType()
 
 
 _json_out: list[list[str]] = []  # what each running --json command prints on its real stdout when it ends

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from arena.match import MAX_GAMES
+from arena.seeds import MAX_SEED  # every seed arena takes from its user
 from arena.threads import MAX_THREADS
-from arena.training.process_group import MAX_SEED  # arena train --seed's bound (and arena play's)
 
 Converter = Callable[[str], object]
 MAX_TEAM = 8  # aircraft a side: EnvConfig.team_size's range (arena.env, not imported here: it loads torch)

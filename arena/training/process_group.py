@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from arena.seeds import text_seed
+from arena.seeds import MAX_SEED, text_seed
 
 if TYPE_CHECKING:
     import torch
@@ -33,7 +33,6 @@ ENV_KEYS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
 MAX_PROCESSES = 4096
 # A collective waits this long for a peer that is alive but stuck; a peer that ended is noticed at once.
 TIMEOUT_S = 30 * 60
-MAX_SEED = (1 << 62) - 1
 T = TypeVar("T")
 
 

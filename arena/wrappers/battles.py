@@ -23,7 +23,7 @@ from arena.env.observations import obs_keys
 from arena.env.selection import check_num_envs
 from arena.env.teams import flatten_seats, seat_rows
 from arena.loop import Controller, GameLoop, Seating, Turn, observation_config
-from arena.seeds import MAX_SEED
+from arena.seeds import INT64_MAX
 
 OBS_LOW, OBS_HIGH = -1.0, 2.0  # every standard and extended feature lies in this range (docs/env.md)
 ACTION_LOW = np.array([-1.0, 0.0, -1.0], dtype=np.float32)  # rudder, throttle, fire (fires above 0)
@@ -276,7 +276,7 @@ class LearnerBattles(LearnerSide):
     @staticmethod
     def stream_seed(seed: int, index: int) -> int:
         """The random stream of opponent ``index``: the env's seed for the first, the next ones after."""
-        return (seed + index) % (MAX_SEED + 1)
+        return (seed + index) % (INT64_MAX + 1)
 
     def reset(self, seed: int | None = None) -> torch.Tensor:
         """Restart every battle; the env checks ``seed`` first (:func:`arena.seeds.check_seed`)."""

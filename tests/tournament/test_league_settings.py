@@ -73,14 +73,14 @@ def test_a_value_outside_a_keys_declaration_is_refused_naming_the_key(tmp_path, 
 
 
 def test_values_at_the_edges_of_the_declarations_are_accepted(tmp_path):
-    edges = {"seed": 2**63 - 1, "max_envs": 1, "games_per_pairing": 2, "time_per_move": 3600,
+    edges = {"seed": 2**62 - 1, "max_envs": 1, "games_per_pairing": 2, "time_per_move": 3600,
              "replays": 16, "name": "x" * 200,
              "rating": {"mu": -1e6, "beta": 1e6, "tau": 0, "draw_probability": 0.99, "bootstrap_rounds": 0,
                         "anchor_elo": 1e6},
              "format": "gauntlet", "candidates": ["near"], "sprt": {"elo0": -2000, "elo1": 2000, "alpha": 0.49}}
     data = {"output": "out", "device": "cpu", "env": dict(FAST_ENV), "participants": list(LEAGUE), **edges}
     config = parse_config(data, tmp_path / "league.yaml")
-    assert config.seed == 2**63 - 1 and config.time_per_move == 3600.0 and isinstance(config.time_per_move, float)
+    assert config.seed == 2**62 - 1 and config.time_per_move == 3600.0 and isinstance(config.time_per_move, float)
     assert config.rating.tau == 0.0 and config.sprt is not None and config.sprt.elo1 == 2000.0
 
 

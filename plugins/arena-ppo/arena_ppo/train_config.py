@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from arena.agents import DEFAULT_POLICY
 from arena.agents import POLICIES as PLAY_POLICIES
+from arena.seeds import MAX_SEED, SEED_RANGE
 from arena.training.settings import Retired, setting
 
 if TYPE_CHECKING:
@@ -24,7 +25,6 @@ LR_SCHEDULES: tuple[str, ...] = ("constant", "linear", "adaptive")
 POLICIES: tuple[str, ...] = ("shared", "separated")
 MAX_ENVS = 1 << 24  # battles stepped at once: ~16.7 M, already tens of GB of env state and rollout
 MAX_STEPS = 1 << 60  # environment steps (and intervals): far beyond any run, still exact in int64 counters
-MAX_SEED = (1 << 62) - 1  # seeds feed 64-bit torch generators with small offsets added
 MAX_LAYER_WIDTH = 4096  # units per hidden layer: 32x the default, far beyond what this task needs
 NO_TEACHER = "none"
 
@@ -156,7 +156,8 @@ class RunConfig:
     device: str = setting("auto", "cpu, cuda, cuda:N or auto; several processes take a GPU each.", cli=True)
     threads: int | None = setting(None, "torch threads a process; null: arena's choice for the batch, 0: torch's.",
                                   cli=True, low=0, high=1024)
-    seed: int = setting(0, "Seed of the weights, the envs and every random stream.", cli=True, low=0, high=MAX_SEED)
+    seed: int = setting(0, "Seed of the weights, the envs and every random stream.", cli=True, low=0, high=MAX_SEED,
+                         expect=SEED_RANGE)
 
     def env_config(self) -> "EnvConfig":
         """The env this run trains in."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from arena.cli import MAX_SEED
+from arena.seeds import MAX_SEED
 
 MAX_STEPS = 1 << 60
 EVALS = 4  # evaluations of each run, for the pruner, where the settings set no interval
