@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from arena.cli import main
 from arena.guard import AgentCodeError, call_agent
 from cli_checks import refused
+from meddler_plugin import meddler_plugin
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = ["-n", "4", "--env", "max_time=30", "-q", "--device", "cpu"]
@@ -115,36 +116,6 @@ def test_a_forked_child_that_leaves_the_agent_s_code_ends_there():
 
 # -- as a user meets it -------------------------------------------------------------------------------
 
-AGENT_PLUGIN = '''
-import os, sys
-import torch
-import arena
-
-MODE = {mode!r}
-
-class Meddler(arena.BaseAgent):
-    name = "meddler"
-
-    def __init__(self, device="cpu", env_config=None):
-        super().__init__(device, env_config)
-        self.calls = 0
-
-    def act(self, obs):
-        self.calls += 1
-        n = obs["x"].shape[0]
-        if self.calls == 3:
-            if MODE == "dtype":
-                torch.set_default_dtype(torch.float64)
-            if MODE == "cwd":
-                os.chdir({elsewhere!r})
-            if MODE == "fork" and os.fork() == 0:
-                sys.exit(0)
-        return {{"rudder": torch.zeros(n), "throttle": torch.ones(n), "fire": torch.zeros(n, dtype=torch.bool)}}
-
-@arena.hookimpl
-def arena_agents():
-    return [Meddler]
-'''
 
 
 @pytest.mark.parametrize("mode, words", [
@@ -153,7 +124,7 @@ def arena_agents():
 ])
 def test_arena_play_names_an_agent_that_changes_the_process(fake_dists, tmp_path, monkeypatch, mode, words):
     monkeypatch.chdir(tmp_path)
-    fake_dists.add("meddler", f"meddler_{mode}", AGENT_PLUGIN.format(mode=mode, elsewhere=str(tmp_path.parent)))
+    fake_dists.add("meddler", f"meddler_{mode}", meddler_plugin(mode, str(tmp_path.parent), call=3))
     result = CliRunner().invoke(main, ["play", "meddler", "crank", *FAST])
     line = refused(result).strip().splitlines()[-1]
     assert line.startswith("Error: agent 'meddler' (A) ")
@@ -179,7 +150,7 @@ def test_a_forking_agent_leaves_one_process_playing_the_league_and_one_report(tm
     """In a process of its own: the child a forking agent leaves behind would otherwise run on in pytest."""
     plugins = tmp_path / "plugins"
     plugins.mkdir()
-    (plugins / "meddler_fork.py").write_text(textwrap.dedent(AGENT_PLUGIN.format(mode="fork", elsewhere="")))
+    (plugins / "meddler_fork.py").write_text(textwrap.dedent(meddler_plugin("fork", "", call=3)))
     info = plugins / "meddler_fork-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: meddler-fork\nVersion: 1.0\n")

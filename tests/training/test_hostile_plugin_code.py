@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from arena.cli import main
 from arena.training import list_checkpoints
 from cli_checks import refused
+from meddler_plugin import meddler_plugin
 
 TINY = ["--set", "ppo.n_steps=16", "--set", "ppo.batch_size=64", "--set", "ppo.n_epochs=1", "--eval-games", "0",
         "--no-progress", "--threads", "1", "--num-envs", "4", "--device", "cpu"]
@@ -95,34 +96,6 @@ def test_a_faulty_reward_plugin_is_named_and_the_run_keeps_what_it_learned(fake_
     kept_two_updates(out, line)
 
 
-OPPONENT_PLUGIN = '''
-import os
-import torch
-import arena
-
-MODE = {mode!r}
-
-class Meddler(arena.BaseAgent):
-    name = "meddler"
-
-    def __init__(self, device="cpu", env_config=None):
-        super().__init__(device, env_config)
-        self.calls = 0
-
-    def act(self, obs):
-        self.calls += 1
-        n = obs["x"].shape[0]
-        if self.calls == 40:  # in the third rollout, after two updates were learned
-            if MODE == "dtype":
-                torch.set_default_dtype(torch.float64)
-            if MODE == "cwd":
-                os.chdir({elsewhere!r})
-        return {{"rudder": torch.zeros(n), "throttle": torch.ones(n), "fire": torch.zeros(n, dtype=torch.bool)}}
-
-@arena.hookimpl
-def arena_agents():
-    return [Meddler]
-'''
 
 
 @pytest.mark.parametrize("mode, said", [
@@ -135,7 +108,8 @@ def test_an_opponent_that_changes_the_process_is_named_and_a_relative_out_still_
     here.mkdir()
     elsewhere.mkdir()
     monkeypatch.chdir(here)
-    fake_dists.add("meddler", f"meddler_{mode}", OPPONENT_PLUGIN.format(mode=mode, elsewhere=str(elsewhere)))
+    plugin = meddler_plugin(mode, str(elsewhere), call=40)  # in the third rollout, after two updates were learned
+    fake_dists.add("meddler", f"meddler_{mode}", plugin)
     result = train(*TINY, "--vs", "crank", "--vs", "meddler", "--set", "run.floor=0", "--max-steps", "256",
                    "--save-interval", "64", "--out", "run")
     line = last_line(result)
