@@ -69,9 +69,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     from arena_ppo.prepare import given_settings
 
-    try:  # read as arena train ppo reads them: retired settings, the env section, duplicate keys
-        args.settings, args.notes = given_settings({"config_file": args.config, "assignments": tuple(args.set)},
-                                                   "ppo")
+    try:  # read as arena train ppo reads them: unknown keys, ranges, duplicate keys
+        args.settings = given_settings({"config_file": args.config, "assignments": tuple(args.set)}, "ppo")
     except (ValueError, OSError) as exc:
         parser.error(str(exc))
     return args
@@ -82,8 +81,6 @@ def main(argv: list[str] | None = None) -> int:
     policies, settings = tuple(args.policies), args.settings
     from arena.training import BEST_CHECKPOINT, checkpoint_step, default_run_dir, league_agents, read_best
 
-    for note in args.notes:
-        print(f"note: {note}", file=sys.stderr)
     ladder = league_agents()
     root = Path(args.out or default_run_dir("bench-league"))
     print(f"ladder: {', '.join(ladder)}; {args.minutes:g} min per run, exploiters {args.exploit_minutes:g} min, "

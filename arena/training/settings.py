@@ -16,7 +16,7 @@ import dataclasses
 import difflib
 import typing
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +31,14 @@ from arena.declared_settings import (
     declared,
     expected,
     setting,
-    shown,
     undeclared,
 )
 from arena.yaml_file import YamlFileError, YamlSyntaxError, load_yaml_value, read_yaml_file
 
 # Setting, Spec, setting, check_value and expected come from arena.declared_settings (the env and the league
 # declare their settings with them too) and are named here as well, for the trainers.
-__all__ = ["Retired", "RetiredSettingError", "Setting", "Spec", "apply", "by_key", "check_value", "click_options",
-           "drop_retired", "expected", "fixed_changes", "given_options", "markdown_table", "parse_assignments",
+__all__ = ["Setting", "Spec", "apply", "by_key", "check_value", "click_options",
+           "expected", "fixed_changes", "given_options", "markdown_table", "parse_assignments",
            "read_config_file", "read_sections", "read_settings_data", "setting", "settings_of", "unknown_key",
            "UnknownSettingError"]
 
@@ -233,64 +232,6 @@ def read_config_file(config: Any, path: Path, ignore: tuple[str, ...] = ()) -> d
     if data is None:
         return {}
     return read_sections(config, data, f"--config {path}", ignore)
-
-
-# -- retired settings ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Retired:
-    """A setting a trainer no longer has, as an older config or checkpoint may still hold it.
-
-    ``default`` is the value it had by default: a config holding that value ran as this version runs
-    without the setting, so it is dropped with a note. ``did`` says what it did, for the messages;
-    ``any_value``: it only recorded something (where the run wrote), so every value drops alike.
-    """
-
-    default: Any
-    did: str
-    any_value: bool = False
-
-
-class RetiredSettingError(ValueError):
-    """A retired setting with a value other than its old default: this version cannot run as it did."""
-
-    def __init__(self, key: str, value: Any, retired: Retired) -> None:
-        self.key, self.value, self.retired = key, value, retired
-        super().__init__(f"{key}: {shown(value)} is a setting this version no longer has ({retired.did}); only its "
-                         f"old default, {shown(retired.default)}, runs the same without it")
-
-
-def drop_retired(data: Any, retired: Mapping[str, Retired]) -> tuple[Any, list[str]]:
-    """``data`` (a mapping of sections) without the ``retired`` settings that hold their old default, and
-    the keys dropped; :class:`RetiredSettingError` for the first that holds another value. Anything
-    that is not a mapping of sections is handed back as it is, for :func:`read_sections` to refuse."""
-    if not isinstance(data, Mapping):
-        return data, []
-    out: dict[Any, Any] = {}
-    dropped: list[str] = []
-    for section, values in data.items():
-        if not isinstance(values, Mapping):
-            out[section] = values
-            continue
-        kept = {}
-        for name, value in values.items():
-            old = retired.get(f"{section}.{name}")
-            if old is None:
-                kept[name] = value
-            elif old.any_value or _same(value, old.default):
-                dropped.append(f"{section}.{name}")
-            else:
-                raise RetiredSettingError(f"{section}.{name}", value, old)
-        out[section] = kept
-    return out, dropped
-
-
-def _same(value: Any, default: Any) -> bool:
-    """Equal as settings: a bool only to the same bool (True is not 1), a number to the same number."""
-    if isinstance(value, bool) or isinstance(default, bool):
-        return value is default
-    return bool(value == default)
 
 
 def apply(config: Any, values: Mapping[str, Any]) -> Any:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from arena.agents import DEFAULT_POLICY
 from arena.agents import POLICIES as PLAY_POLICIES
 from arena.seeds import MAX_SEED, SEED_RANGE
-from arena.training.settings import Retired, setting
+from arena.training.settings import setting
 
 if TYPE_CHECKING:
     from arena.env import EnvConfig
@@ -175,22 +175,6 @@ class TrainConfig:
     run: RunConfig = field(default_factory=RunConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     network: NetworkConfig = field(default_factory=NetworkConfig)
-
-
-# Settings this trainer once had, as checkpoints and config.yaml files of older versions hold them: one
-# at its old default is dropped (the run goes on as this version runs), another value is refused.
-RETIRED: dict[str, Retired] = {
-    "network.obs_delta": Retired(False, "the network read each observation beside its change since the last step"),
-    "ppo.fire_entropy_penalty": Retired(0.0, "a penalty on the trigger's entropy"),
-    "ppo.lr_anneal": Retired(0.0, "the learning rate fell to 0 over the last share of the run"),
-    "ppo.kickstart_final": Retired(1.0, "the teacher's weight moved to it over run.kickstart_steps"),
-    "ppo.kickstart_trigger": Retired(1.0, "the weight of the teacher's trigger against its rudder"),
-    "run.kickstart_steps": Retired(20_000_000, "steps over which the teacher's weight moved to ppo.kickstart_final"),
-    "run.rollback": Retired(0.0, "going back to the kept weights after a fall in the evaluation"),
-    "run.gate": Retired(0.0, "duels between the kept weights and a checkpoint whose worst scores tied"),
-    "run.pfsp_memory": Retired(0.0, "games over which a PFSP record faded"),
-    "run.out": Retired("", "the output folder, which --out names now", any_value=True),
-}
 
 
 def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = None) -> TrainConfig:

@@ -105,36 +105,16 @@ def test_a_binary_config_file_is_one_line_naming_the_option_and_file(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("env, message", [
-    ("{max_time: 10.0, team_size: 2}", "env.max_time is 10.0, but a run trains in the standard env (max_time 300.0) "
-                                       "with only run.team_size and run.obs_mode changed; the env section only "
-                                       "records the env a run trained in: remove env.max_time"),
-    ("{team_size: 2}", "env.team_size is 2, but the run's run.team_size is 1; the env section only records the env a "
-                       "run trained in: set run.team_size (--team-size) instead"),
-    ("{warp: 9}", "env.warp: unknown env setting; expected the EnvConfig fields a run's config.yaml records "
-                  "(arena env-info lists them)"),
-    ("[1, 2]", "env: expected a mapping, as a run's config.yaml records it, got list"),
-])
-def test_an_env_section_the_run_would_not_train_in_is_refused_naming_the_key(tmp_path, env, message):
-    path = tmp_path / "settings.yaml"
-    path.write_text(f"env: {env}\nppo: {{n_epochs: 2}}\n")
-    result = train("ppo", "--config", str(path), *SMALL, "--out", str(tmp_path / "run"))
-    assert result.exit_code == 2 and result.output == f"Error: --config {path}: {message}\n", result.output
-    assert not (tmp_path / "run").exists()
-
-
-def test_an_env_section_that_is_the_runs_own_is_taken(tmp_path):
-    """A run's config.yaml records its env: given as a --config as it is, or with the size the command line
-    changes, the env section agrees with the run."""
+def test_a_config_files_records_are_not_read_as_settings(tmp_path):
+    """A run's config.yaml records its env, device and processes beside the settings; given as --config
+    only the settings count (the env is the standard one with run.team_size and run.obs_mode)."""
     from arena_ppo.prepare import given_settings
-    from arena_ppo.train_config import RunConfig
 
-    env = RunConfig(team_size=2).env_config().to_dict()
     path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump({"env": env, "run": {"team_size": 2}}))
-    assert given_settings({"config_file": path}, "ppo") == ({"run.team_size": 2}, [])
-    path.write_text(yaml.safe_dump({"env": {**env, "team_size": 1}}))  # a duel's file, played at 2 now
-    assert given_settings({"config_file": path, "team_size": 2}, "ppo") == ({"run.team_size": 2}, [])
+    path.write_text(yaml.safe_dump({"env": {"team_size": 1, "max_time": 10.0}, "device": "cuda:3", "processes": 4,
+                                    "run": {"team_size": 2}}))
+    assert given_settings({"config_file": path}, "ppo") == {"run.team_size": 2}
+    assert given_settings({"config_file": path, "team_size": 3}, "ppo") == {"run.team_size": 3}
 
 
 @pytest.mark.parametrize("assignments, message", [
@@ -234,19 +214,3 @@ def test_a_warm_up_longer_than_the_run_is_warned_of(tmp_path):
     result = train("ppo", "--vs", "league", "--num-envs", "8", "--max-steps", "128", *TINY, "--out", str(tmp_path))
     assert result.exit_code == 0, result.output
     assert "warning: the league's warm-up (run.warm_up_steps 12,000,000) takes all of --max-steps 128" in result.output
-
-
-def test_a_config_file_of_an_older_version_drops_retired_settings_at_their_default_and_names_the_rest(tmp_path):
-    from arena_ppo.prepare import given_settings
-
-    path = tmp_path / "old.yaml"
-    path.write_text("run: {out: runs/old, seed: 3}\nppo: {lr_anneal: 0.0}\n")
-    assert given_settings({"config_file": path}, "ppo") == (
-        {"run.seed": 3}, [f"--config {path}: run.out, ppo.lr_anneal: settings this version no longer has, each at "
-                          f"its old default: running without them"])
-    path.write_text("ppo: {lr_anneal: 0.5}\n")
-    result = train("ppo", "--config", str(path), "--out", str(tmp_path / "run"))
-    assert result.exit_code == 2 and result.output == (
-        f"Error: --config {path}: ppo.lr_anneal: 0.5 is a setting this version no longer has (the learning rate fell "
-        f"to 0 over the last share of the run); only its old default, 0.0, runs the same without it; remove it from "
-        f"the file to run without it\n"), result.output

@@ -43,19 +43,6 @@ def test_a_setting_the_run_never_reads_is_said_once(tmp_path, args, notes):
     assert train(*args, "--max-steps", "256", "--out", str(tmp_path / "run")) == notes
 
 
-def test_a_resumed_runs_edit_to_a_setting_it_never_reads_is_said_not_applied(tmp_path):
-    train("--max-steps", "256", "--out", str(tmp_path / "r"))
-    config = tmp_path / "r" / "config.yaml"
-    text = config.read_text()
-    assert "entropy_coef: 0.001" in text and "kickstart_coef: 1.0" in text
-    config.write_text(text.replace("entropy_coef: 0.001", "entropy_coef: 0.05")
-                      .replace("kickstart_coef: 1.0", "kickstart_coef: 0.5"))
-    assert train("--resume", str(tmp_path / "r" / "ckpt_000000256.pt"), "--max-steps", "512") == [
-        f"note: {config} differs from the settings of ckpt_000000256.pt (edited by hand?): resuming with "
-        f"ppo.entropy_coef 0.001 -> 0.05",
-        "note: ppo.kickstart_coef 0.5 is ignored: only runs with --kickstart read it, and this one has no teacher"]
-
-
 def test_a_setting_the_run_reads_gets_no_note():
     """Each setting above, on the run that reads it: a league written with a trailing space, taught,
     evaluated, recurrent, on the adaptive schedule; and mappo's per-seat actors."""

@@ -165,9 +165,10 @@ def base_settings(params: dict[str, Any], algorithm: str) -> tuple[dict[str, Any
     from arena_ppo.train_config import default_config
 
     try:
-        given, notes = given_settings(params, algorithm)
+        given = given_settings(params, algorithm)
     except ValueError as exc:
         raise fail(str(exc)) from None
+    notes = []
     explicit = set(given)
     for key in ("run.seed", "run.threads"):
         if key in given:
@@ -302,7 +303,7 @@ def run_confirm(params: dict[str, Any], algorithm: str) -> None:
                    f"({spec_path}); give --seed-offset {max(used) + 1} or more")
     best, _, notes = base_settings({**params, "config_file": best_file}, algorithm)
     try:
-        given_now, _ = given_settings({**params, "config_file": None}, algorithm)
+        given_now = given_settings({**params, "config_file": None}, algorithm)
     except ValueError as exc:
         raise fail(str(exc)) from None
     defaults = {k: v for k, v in best.items() if k not in searched or k in given_now}

@@ -57,7 +57,7 @@ def run_plan(run_dir: Path, algorithm: str) -> Any:
     from arena_ppo.plan import resolve
     from arena_ppo.prepare import RUN_FILE, build_config, given_settings
 
-    given, _ = given_settings({"config_file": run_dir / RUN_FILE}, algorithm)
+    given = given_settings({"config_file": run_dir / RUN_FILE}, algorithm)
     return resolve(build_config(algorithm, given), algorithm, run_dir)
 
 
