@@ -5,9 +5,9 @@ A setting is a dataclass field made with :func:`setting`: its default, its help,
 :class:`Spec`. :func:`declared` reads a class's settings back (once per class), and :func:`check_value`
 checks one value against one of them. The env's constants (``arena.env.config``), the league file
 (``arena.tournament.league_config``) and the trainers' settings (``arena.training.settings``) are all
-declared and checked this way; each says a refused value in its own established words (``EnvConfig.dt
-must be in [0.01, 60] s``, ``league.yaml: seed: expected …``, ``run.num_envs: expected …``) from the
-:class:`SettingError` the check raises, which tells what went wrong and keeps the value.
+declared, read (:func:`read_section`) and checked this way, and say a refused value in one sentence,
+:class:`SettingError`'s: ``WHERE: KEY: expected WHAT, got VALUE`` (``--env: dt: expected a number in
+[0.01, 60] s, got 1e-09``, ``league.yaml: seed: expected …``, ``--set …: run.num_envs: expected …``).
 
 Low in the package: it imports nothing of arena, nor click or torch, so the env can use it.
 """
@@ -15,11 +15,12 @@ Low in the package: it imports nothing of arena, nor click or torch, so the env 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import PurePath
 from typing import Any
@@ -137,22 +138,15 @@ def choices_of(s: Setting) -> tuple[str, ...] | None:
 # -- words ---------------------------------------------------------------------------------------------
 
 
-def _number(value: float) -> str:
-    return f"{int(value):,}" if float(value).is_integer() and abs(value) >= 10_000 else f"{value:g}"
-
-
-def _range_text(spec: Spec) -> str:
-    parts = []
-    if spec.low is not None:
-        parts.append(f"{'>' if spec.low_open else '>='} {_number(spec.low)}")
-    if spec.high is not None:
-        parts.append(f"{'<' if spec.high_open else '<='} {_number(spec.high)}")
-    return ", ".join(parts)
-
-
 def bound(value: float) -> str:
-    """A bound as its declaration writes it: an int in full (10000000), a float in short form (1e+06, 0.01)."""
-    return str(value) if isinstance(value, int) else f"{value:g}"
+    """A bound as its declaration writes it: an int in full (10000000), a power of two from 2**24 as one
+    (2**60, 2**62 - 1), a float in short form (1e+06, 0.01)."""
+    if not isinstance(value, int):
+        return f"{value:g}"
+    for near, text in ((value, ""), (value + 1, " - 1")):
+        if near >= 2**24 and near & (near - 1) == 0:
+            return f"2**{near.bit_length() - 1}{text}"
+    return str(value)
 
 
 def interval(spec: Spec) -> str:
@@ -162,14 +156,14 @@ def interval(spec: Spec) -> str:
 
 
 def expected(s: Setting) -> str:
-    """What a value of ``s`` must be, in words (error messages and the docs tables): its ``expect`` where
-    the declaration gives one."""
+    """What a value of ``s`` must be, in words: the one wording of every refused setting (env, league,
+    trainer) and of the docs tables. Its ``expect`` where the declaration gives one."""
     kind, optional = base_kind(s.kind)
     choices = choices_of(s)
     if s.spec.expect:
         return s.spec.expect
     if choices:
-        text = ", ".join(choices[:-1]) + f" or {choices[-1]}" if len(choices) > 1 else choices[0]
+        text = f"one of {', '.join(choices)}" if len(choices) > 1 else choices[0]
     elif kind is bool:
         text = "true or false"
     elif kind is Mapping:
@@ -177,17 +171,29 @@ def expected(s: Setting) -> str:
     elif typing.get_origin(kind) is tuple:
         item = typing.get_args(kind)[0]
         count = f"{s.spec.min_items} to {s.spec.max_items}" if s.spec.min_items else f"at most {s.spec.max_items}"
-        text = f"a list of {count} {'names' if item is str else 'ints'}"
+        text = f"a list of {count} {'names' if item is str else 'integers'}"
         if item is int and s.spec.low is not None:
-            text += f" {_range_text(s.spec)}"
+            text += f", each {_number_range(s.spec)}"
     elif kind is str:
         text = ("a string" if s.spec.blank else "a non-empty string") + (
             f" of at most {s.spec.max_length} characters" if s.spec.max_length is not None else "")
     else:
-        name = {int: "an int", float: "a number"}.get(kind, str(kind))
-        bounds = _range_text(s.spec)
-        text = f"{name} {bounds}" if bounds else name
+        text = (("an integer" if kind is int else "a number") + " " + _number_range(s.spec)).rstrip()
+        if s.spec.low == 0 and s.spec.low_open and s.spec.high is None:
+            text = "a positive " + text.split()[1]
+        text += f" {s.spec.unit}" if s.spec.unit else ""
     return text + (", or null" if optional else "")
+
+
+def _number_range(spec: Spec) -> str:
+    """``in [0.01, 60]`` with both bounds, ``>= 1`` or ``<= 5`` with one, "" with none."""
+    if spec.low is not None and spec.high is not None:
+        return f"in {interval(spec)}"
+    if spec.low is not None:
+        return f"{'>' if spec.low_open else '>='} {bound(spec.low)}"
+    if spec.high is not None:
+        return f"{'<' if spec.high_open else '<='} {bound(spec.high)}"
+    return ""
 
 
 def shown(value: Any, limit: int = 80) -> str:
@@ -209,19 +215,69 @@ RANGE = "range"  # of the right kind, outside what the setting allows: its range
 
 
 class SettingError(ValueError):
-    """A value its setting refuses. ``problem`` says how (:data:`TYPE`, :data:`FINITE`, :data:`NUL` or
-    :data:`RANGE`) and ``value`` is the value as given, so each caller can say it in its own words;
-    ``str()`` is ``KEY: expected WHAT, got VALUE``."""
+    """A value its setting refuses, in the one sentence every reader says: ``KEY: expected WHAT, got
+    VALUE`` (``where`` before it names the file or option). ``problem`` says how (:data:`TYPE`,
+    :data:`FINITE`, :data:`NUL` or :data:`RANGE`) and ``value`` is the value as given; :attr:`detail`
+    is the sentence without the key, for a reader that names the key its own way (``env.dt``)."""
 
     def __init__(self, setting: Setting, value: Any, problem: str) -> None:
         self.setting, self.value, self.problem = setting, value, problem
-        super().__init__(f"{setting.key}: expected {expected(setting)}, got {shown(value, 300)}"[:300])
+        self.detail = f"expected {expected(setting)}, got {shown(value, 200)}"
+        super().__init__(f"{setting.key}: {self.detail}"[:300])
 
 
-def check_value(s: Setting, value: Any, *, text_numbers: bool = True) -> Any:
+class UnknownSettingError(ValueError):
+    """A key (or section) its reader does not declare; ``key`` names it. A checkpoint holding one was
+    written by another version of its trainer, which is not the same as a damaged file."""
+
+    def __init__(self, message: str, key: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def nearest(word: str, known: Iterable[str]) -> str:
+    """``; did you mean NAME?`` for the known name nearest ``word``, else ``; expected one of …``."""
+    names = [str(k) for k in known]
+    close = difflib.get_close_matches(str(word), names, n=1)
+    return f"; did you mean {close[0]}?" if close else f"; expected one of {', '.join(names)}"[:300]
+
+
+def read_section(cls: type, data: Any, where: str, section: str = "", *, skip: Iterable[str] = ()) -> dict[str, Any]:
+    """The values a mapping gives for the settings dataclass ``cls`` declares, by name, each checked by
+    :func:`check_value`: the one reader of the env's settings, a league file's and a trainer's sections.
+
+    ``where`` names the file or option for the messages. A key ``cls`` does not declare is refused with
+    the nearest one (:class:`UnknownSettingError`), a value its setting refuses with ``WHERE: KEY:
+    expected WHAT, got VALUE`` (:class:`SettingError`, whose ``str()`` is the whole line); a key in
+    ``skip`` is accepted and left out (what the caller computes itself). None is a value here: a
+    setting that is optional takes it, another refuses it.
+    """
+    label = f"{where}: {section}" if section else where
+    settings = {s.name: s for s in declared(cls, section)}
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{label}: expected a mapping of settings, got {type(data).__name__}")
+    skipped = set(skip)
+    out: dict[str, Any] = {}
+    for name, value in data.items():
+        if name in skipped:
+            continue
+        if name not in settings:
+            key = f"{section}.{name}" if section else str(name)
+            keys = [f"{section}.{n}" if section else n for n in settings]
+            raise UnknownSettingError(f"{where}: unknown setting {shown(key)}{nearest(key, keys)}"[:300], key)
+        try:
+            out[name] = check_value(settings[name], value)
+        except SettingError as exc:
+            exc.args = (f"{where}: {exc}"[:300],)
+            raise
+    return out
+
+
+def check_value(s: Setting, value: Any) -> Any:
     """``value`` for setting ``s`` as the config holds it (an int given for a float is a float, a list for
-    a tuple is a tuple); :class:`SettingError` otherwise. ``text_numbers``: a number spelled as text
-    (``"1e-4"``, which YAML 1.1 reads as a string) is taken for a float setting."""
+    a tuple is a tuple); :class:`SettingError` otherwise. Text is never a number: arena's YAML reader
+    reads ``1e-4`` as the number YAML 1.2 says it is (:mod:`arena.yaml_file`), so only quoted text is
+    text."""
     kind, optional = base_kind(s.kind)
     if value is None and optional:
         return None
@@ -232,7 +288,7 @@ def check_value(s: Setting, value: Any, *, text_numbers: bool = True) -> Any:
         if not s.spec.min_items <= len(value) <= s.spec.max_items:
             raise SettingError(s, value, RANGE)
         one = Setting(s.section, s.name, item, s.spec, None)
-        return tuple(check_value(one, v, text_numbers=text_numbers) for v in value)
+        return tuple(check_value(one, v) for v in value)
     if kind is bool or kind is Mapping:  # a mapping's entries are its reader's to check
         if not isinstance(value, kind):
             raise SettingError(s, value, TYPE)
@@ -240,11 +296,6 @@ def check_value(s: Setting, value: Any, *, text_numbers: bool = True) -> Any:
     if kind is str:
         return _check_text(s, value)
     number = value  # the value as a number; ``value`` stays as given, for the error
-    if kind is float and isinstance(value, str) and text_numbers:
-        try:
-            number = float(value)
-        except ValueError:
-            raise SettingError(s, value, TYPE) from None
     if isinstance(number, bool) or not isinstance(number, int if kind is int else (int, float)):
         raise SettingError(s, value, TYPE)
     if kind is float:

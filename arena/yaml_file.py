@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,14 @@ class UniqueKeyLoader(yaml.SafeLoader):
                 raise DuplicateKeyError(str(key_node.value), key_node.start_mark.line + 1,
                                         first.start_mark.line + 1)
 
+
+
+# YAML 1.1, which PyYAML follows, reads 1e-4 (no decimal point) as text; YAML 1.2 and every user read it as
+# a number. One more resolver makes it one in every file and value arena reads; quoted, it stays text.
+UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
 
 def read_yaml_file(file: str | os.PathLike[str], what: str = "YAML file") -> Any:
     """The YAML data of ``file``, read with the limits above and :class:`UniqueKeyLoader`.

@@ -18,13 +18,17 @@ from arena.declared_settings import (
     RANGE,
     TYPE,
     SettingError,
+    UnknownSettingError,
+    bound,
     check_value,
     declared,
     expected,
     interval,
+    read_section,
     setting,
     undeclared,
 )
+from arena.yaml_file import load_yaml, load_yaml_value
 
 
 @dataclass(frozen=True)
@@ -82,25 +86,41 @@ def test_a_refused_value_says_how_and_keeps_the_value(name, value, problem):
     assert isinstance(info.value, ValueError)
 
 
-def test_text_numbers_are_taken_only_where_asked():
-    assert check_value(one("rate"), "1e-4") == 1e-4  # YAML 1.1 reads 1e-4 as text: a --set or --config value
-    with pytest.raises(SettingError, match=r"^rate: expected .*, got 'nan'$") as info:
-        check_value(one("rate"), "nan")  # refused as written
-    assert info.value.problem == FINITE and info.value.value == "nan"
-    with pytest.raises(SettingError) as info:
-        check_value(one("rate"), "1e-4", text_numbers=False)
-    assert info.value.problem == TYPE
+def test_text_is_never_a_number_and_the_yaml_reader_reads_1e_4_as_one():
+    """One rule for the env, the league and the trainer: quoted text is text; YAML 1.2's 1e-4 is a number
+    in every file and value arena reads."""
+    for text in ("1e-4", "nan", "0.5"):
+        with pytest.raises(SettingError) as info:
+            check_value(one("rate"), text)
+        assert info.value.problem == TYPE and info.value.value == text
+    assert check_value(one("rate"), load_yaml_value("1e-4")) == 1e-4
+    assert load_yaml("rate: 2E3\nlabel: '1e-4'\n") == {"rate": 2000.0, "label": "1e-4"}
 
 
 def test_words_for_a_range():
     assert interval(one("rate").spec) == "(0, 1000000]"  # an int bound in full, a float in short form
     assert interval(one("limit").spec) == "[0.01, 60]"
-    assert expected(one("count")) == "an int >= 1, <= 100"
-    assert expected(one("limit")) == "a number >= 0.01, <= 60, or null"
-    assert expected(one("mode")) == "a or b"
+    assert expected(one("count")) == "an integer in [1, 100]"
+    assert expected(one("rate")) == "a number in (0, 1000000] s"
+    assert expected(one("limit")) == "a number in [0.01, 60], or null"
+    assert expected(one("mode")) == "one of a, b"
     assert expected(one("label")) == "a non-empty string of at most 5 characters"
-    with pytest.raises(SettingError, match=r"^count: expected an int >= 1, <= 100, got <a \d+-bit integer>$"):
+    assert [bound(v) for v in (2**60, 2**62 - 1, 10_000_000, 1e6)] == ["2**60", "2**62 - 1", "10000000", "1e+06"]
+    with pytest.raises(SettingError, match=r"^count: expected an integer in \[1, 100\], got <a \d+-bit integer>$"):
         check_value(one("count"), 10**5000)  # more digits than Python prints
+
+
+def test_read_section_is_the_one_reader_and_says_one_sentence():
+    assert read_section(Section, {"count": 7, "rate": 2}, "f.yaml") == {"count": 7, "rate": 2.0}
+    with pytest.raises(SettingError) as info:
+        read_section(Section, {"count": 0}, "f.yaml", "sec")
+    assert str(info.value) == "f.yaml: sec.count: expected an integer in [1, 100], got 0"
+    assert info.value.detail == "expected an integer in [1, 100], got 0"
+    with pytest.raises(UnknownSettingError, match=r"^f\.yaml: unknown setting 'sec\.cuont'; did you mean sec\.count"):
+        read_section(Section, {"cuont": 1}, "f.yaml", "sec")
+    assert read_section(Section, {"count": 2, "plain": 9}, "f.yaml", skip=["plain"]) == {"count": 2}
+    with pytest.raises(ValueError, match=r"^f\.yaml: sec: expected a mapping of settings, got list$"):
+        read_section(Section, [1], "f.yaml", "sec")
 
 
 def test_a_mapping_setting_takes_a_mapping_and_leaves_its_entries_to_the_reader():

@@ -19,15 +19,12 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from arena.declared_settings import (
-    FINITE,
-    TYPE,
-    Setting,
     SettingError,
-    base_kind,
+    UnknownSettingError,
     check_value,
-    choices_of,
     declared,
-    interval,
+    nearest,
+    read_section,
     setting,
     shown,
 )
@@ -50,7 +47,7 @@ class EnvConfigError(ValueError):
 
     def __init__(self, key: str, detail: str) -> None:
         self.key, self.detail = key, detail
-        super().__init__(f"EnvConfig.{key} {detail}" if key else f"EnvConfig: {detail}")
+        super().__init__(f"EnvConfig.{key}: {detail}" if key else f"EnvConfig: {detail}")
 
 
 # A field's range has both ends inclusive unless low_open; a bound of a million or more is written as an
@@ -180,7 +177,7 @@ class EnvConfig:
                 values["reward"] = RewardConfig(**_checked(RewardConfig, dict(reward), "EnvConfig.reward", "reward"))
             else:
                 names = ", ".join(f.name for f in fields(RewardConfig))
-                raise EnvConfigError("reward", f"must be a mapping with some of {names}, got {shown(reward)}")
+                raise EnvConfigError("reward", f"expected a mapping with some of {names}, got {shown(reward)}")
         return cls(**values)
 
 
@@ -197,68 +194,51 @@ def env_config_of(value: object, who: str = "env_config") -> EnvConfig:
 
 
 def _checked(cls: type, data: dict[str, Any], where: str, section: str = "") -> dict[str, Any]:
-    """``data`` checked against the declared fields of ``cls``: known keys, each value checked by its
-    setting and held as the field holds it (an int given for a float is a float)."""
-    settings = {s.name: s for s in declared(cls, section)}
-    unknown = sorted(set(data) - set(settings), key=str)
-    if unknown:
-        raise EnvConfigError("", f"unknown {where} key(s): {', '.join(map(str, unknown))}; expected some of: "
-                                 f"{', '.join(sorted(settings))}")
-    return {key: _check(settings[key], value) for key, value in data.items()}
+    """``data`` read by :func:`~arena.declared_settings.read_section` against the declared fields of
+    ``cls``, each value held as the field holds it (an int given for a float is a float);
+    :class:`EnvConfigError` naming the key otherwise."""
+    try:
+        return read_section(cls, data, where, section)
+    except SettingError as exc:
+        raise EnvConfigError(exc.setting.key, exc.detail) from None
+    except UnknownSettingError as exc:
+        keys = [s.key for s in declared(cls, section)]
+        raise EnvConfigError("", f"unknown setting {shown(exc.key)}{nearest(exc.key, keys)}") from None
 
 
 def _check_fields(config: Any, section: str = "") -> None:
-    """Every declared field of ``config`` (built from code, not only from data) checked by its setting."""
+    """Every declared field of ``config`` (built from code, not only from data) checked by its setting;
+    :class:`EnvConfigError` naming the key in the one wording (``expected a number in [0.01, 60] s, got
+    1e-09``) otherwise."""
     for s in declared(type(config), section):
-        _check(s, getattr(config, s.name))
-
-
-def _check(s: Setting, value: Any) -> Any:
-    """``value`` checked by setting ``s``; :class:`EnvConfigError` naming ``s.key`` in the env's words
-    (``must be in [0.01, 60] s, got 1e-09``) otherwise. Text is never a number here: YAML's ``1e-9``
-    (text, without a decimal point) is refused with a hint."""
-    try:
-        return check_value(s, value, text_numbers=False)
-    except SettingError as exc:
-        raise EnvConfigError(s.key, _must_be(exc)) from None
-
-
-def _must_be(exc: SettingError) -> str:
-    s, value = exc.setting, exc.value
-    if exc.problem == TYPE:
-        return f"must be {base_kind(s.kind)[0].__name__}, got {shown(value)}{_yaml_hint(value)}"
-    if exc.problem == FINITE:
-        return f"must be a finite number, got {shown(value)}"
-    if s.spec.expect:
-        return f"must be {s.spec.expect}, got {shown(value)}"
-    choices = choices_of(s)
-    if choices:
-        return f"must be {' or '.join(map(repr, choices))}, got {shown(value)}"
-    unit = f" {s.spec.unit}" if s.spec.unit else ""
-    return f"must be in {interval(s.spec)}{unit}, got {shown(value)}"
+        try:
+            check_value(s, getattr(config, s.name))
+        except SettingError as exc:
+            raise EnvConfigError(s.key, exc.detail) from None
 
 
 def _relations_problem(cfg: EnvConfig) -> tuple[str, str] | None:
-    """The first relation between fields that ``cfg`` breaks, as ``(key, "must be …, got …")``, or None.
+    """The first relation between fields that ``cfg`` breaks, as ``(key, "expected …, got …")``, or None.
     Each field is known to be in its own range."""
     if cfg.speed_min >= cfg.speed_max:
-        return "speed_min", f"must be below speed_max ({cfg.speed_max:g}), got {cfg.speed_min:g}"
+        return "speed_min", f"expected a number below speed_max ({cfg.speed_max:g}), got {cfg.speed_min:g}"
     if cfg.spawn_speed_min > cfg.spawn_speed_max:
-        return "spawn_speed_min", (f"must be at most spawn_speed_max ({cfg.spawn_speed_max:g}), "
+        return "spawn_speed_min", (f"expected a number at most spawn_speed_max ({cfg.spawn_speed_max:g}), "
                                    f"got {cfg.spawn_speed_min:g}")
     if cfg.spawn_edge_min > cfg.spawn_edge_max:
-        return "spawn_edge_min", f"must be at most spawn_edge_max ({cfg.spawn_edge_max:g}), got {cfg.spawn_edge_min:g}"
+        return "spawn_edge_min", (f"expected a number at most spawn_edge_max ({cfg.spawn_edge_max:g}), "
+                                  f"got {cfg.spawn_edge_min:g}")
     if cfg.spawn_edge_max >= cfg.arena_size / 2:
-        return "spawn_edge_max", (f"must be below half the arena_size ({cfg.arena_size / 2:g} m) so the two "
-                                  f"aircraft spawn on their own sides, got {cfg.spawn_edge_max:g}")
+        return "spawn_edge_max", (f"expected a number below half the arena_size ({cfg.arena_size / 2:g} m) so the "
+                                  f"two aircraft spawn on their own sides, got {cfg.spawn_edge_max:g}")
     if cfg.spawn_band > cfg.arena_size:
-        return "spawn_band", f"must be at most arena_size ({cfg.arena_size:g} m), got {cfg.spawn_band:g}"
+        return "spawn_band", f"expected a number at most arena_size ({cfg.arena_size:g} m), got {cfg.spawn_band:g}"
     if (cfg.team_size // 2) * cfg.formation_spacing > cfg.arena_size / 4:
         return "formation_spacing", (f"puts the outer wingmen of a team of {cfg.team_size} more than a quarter of "
                                      f"the arena ({cfg.arena_size / 4:g} m) from the lead, "
                                      f"got {cfg.formation_spacing:g}")
     if cfg.missile_hit_radius > cfg.arena_size:
-        return "missile_hit_radius", (f"must be at most arena_size ({cfg.arena_size:g} m), "
+        return "missile_hit_radius", (f"expected a number at most arena_size ({cfg.arena_size:g} m), "
                                       f"got {cfg.missile_hit_radius:g}")
     steps = cfg.max_time / cfg.dt
     if not 1 <= round(steps) <= MAX_EPISODE_STEPS:
@@ -269,15 +249,3 @@ def _relations_problem(cfg: EnvConfig) -> tuple[str, str] | None:
         return "substeps", (f"gives {round(steps) * cfg.substeps:,} integration substeps per episode "
                             f"(max_time / dt · substeps); expected at most {MAX_EPISODE_SUBSTEPS:,}")
     return None
-
-
-def _yaml_hint(value: Any) -> str:
-    """YAML 1.1 reads ``1e-9`` (no decimal point) as text; say so rather than leave the user puzzled."""
-    if isinstance(value, str) and "e" in value.lower() and "." not in value:
-        try:
-            float(value)
-        except ValueError:
-            return ""
-        example = value.lower().replace("e", ".0e", 1)
-        return f" (YAML reads {value} as text; write it with a decimal point, e.g. {example})"
-    return ""

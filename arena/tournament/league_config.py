@@ -19,18 +19,12 @@ from typing import Any, Literal, get_args
 
 from arena.agents import DEFAULT_POLICY, POLICIES, TrainedFor
 from arena.declared_settings import (
-    FINITE,
-    NUL,
-    TYPE,
     Setting,
     SettingError,
-    base_kind,
-    bound,
     check_value,
-    choices_of,
     declared,
     expected,
-    interval,
+    read_section,
     setting,
     shown,
 )
@@ -309,9 +303,6 @@ class _Errors:
         return ConfigError(self.file, key, message)
 
 
-_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", Mapping: "a mapping"}
-
-
 def _kind(value: Any) -> str:
     if value is None:
         return "nothing"
@@ -330,22 +321,19 @@ def _keyname(key: Any) -> str:
 
 
 def _read(cls: type, raw: Mapping[str, Any], err: _Errors, prefix: str = "") -> dict[str, Any]:
-    """The settings ``cls`` declares, by name, from the mapping ``raw``: each value given checked by its
-    declaration (None is no value), each one not given its default (the fields without one are left out);
-    :class:`ConfigError` naming ``prefix + name`` and what was expected otherwise. Checks that relate two
-    settings are the caller's, after this."""
-    values: dict[str, Any] = {}
-    for s in declared(cls):
-        value = raw.get(s.name)
-        if value is None:
-            if s.default is not dataclasses.MISSING:
-                values[s.name] = s.default
-            continue
-        try:
-            values[s.name] = check_value(s, value, text_numbers=False)
-        except SettingError as exc:
-            raise err(prefix + s.name, _expected(exc)) from None
-    return values
+    """The settings ``cls`` declares, by name, from the mapping ``raw`` (other keys are the caller's): each value given
+    read by :func:`~arena.declared_settings.read_section` (None is no value), each one not given its
+    default (the fields without one are left out); :class:`ConfigError` naming ``prefix + name`` in the
+    one wording (``expected WHAT, got VALUE``) otherwise. Checks that relate two settings are the
+    caller's, after this."""
+    settings = declared(cls)
+    names = {s.name for s in settings}
+    try:
+        given = read_section(cls, {k: v for k, v in raw.items() if k in names and v is not None}, "")
+    except SettingError as exc:
+        raise err(prefix + exc.setting.name, exc.detail) from None
+    defaults = {s.name: s.default for s in settings if s.default is not dataclasses.MISSING}
+    return {**defaults, **given}
 
 
 def _section(cls: type, raw: Any, err: _Errors, key: str) -> Mapping[str, Any]:
@@ -374,40 +362,9 @@ def stored_setting(name: str, value: Any, file: str | os.PathLike[str] | None, k
     """``value`` of the league setting ``name`` as a results database holds it (a run's record), checked
     by the setting's declaration; :class:`ConfigError` naming ``file`` and ``key`` otherwise."""
     try:
-        return check_value(_setting(name), value, text_numbers=False)
+        return check_value(_setting(name), value)
     except SettingError as exc:
-        raise ConfigError(file, key, _expected(exc)) from None
-
-
-def _expected(exc: SettingError) -> str:
-    """A value its setting refused, in the league file's words: ``expected WHAT, got VALUE``."""
-    s, value = exc.setting, exc.value
-    if exc.problem == TYPE:
-        return f"expected {_TYPE_NAMES.get(base_kind(s.kind)[0], 'a value')}, got {_kind(value)}"
-    if exc.problem == FINITE:
-        return f"expected a finite number, got {shown(value)}"
-    if exc.problem == NUL:
-        return f"expected a string without NUL characters, got {shown(value)}"
-    return f"expected {takes(s)}, got {shown(value)}"
-
-
-def takes(s: Setting) -> str:
-    """What a league setting takes, in words: the messages' and the docs table's (``an integer in [0, 16]``)."""
-    kind, spec, choices = base_kind(s.kind)[0], s.spec, choices_of(s)
-    if spec.expect:
-        return spec.expect
-    if choices:
-        return f"one of {', '.join(choices)}"
-    if kind not in (int, float):
-        return expected(s)
-    name = "an integer" if kind is int else "a number"
-    if spec.low is not None and spec.high is not None:
-        return f"{name} in {interval(spec)}"
-    if spec.low == 0 and spec.low_open:
-        return f"a positive {name.split()[1]}"
-    if spec.low is not None:
-        return f"{name} {'>' if spec.low_open else '>='} {bound(spec.low)}"
-    return name
+        raise ConfigError(file, key, exc.detail) from None
 
 
 def _close(word: str, options: tuple[str, ...] | list[str]) -> str:
@@ -641,6 +598,6 @@ def settings_table() -> str:
     rows = ["| key | takes | default | what it does |", "|---|---|---|---|"]
     for cls, section in ((TournamentConfig, ""), (RatingConfig, "rating"), (SPRTConfig, "sprt")):
         for s in declared(cls, section):
-            rows.append(f"| `{s.key}` | {takes(s)} | {_default(s.default)} | {s.spec.help.replace('|', '/')} |")
+            rows.append(f"| `{s.key}` | {expected(s)} | {_default(s.default)} | {s.spec.help.replace('|', '/')} |")
     return "\n".join(rows) + "\n"
 

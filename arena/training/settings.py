@@ -26,11 +26,14 @@ import yaml
 from arena.declared_settings import (
     Setting,
     Spec,
+    UnknownSettingError,
     base_kind,
     check_value,
     declared,
     expected,
+    read_section,
     setting,
+    shown,
     undeclared,
 )
 from arena.yaml_file import YamlFileError, YamlSyntaxError, load_yaml_value, read_yaml_file
@@ -129,19 +132,10 @@ def by_key(config: Any) -> dict[str, Setting]:
     return {s.key: s for s in settings_of(config)}
 
 
-class UnknownSettingError(ValueError):
-    """A setting (or section) the config does not declare; ``key`` names it. A checkpoint holding one was
-    written by another version of its trainer, which is not the same as a damaged file."""
-
-    def __init__(self, message: str, key: str) -> None:
-        super().__init__(message)
-        self.key = key
-
-
 def unknown_key(key: str, known: Mapping[str, Setting], where: str) -> UnknownSettingError:
     close = difflib.get_close_matches(key, list(known), n=1)
     hint = f"; did you mean {close[0]}?" if close else f"; expected one of {len(known)} SECTION.NAME keys"
-    return UnknownSettingError(f"{where}: unknown setting {key!r}{hint}", key)
+    return UnknownSettingError(f"{where}: unknown setting {shown(key)}{hint}", key)
 
 
 def parse_assignments(config: Any, items: tuple[str, ...] | list[str]) -> dict[str, Any]:
@@ -185,7 +179,6 @@ def read_sections(config: Any, data: Any, where: str, ignore: tuple[str, ...] = 
     if not isinstance(data, Mapping):
         raise ValueError(f"{where}: expected a mapping of sections ({', '.join(f.name for f in fields(config))}), "
                          f"got {type(data).__name__}")
-    known = by_key(config)
     sections = {f.name for f in fields(config)}
     out: dict[str, Any] = {}
     for section, values in data.items():
@@ -195,18 +188,10 @@ def read_sections(config: Any, data: Any, where: str, ignore: tuple[str, ...] = 
             close = difflib.get_close_matches(str(section), sorted(sections), n=1)
             hint = f"; did you mean {close[0]}?" if close else f"; expected {', '.join(sorted(sections))}"
             raise UnknownSettingError(f"{where}: unknown section {section!r}{hint}", str(section))
-        if not isinstance(values, Mapping):
-            raise ValueError(f"{where}: {section}: expected a mapping of settings, got {type(values).__name__}")
-        for name, value in values.items():
-            key = f"{section}.{name}"
-            if key not in known:
-                raise unknown_key(key, known, where)
-            if known[key].spec.derived:
-                continue
-            try:
-                out[key] = check_value(known[key], value)
-            except ValueError as exc:
-                raise ValueError(f"{where}: {exc}") from None
+        cls = type(getattr(config, section))
+        derived = [s.name for s in declared(cls, section) if s.spec.derived]
+        out.update({f"{section}.{name}": value
+                    for name, value in read_section(cls, values, where, section, skip=derived).items()})
     return out
 
 

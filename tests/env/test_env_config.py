@@ -26,49 +26,49 @@ def test_defaults_lie_inside_every_bound() -> None:
 
 
 @pytest.mark.parametrize("data,key,expected", [
-    ({"dt": 1e-9}, "dt", "EnvConfig.dt must be in [0.01, 60] s, got 1e-09"),
-    ({"dt": 1e-6}, "dt", "must be in [0.01, 60] s"),
-    ({"dt": 0.0}, "dt", "must be in [0.01, 60] s"),
+    ({"dt": 1e-9}, "dt", "EnvConfig.dt: expected a number in [0.01, 60] s, got 1e-09"),
+    ({"dt": 1e-6}, "dt", "expected a number in [0.01, 60] s"),
+    ({"dt": 0.0}, "dt", "expected a number in [0.01, 60] s"),
     ({"dt": 0.01, "max_time": 50_000.0}, "dt", f"expected 1 to {MAX_EPISODE_STEPS:,}"),
     ({"max_time": 0.2}, "max_time", "gives max_time / dt = 0.2 decision steps per episode"),
-    ({"max_time": 1e9}, "max_time", "must be in (0, 86400] s"),
-    ({"substeps": 0}, "substeps", "must be in [1, 100], got 0"),
-    ({"substeps": 10**9}, "substeps", "must be in [1, 100]"),
+    ({"max_time": 1e9}, "max_time", "expected a number in (0, 86400] s"),
+    ({"substeps": 0}, "substeps", "expected an integer in [1, 100], got 0"),
+    ({"substeps": 10**9}, "substeps", "expected an integer in [1, 100]"),
     ({"dt": 0.05, "max_time": 3000.0, "substeps": 100}, "substeps", "integration substeps per episode"),
-    ({"arena_size": 1e30}, "arena_size", "must be in [1000, 10000000] m"),
-    ({"arena_size": -5.0}, "arena_size", "must be in [1000, 10000000] m"),
-    ({"speed_min": 0.0}, "speed_min", "must be in (0, 10000] m/s"),
-    ({"speed_min": 500.0}, "speed_min", "must be below speed_max (400)"),
-    ({"spawn_speed_min": 350.0}, "spawn_speed_min", "must be at most spawn_speed_max"),
-    ({"spawn_edge_max": 60_000.0}, "spawn_edge_max", "must be below half the arena_size (50000 m)"),
-    ({"spawn_edge_min": 30_000.0}, "spawn_edge_min", "must be at most spawn_edge_max"),
-    ({"spawn_band": 200_000.0}, "spawn_band", "must be at most arena_size"),
-    ({"missiles": -1}, "missiles", "must be in [0, 64]"),
-    ({"missiles": 2**40}, "missiles", "must be in [0, 64]"),
-    ({"missile_seeker_half_angle": 4.0}, "missile_seeker_half_angle", "must be in (0, 3.14159] rad"),
-    ({"missile_hit_radius": 0.0}, "missile_hit_radius", "must be in (0, 10000000] m"),
-    ({"missile_drag_coef": -1e-5}, "missile_drag_coef", "must be in [0, 1] 1/m"),
-    ({"max_time": math.inf}, "max_time", "must be a finite number, got inf"),
-    ({"dt": math.nan}, "dt", "must be a finite number, got nan"),
-    ({"substeps": 4.0}, "substeps", "must be int, got 4.0"),
-    ({"reward": {"win": 1e30}}, "reward.win", "must be a finite number in [-1e+06, 1e+06]"),
-    ({"reward": {"survival": "x" * 500}}, "reward.survival", "must be float, got 'xxxxx"),
-    ({"obs_mode": "full"}, "obs_mode", "must be 'default' or 'extended'"),
-    ({"dt": "1e-9"}, "dt", "YAML reads 1e-9 as text; write it with a decimal point, e.g. 1.0e-9"),
+    ({"arena_size": 1e30}, "arena_size", "expected a number in [1000, 10000000] m"),
+    ({"arena_size": -5.0}, "arena_size", "expected a number in [1000, 10000000] m"),
+    ({"speed_min": 0.0}, "speed_min", "expected a number in (0, 10000] m/s"),
+    ({"speed_min": 500.0}, "speed_min", "expected a number below speed_max (400)"),
+    ({"spawn_speed_min": 350.0}, "spawn_speed_min", "expected a number at most spawn_speed_max"),
+    ({"spawn_edge_max": 60_000.0}, "spawn_edge_max", "expected a number below half the arena_size (50000 m)"),
+    ({"spawn_edge_min": 30_000.0}, "spawn_edge_min", "expected a number at most spawn_edge_max"),
+    ({"spawn_band": 200_000.0}, "spawn_band", "expected a number at most arena_size"),
+    ({"missiles": -1}, "missiles", "expected an integer in [0, 64]"),
+    ({"missiles": 2**40}, "missiles", "expected an integer in [0, 64]"),
+    ({"missile_seeker_half_angle": 4.0}, "missile_seeker_half_angle", "expected a number in (0, 3.14159] rad"),
+    ({"missile_hit_radius": 0.0}, "missile_hit_radius", "expected a number in (0, 10000000] m"),
+    ({"missile_drag_coef": -1e-5}, "missile_drag_coef", "expected a number in [0, 1] 1/m"),
+    ({"max_time": math.inf}, "max_time", "expected a number in (0, 86400] s, got inf"),
+    ({"dt": math.nan}, "dt", "expected a number in [0.01, 60] s, got nan"),
+    ({"substeps": 4.0}, "substeps", "expected an integer in [1, 100], got 4.0"),
+    ({"reward": {"win": 1e30}}, "reward.win", "expected a finite number in [-1e+06, 1e+06]"),
+    ({"reward": {"survival": "x" * 500}}, "reward.survival", "expected a finite number in [-1e+06, 1e+06], got 'xxxxx"),
+    ({"obs_mode": "full"}, "obs_mode", "expected one of default, extended, got 'full'"),
+    ({"dt": "1e-9"}, "dt", "expected a number in [0.01, 60] s, got '1e-9'"),  # quoted: text, never a number
 ])
 def test_out_of_range_values_are_refused_by_key(data, key, expected) -> None:
     with pytest.raises(EnvConfigError) as info:
         EnvConfig.from_dict(data)
     assert info.value.key == key
     assert expected in str(info.value)
-    assert str(info.value).startswith(f"EnvConfig.{key} ")
+    assert str(info.value).startswith(f"EnvConfig.{key}: ")
     assert "\n" not in str(info.value) and len(str(info.value)) < 300
 
 
 def test_direct_construction_is_checked_too() -> None:
-    with pytest.raises(EnvConfigError, match=r"EnvConfig\.dt must be in"):
+    with pytest.raises(EnvConfigError, match=r"EnvConfig\.dt: expected a number in"):
         EnvConfig(dt=1e-9)
-    with pytest.raises(EnvConfigError, match=r"EnvConfig\.reward\.win must be a finite number"):
+    with pytest.raises(EnvConfigError, match=r"EnvConfig\.reward\.win: expected a finite number"):
         RewardConfig(win=math.nan)
     assert isinstance(EnvConfigError("dt", "x"), ValueError)  # callers that catch ValueError keep working
 
@@ -89,7 +89,7 @@ def test_cli_env_override_blames_the_key() -> None:
 
     res = CliRunner().invoke(main, ["play", "crank", "placeholder", "--env", "dt=0.000001", "-q"])
     refused(res)
-    assert res.stderr.strip() == "Error: --env: EnvConfig.dt must be in [0.01, 60] s, got 1e-06"
+    assert res.stderr.strip() == "Error: --env: EnvConfig.dt: expected a number in [0.01, 60] s, got 1e-06"
 
 
 # -- one idiom: every field is a setting(), checked by the one checker ------------------------------------
@@ -123,6 +123,6 @@ def test_a_value_outside_a_fields_declaration_is_refused_naming_the_field(settin
         with pytest.raises(EnvConfigError) as info:
             EnvConfig.from_dict(data)
         assert info.value.key == setting.key, (value, str(info.value))
-        assert str(info.value).startswith(f"EnvConfig.{setting.key} must be "), str(info.value)
+        assert str(info.value).startswith(f"EnvConfig.{setting.key}: expected "), str(info.value)
         if setting.spec.unit and not isinstance(value, list):
             assert f"] {setting.spec.unit}, got " in str(info.value)  # the range, with its unit

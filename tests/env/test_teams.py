@@ -335,7 +335,7 @@ def test_team_state_round_trip_and_shape_check() -> None:
 def test_team_size_is_bounded() -> None:
     from arena.env.config import EnvConfigError
 
-    with pytest.raises(EnvConfigError, match=r"team_size must be in \[1, 8\]"):
+    with pytest.raises(EnvConfigError, match=r"team_size: expected an integer in \[1, 8\]"):
         EnvConfig.from_dict({"team_size": 9})
     with pytest.raises(EnvConfigError, match="formation_spacing"):
         EnvConfig.from_dict({"team_size": 8, "formation_spacing": 20_000.0})

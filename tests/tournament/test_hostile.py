@@ -90,7 +90,7 @@ TEXT = "name: Jürgen\nparticipants: [pursuer, idle]\n"
     (b"name: a\x00b\nparticipants: [pursuer, idle]\n", "contains a NUL byte (offset 7)"),
     (b"participants: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested more than 32 levels deep"),
     (b"participants: " + b"{a: " * 3000 + b"1" + b"}" * 3000 + b"\n", "nested more than 32 levels deep"),
-    (b"output: \"a\\0b\"\nparticipants: [pursuer, idle]\n", "output: expected a string without NUL characters"),
+    (b"output: \"a\\0b\"\nparticipants: [pursuer, idle]\n", "output: expected a folder path, got 'a\\x00b'"),
     (b"participants: [pursuer, \"id\\0le\"]\n", "participants[1]: expected a string without NUL"),
     (b"seed: !!int " + b"9" * 5000 + b"\nparticipants: [pursuer, idle]\n", "a value cannot be read"),
     (b"seed: !!python/object/apply:os.system [ls]\n", "not valid YAML"),
@@ -123,30 +123,34 @@ OUT_OF_RANGE = [
     ({"seed": -1}, "seed", "expected an integer in [0, 2**62 - 1], got -1"),
     ({"seed": 2**62}, "seed", "expected an integer in [0, 2**62 - 1], got 4611686018427387904"),
     ({"games_per_pairing": 2**40}, "games_per_pairing", "expected an even integer in [2, 100000]"),
-    ({"games_per_pairing": 1e30}, "games_per_pairing", "expected an integer, got float 1e+30"),
+    ({"games_per_pairing": 1e30}, "games_per_pairing",
+     "expected an even integer in [2, 100000] (half the games from each side), got 1e+30"),
     ({"games_per_pairing": 100_000, "participants": [f"p{i}" for i in range(30)]}, "games_per_pairing",
      "expected at most 10,000,000 in one league"),
     ({"max_envs": 2**40}, "max_envs", "expected a positive integer up to 4194304"),
     ({"rating": {"bootstrap_rounds": 10**12}}, "rating.bootstrap_rounds", "expected an integer in [0, 10000]"),
-    ({"rating": {"tau": float("inf")}}, "rating.tau", "expected a finite number, got inf"),
-    ({"rating": {"tau": float("nan")}}, "rating.tau", "expected a finite number, got nan"),
+    ({"rating": {"tau": float("inf")}}, "rating.tau", "expected a number >= 0 and at most 0.1·beta, got inf"),
+    ({"rating": {"tau": float("nan")}}, "rating.tau", "expected a number >= 0 and at most 0.1·beta, got nan"),
     ({"rating": {"tau": 1e12}}, "rating.tau", "at most 0.1·beta"),
     ({"rating": {"sigma": 1e12}}, "rating.sigma", "at most 20·beta"),
     ({"rating": {"beta": 0}}, "rating.beta", "expected a number in [0.001, 1e+06]"),
     ({"rating": {"mu": 1e300}}, "rating.mu", "expected a number in [-1e+06, 1e+06]"),
     ({"rating": {"draw_probability": 1.0}}, "rating.draw_probability", "expected a number in [1e-06, 0.99]"),
-    ({"rating": {"mu": 10**400}}, "rating.mu", "expected a finite number"),
-    ({"env": {"dt": 1e-9}}, "env.dt", "must be in [0.01, 60] s, got 1e-09"),
-    ({"env": {"dt": 1e-6}}, "env.dt", "must be in [0.01, 60] s"),
+    ({"rating": {"mu": 10**400}}, "rating.mu", "expected a number in [-1e+06, 1e+06], got 1000"),
+    ({"env": {"dt": 1e-9}}, "env.dt", "expected a number in [0.01, 60] s, got 1e-09"),
+    ({"env": {"dt": 1e-6}}, "env.dt", "expected a number in [0.01, 60] s"),
     ({"env": {"dt": 0.01, "max_time": 80000.0}}, "env.dt", "decision steps per episode"),
-    ({"env": {"substeps": 10**9}}, "env.substeps", "must be in [1, 100]"),
-    ({"env": {"arena_size": 1e30}}, "env.arena_size", "must be in [1000, 10000000] m"),
-    ({"env": {"missiles": 2**40}}, "env.missiles", "must be in [0, 64]"),
-    ({"env": {"speed_min": 500.0}}, "env.speed_min", "must be below speed_max"),
+    ({"env": {"substeps": 10**9}}, "env.substeps", "expected an integer in [1, 100]"),
+    ({"env": {"arena_size": 1e30}}, "env.arena_size", "expected a number in [1000, 10000000] m"),
+    ({"env": {"missiles": 2**40}}, "env.missiles", "expected an integer in [0, 64]"),
+    ({"env": {"speed_min": 500.0}}, "env.speed_min", "expected a number below speed_max"),
     ({"env": {1: 2}}, "env", "expected setting names as strings"),
-    ({"time_per_move": 0}, "time_per_move", "expected seconds per move in (0, 3600]"),
-    ({"time_per_move": float("inf")}, "time_per_move", "expected a finite number"),
-    ({"time_per_move": "fast"}, "time_per_move", "expected a number"),
+    ({"time_per_move": 0}, "time_per_move",
+     "expected seconds per move in (0, 3600]"),
+    ({"time_per_move": float("inf")}, "time_per_move",
+     "expected seconds per move in (0, 3600] (or leave it out for no limit), got inf"),
+    ({"time_per_move": "fast"}, "time_per_move",
+     "expected seconds per move in (0, 3600] (or leave it out for no limit), got 'fast'"),
     ({"output": ""}, "output", "expected a folder path"),
 ]
 
@@ -167,7 +171,7 @@ def test_env_errors_blame_the_key_not_an_agent(plugin_free_cli, write_league) ->
     path = write_league(["crank", "placeholder"], env={"dt": 1e-9})
     res = plugin_free_cli(["tournament", str(path), "-q"])
     assert res.exit_code == 2
-    assert res.stderr.strip() == f"Error: {path}: env.dt: must be in [0.01, 60] s, got 1e-09"
+    assert res.stderr.strip() == f"Error: {path}: env.dt: expected a number in [0.01, 60] s, got 1e-09"
 
 
 @pytest.fixture()
@@ -188,7 +192,8 @@ def test_stored_settings_out_of_range_are_a_store_error(write_league, registry) 
         cfg = json.loads(conn.execute("SELECT config FROM runs").fetchone()[0])
         cfg["rating"]["tau"] = float("inf")
         conn.execute("UPDATE runs SET config = ?", (json.dumps(cfg),))
-    with pytest.raises(StoreError, match=r"results.sqlite: runs\[1\]\.rating\.tau: expected a finite number"):
+    with pytest.raises(StoreError, match=r"results.sqlite: runs\[1\]\.rating\.tau: expected a number >= 0 and at "
+                                         r"most 0\.1·beta, got inf"):
         rebuild_report(config.output)
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE runs SET config = '[1, 2]'")

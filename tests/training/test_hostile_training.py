@@ -362,13 +362,13 @@ def test_unreadable_self_play_checkpoint_is_skipped_with_a_warning(base_run, tmp
     (["--max-time", "nan"], ["--max-time", "nan"]),
     (["--max-time", "inf"], ["--max-time"]),
     (["--max-time", "-1"], ["--max-time"]),
-    (["--learning-rate", "nan"], ["Invalid value for '--learning-rate'", "'nan'", "expected a number > 0"]),
+    (["--learning-rate", "nan"], ["Invalid value for '--learning-rate'", "'nan'", "expected a number in (0, 1]"]),
     (["--learning-rate", "inf"], ["Invalid value for '--learning-rate'", "'inf'"]),
     # Every other setting goes through --set, its value read as YAML: one line naming the item and the key.
-    (["--set", "ppo.gamma=nan"], ["--set ppo.gamma=nan: ppo.gamma: expected a number >= 0", "got 'nan'"]),
-    (["--set", "ppo.gamma=.nan"], ["--set ppo.gamma=.nan: ppo.gamma: expected a number >= 0", "got nan"]),
+    (["--set", "ppo.gamma=nan"], ["--set ppo.gamma=nan: ppo.gamma: expected a number in [0, 1]", "got 'nan'"]),
+    (["--set", "ppo.gamma=.nan"], ["--set ppo.gamma=.nan: ppo.gamma: expected a number in [0, 1]", "got nan"]),
     (["--set", "ppo.gamma=.inf"], ["--set ppo.gamma=.inf: ppo.gamma", "got inf"]),
-    (["--set", "ppo.clip_epsilon=-1"], ["--set ppo.clip_epsilon=-1: ppo.clip_epsilon: expected a number > 0",
+    (["--set", "ppo.clip_epsilon=-1"], ["--set ppo.clip_epsilon=-1: ppo.clip_epsilon: expected a number in (0, 10]",
                                         "got -1"]),
     (["--set", "ppo.n_steps=1.5"], ["--set ppo.n_steps=1.5: ppo.n_steps: expected an int", "got 1.5"]),
     (["--set", "run.obs_norm=maybe"], ["--set run.obs_norm=maybe: run.obs_norm: expected true or false"]),
@@ -402,7 +402,7 @@ def test_resume_cannot_change_a_fixed_setting(base_run, args, words):
 
 
 @pytest.mark.parametrize("text, words", [
-    ("ppo:\n  gamma: 2\n", ["ppo.gamma: expected a number >= 0", "got 2"]),
+    ("ppo:\n  gamma: 2\n", ["ppo.gamma: expected a number in [0, 1]", "got 2"]),
     ("ppo:\n  gammma: 0.9\n", ["unknown setting 'ppo.gammma'", "did you mean ppo.gamma?"]),
     ("rn:\n  num_envs: 4\n", ["unknown section 'rn'", "did you mean run?"]),
     ("run: [4]\n", ["run: expected a mapping of settings"]),

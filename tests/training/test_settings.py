@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import click
@@ -51,7 +52,7 @@ def setting_named(key):
 
 
 @pytest.mark.parametrize("key, value, expected", [
-    ("run.envs", 8, 8), ("update.rate", 1, 1.0), ("update.rate", "1e-4", 1e-4), ("run.share", None, None),
+    ("run.envs", 8, 8), ("update.rate", 1, 1.0), ("update.rate", 1e-4, 1e-4), ("run.share", None, None),
     ("run.vs", ["crank", "self"], ("crank", "self")), ("update.widths", [3], (3,)),
     ("run.mode", "extended", "extended"),
 ])
@@ -60,19 +61,19 @@ def test_values_in_range_are_kept_in_the_settings_type(key, value, expected):
 
 
 @pytest.mark.parametrize("key, value, message", [
-    ("run.envs", 0, "run.envs: expected an int >= 1, <= 64, got 0"),
-    ("run.envs", 2.5, "expected an int"), ("run.envs", True, "expected an int"),
-    ("update.rate", 0, "update.rate: expected a number > 0, <= 1, got 0"),
+    ("run.envs", 0, "run.envs: expected an integer in [1, 64], got 0"),
+    ("run.envs", 2.5, "expected an integer"), ("run.envs", True, "expected an integer"),
+    ("update.rate", 0, "update.rate: expected a number in (0, 1], got 0"),
     ("update.rate", float("nan"), "expected a number"), ("update.rate", "fast", "expected a number"),
-    ("run.mode", "wide", "run.mode: expected default or extended, got 'wide'"),
+    ("run.mode", "wide", "run.mode: expected one of default, extended, got 'wide'"),
     ("run.fast", "yes", "run.fast: expected true or false"),
     ("run.vs", "crank", "run.vs: expected a list of at most 64 names"),
-    ("update.widths", [], "update.widths: expected a list of 1 to 3 ints >= 1, <= 16"),
+    ("update.widths", [], "update.widths: expected a list of 1 to 3 integers, each in [1, 16]"),
     ("update.widths", [99], "update.widths"),
-    ("run.envs", None, "expected an int"),
+    ("run.envs", None, "expected an integer"),
 ])
 def test_a_bad_value_names_its_key_and_what_was_expected(key, value, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("|", r"\|")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         check_value(setting_named(key), value)
 
 
@@ -99,7 +100,7 @@ def test_a_config_file_is_checked_key_by_key(tmp_path):
     with pytest.raises(ValueError, match="unknown section 'runn'; did you mean run"):
         read_config_file(Config(), path)
     path.write_text("run:\n  envs: 200\n")
-    with pytest.raises(ValueError, match=r"run.yaml: run.envs: expected an int >= 1, <= 64, got 200"):
+    with pytest.raises(ValueError, match=r"run.yaml: run.envs: expected an integer in \[1, 64\], got 200"):
         read_config_file(Config(), path)
     with pytest.raises(ValueError, match="cannot read it"):
         read_config_file(Config(), tmp_path / "missing.yaml")
@@ -162,7 +163,7 @@ def test_the_command_line_shows_only_its_settings_and_tells_what_was_typed():
     assert result.exit_code == 0, result.output
     assert seen == {"run.envs": 16, "run.vs": ("crank", "self")}
     bad = CliRunner().invoke(func, ["--envs", "0"])
-    assert bad.exit_code == 2 and "expected an int >= 1, <= 64" in bad.output
+    assert bad.exit_code == 2 and "expected an integer in [1, 64]" in bad.output
     assert "[default: 0.0003]" in CliRunner().invoke(func, ["--help"]).output
 
 
@@ -170,6 +171,6 @@ def test_the_docs_table_lists_every_setting_but_the_derived():
     table = markdown_table(Config(), {"b": apply(Config(), {"run.envs": 2})})
     lines = table.splitlines()
     assert len(lines) == 2 + 7
-    assert "| `run.envs` | `--envs` | `8 (b: 2)` | an int >= 1, <= 64 | fixed | Battles at once. |" in lines
+    assert "| `run.envs` | `--envs` | `8 (b: 2)` | an integer in [1, 64] | fixed | Battles at once. |" in lines
     assert any(line.startswith("| `run.fast` | `--fast` (b) |") for line in lines)
     assert not any("run.size" in line for line in lines)

@@ -63,8 +63,8 @@ def ended_once(out: Path, count: int) -> list[optuna.trial.FrozenTrial]:
 
 @pytest.mark.parametrize(("text", "words"), [
     ("ppo.learnin_rate: {type: loguniform, low: 1.0e-4, high: 1.0e-3}\n", ["ppo.learnin_rate", "did you mean"]),
-    ("ppo.gamma: {type: uniform, low: 0.9, high: 1.5}\n", ["ppo.gamma", "high 1.5", "<= 1"]),
-    ("ppo:\n  clip_epsilon: {type: uniform, low: 0, high: 0.3}\n", ["ppo.clip_epsilon", "low 0", "> 0"]),
+    ("ppo.gamma: {type: uniform, low: 0.9, high: 1.5}\n", ["ppo.gamma", "high 1.5", "in [0, 1]"]),
+    ("ppo:\n  clip_epsilon: {type: uniform, low: 0, high: 0.3}\n", ["ppo.clip_epsilon", "low 0", "in (0, 10]"]),
     ("ppo.n_epochs: {type: int, low: 0, high: 4}\n", ["ppo.n_epochs", "low 0"]),
     ("ppo.lr_schedule: {type: categorical, choices: [constant, cosine]}\n", ["ppo.lr_schedule", "'cosine'"]),
     ("ppo.n_steps: {type: loguniform, low: 16, high: 64}\n", ["ppo.n_steps", "use int"]),

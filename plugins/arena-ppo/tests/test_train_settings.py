@@ -60,7 +60,7 @@ def test_a_runs_config_yaml_is_a_config_and_the_command_line_wins(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("run: {num_envs: 0}\n", "config.yaml: run.num_envs: expected an int >= 1"),
+    ("run: {num_envs: 0}\n", "config.yaml: run.num_envs: expected an integer in [1, 2**24]"),
     ("ppo: {clip_epsilom: 0.1}\n", "unknown setting 'ppo.clip_epsilom'; did you mean ppo.clip_epsilon?"),
     ("run: [1, 2\n", "not valid YAML at line"),
 ])

@@ -195,7 +195,7 @@ def test_a_saved_config_reads_back_and_damage_is_named():
     del saved["ppo"]["gamma"]
     assert saved_config(saved, "ppo") == (TrainConfig(), ["ppo.gamma"])  # missing: this version's default
     saved = asdict(TrainConfig())
-    with pytest.raises(ValueError, match=r"run.floor: expected a number >= 0, <= 0.9, got 2"):
+    with pytest.raises(ValueError, match=r"run.floor: expected a number in \[0, 0.9\], got 2"):
         saved_config({**saved, "run": {**saved["run"], "floor": 2}}, "ppo")
     with pytest.raises(ValueError, match="unknown setting 'ppo.lr_schedul'; did you mean ppo.lr_schedule?"):
         saved_config({**saved, "ppo": {**saved["ppo"], "lr_schedul": "linear"}}, "ppo")
