@@ -71,7 +71,7 @@ class AgentFailure(RuntimeError):
     ``role`` and ``reason`` are the first failure's; ``index`` is the failing controller's position
     in its seating (None where the failure came from elsewhere). ``kind`` says what the blamed code is:
     an ``"agent"``, or another plugin called like one (a ``"reward"`` function,
-    :class:`arena.wrappers.battles.Shaping`).
+    :class:`arena.battles.Shaping`).
     """
 
     def __init__(self, agent: str, role: str, reason: str,

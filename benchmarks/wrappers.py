@@ -25,10 +25,10 @@ import numpy as np
 import torch
 
 import script_args as opt
+from arena.battles import LearnerBattles
 from arena.threads import HELP as THREADS_HELP
 from arena.threads import apply_threads
 from arena.wrappers import ArenaVectorEnv
-from arena.wrappers.battles import LearnerBattles
 
 
 def sync(device: str) -> None:

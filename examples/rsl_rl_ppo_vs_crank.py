@@ -47,9 +47,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from tensordict import TensorDict
 
     from arena.agents import build_agent
+    from arena.battles import VectorPolicyAgent
     from arena.match import play_match
     from arena.wrappers import ArenaRslRlEnv
-    from arena.wrappers.battles import VectorPolicyAgent
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     budget = parser.add_mutually_exclusive_group()

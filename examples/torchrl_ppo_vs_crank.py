@@ -28,8 +28,8 @@ from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
 
 from arena.agents import build_agent
+from arena.battles import ACTION_HIGH, ACTION_LOW, VectorPolicyAgent
 from arena.match import play_match
-from arena.wrappers.battles import ACTION_HIGH, ACTION_LOW, VectorPolicyAgent
 from arena.wrappers.torchrl_env import ArenaTorchRLEnv
 
 FIRE_BIAS = -2.0  # the fire value's starting mean before the squash: fires about 2% of steps, not half

@@ -30,15 +30,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # arena's top-level packages and modules, top layer first. An import may point at its own layer or one
-# below, never up. The training package rates on the tournament's scale (training.evaluation imports
-# tournament.ratings), so it stands above the tournament, which reads a run's files only through
-# arena.run_files. The plugin packages (plugins/*/arena_*) stand above all of arena: arena finds them
-# through entry points and never imports one. A new top-level module of arena has to be placed here.
+# below, never up. The interfaces to other RL libraries (arena.wrappers) stand above training and share
+# the learner's side of a battle with it (arena.battles, at the game loop's level). The training
+# package rates on the tournament's scale (training.evaluation imports tournament.ratings), so it
+# stands above the tournament, which reads a run's files only through arena.run_files. The plugin
+# packages (plugins/*/arena_*) stand above all of arena: arena finds them through entry points and
+# never imports one. A new top-level module of arena has to be placed here.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("arena.__main__", "arena.cli", "arena.export"),
+    ("arena.wrappers",),
     ("arena.training",),
-    ("arena.tournament", "arena.match", "arena.replay", "arena.testing", "arena.wrappers"),
-    ("arena.agents", "arena.agent_calls", "arena.families", "arena.loop", "arena.parties", "arena.plugins"),
+    ("arena.tournament", "arena.match", "arena.replay", "arena.testing"),
+    ("arena.agents", "arena.agent_calls", "arena.battles", "arena.families", "arena.loop", "arena.parties",
+     "arena.plugins"),
     ("arena.env",),
     ("arena", "arena.declared_settings", "arena.errors", "arena.folder_lock", "arena.guard", "arena.output_files",
      "arena.progress",

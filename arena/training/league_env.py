@@ -19,13 +19,13 @@ from typing import Any, Protocol
 
 import torch
 
+from arena.battles import LearnerSide
 from arena.env import TensorEnv
 from arena.env.teams import seat_rows
 from arena.loop import Seating
 from arena.training.episodes import EpisodeTally
 from arena.training.opponents import OpponentPool
 from arena.training.pfsp import GatherObjects
-from arena.wrappers.battles import LearnerSide
 
 Obs = dict[str, torch.Tensor]  # "policy": [rows, K] observation vectors; "critic": [rows, S] global states
 
@@ -44,7 +44,7 @@ class LeagueEnv:
     """``env``'s battles, p1 flown by the caller one row per aircraft, p2 by ``pool``.
 
     ``keys`` are the observation features the learner reads, in order. ``reward_fn`` is added to p1's
-    env reward (:class:`~arena.wrappers.battles.LearnerBattles`' signature). With ``global_state`` the
+    env reward (:class:`~arena.battles.LearnerBattles`' signature). With ``global_state`` the
     observations carry p1's global state per row for a privileged critic (``"critic"``). A ``teacher``
     labels every observation the learner acts on; its labels come back in the extras.
     """

@@ -11,9 +11,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from arena.env import EnvConfig
-from arena.seeds import check_seed
-from arena.wrappers.battles import (
+from arena.battles import (
     ACTION_HIGH,
     ACTION_LOW,
     ACTION_SHAPE,
@@ -23,6 +21,8 @@ from arena.wrappers.battles import (
     action_array,
     one_aircraft_a_side,
 )
+from arena.env import EnvConfig
+from arena.seeds import check_seed
 
 
 def one_a_side(env_config: EnvConfig | None) -> EnvConfig:

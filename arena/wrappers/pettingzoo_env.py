@@ -19,9 +19,9 @@ import torch
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from arena.battles import ACTION_HIGH, ACTION_LOW, ACTION_SHAPE, OBS_HIGH, OBS_LOW, action_array
 from arena.env import EnvConfig, TensorEnv, env_config_of, obs_vector
 from arena.env.observations import obs_keys
-from arena.wrappers.battles import ACTION_HIGH, ACTION_LOW, ACTION_SHAPE, OBS_HIGH, OBS_LOW, action_array
 
 SIDE_NAMES = ("p1", "p2")
 

@@ -18,10 +18,10 @@ import torch
 from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
+from arena.battles import ACTION_SHAPE, LearnerBattles, action_array, one_aircraft_a_side
 from arena.env import EnvConfig
 from arena.env.selection import WIDE_UNSIGNED
 from arena.loop import Turn
-from arena.wrappers.battles import ACTION_SHAPE, LearnerBattles, action_array, one_aircraft_a_side
 
 DECAY = 0.99  # per step, of the won/drawn/lost tallies behind extras["log"]: about the last 100 steps count
 OUTCOMES = ("won", "drawn", "lost")

@@ -16,8 +16,8 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl.data import Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase
 
+from arena.battles import ACTION_HIGH, ACTION_LOW, OBS_HIGH, OBS_LOW, LearnerBattles, action_array
 from arena.env import EnvConfig, env_config_of
-from arena.wrappers.battles import ACTION_HIGH, ACTION_LOW, OBS_HIGH, OBS_LOW, LearnerBattles, action_array
 
 GROUP = "agents"  # TorchRL's name for the one group of a MarlGroupMapType.ALL_IN_ONE_GROUP map
 DONE_KEYS = ("done", "terminated", "truncated")

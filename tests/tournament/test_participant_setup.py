@@ -130,7 +130,7 @@ def test_an_evaluation_names_it_the_same_way(bad_agent, said):
 @pytest.mark.parametrize("bad_agent, said", FAULTS, ids=[m for m, _ in FAULTS], indirect=["bad_agent"])
 def test_a_wrapper_s_opponent_is_named_the_same_way(bad_agent, said):
     from arena.agents import AgentSpecError
-    from arena.wrappers.battles import LearnerBattles
+    from arena.battles import LearnerBattles
 
     with pytest.raises(AgentSpecError) as exc:
         LearnerBattles(4, "bad")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import torch
 
 from arena.agents import build_agent
+from arena.battles import LearnerBattles
 from arena.env import EnvConfig, TensorEnv
 from arena.env.observations import obs_keys
 from arena.training import OpponentPool, SelfPlayPool, parse_opponent_specs, save_checkpoint
 from arena.training.league_env import LeagueEnv
-from arena.wrappers.battles import LearnerBattles
 
 
 def crank_league(num_envs: int, config: EnvConfig, seed: int, **kwargs) -> LeagueEnv:
@@ -21,7 +21,7 @@ def crank_league(num_envs: int, config: EnvConfig, seed: int, **kwargs) -> Leagu
 def test_it_plays_as_learner_battles_do_one_row_per_aircraft():
     """Against one opponent, with the trainer's reward, the league env and the wrappers' LearnerBattles
     are the same battles: equal observations, rewards and dones, step after step, in rows per aircraft."""
-    from arena.wrappers.battles import shaping
+    from arena.battles import shaping
 
     config, n, seats = EnvConfig(team_size=2), 6, 2
     league = crank_league(n, config, seed=4, reward_fn=shaping("pursuit"), global_state=True)

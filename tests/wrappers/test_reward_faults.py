@@ -11,11 +11,11 @@ import torch
 
 from arena.agent_calls import AgentFailure
 from arena.agents import build_agent
+from arena.battles import LearnerBattles, shaping
 from arena.env import EnvConfig, TensorEnv
 from arena.env.observations import obs_keys
 from arena.training import OpponentPool, parse_opponent_specs
 from arena.training.league_env import LeagueEnv
-from arena.wrappers.battles import LearnerBattles, shaping
 
 EXPECTED = "expected a tensor of real numbers of shape [4] on cpu, one value per learner aircraft"
 VALUES = "expected finite values within ±1e+06, as the env's own reward parts are"
@@ -70,8 +70,8 @@ def test_a_faulty_reward_function_is_named_with_what_it_returned(fn, said):
 
 def test_a_reward_of_the_registry_names_its_distribution(monkeypatch):
     from arena.agents import Registry
+    from arena.battles import Shaping
     from arena.plugins import PluginInfo
-    from arena.wrappers.battles import Shaping
 
     registry: Registry = Registry("reward")
     registry.add("lopsided", returning(lambda r: r[:-1]), PluginInfo("lop", "lop-dist", "0.3", "tests"))

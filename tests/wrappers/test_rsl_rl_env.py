@@ -17,9 +17,9 @@ pytest.importorskip("rsl_rl", reason="the rsl-rl extra (pip install -e '.[rsl-rl
 from rsl_rl.env import VecEnv  # noqa: E402
 from tensordict import TensorDict  # noqa: E402
 
+from arena.battles import LearnerBattles  # noqa: E402
 from arena.env import EnvConfig  # noqa: E402
 from arena.wrappers import ArenaRslRlEnv  # noqa: E402
-from arena.wrappers.battles import LearnerBattles  # noqa: E402
 from host_reads import HostReads  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

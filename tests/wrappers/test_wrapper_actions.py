@@ -10,8 +10,8 @@ import torch
 
 pytest.importorskip("gymnasium", reason="the wrappers extra (pip install -e '.[wrappers]')")
 
+from arena.battles import action_array  # noqa: E402
 from arena.wrappers import ArenaEnv, ArenaParallelEnv, ArenaVectorEnv  # noqa: E402
-from arena.wrappers.battles import action_array  # noqa: E402
 
 GOOD = [0.3, 1.0, 1.0]  # turn, full throttle, fire
 

@@ -115,8 +115,8 @@ def resolve(cfg: TrainConfig, algorithm: str = "ppo", out: Path | str = "runs/ru
     process, started without torchrun or ``--nproc``); ``given`` (the settings the user wrote, by key)
     adds a note for each one this run never reads. Raises one ``ValueError`` line; an opponent or
     teacher that cannot be built raises the command line's error."""
+    from arena.battles import shaping
     from arena.env import resolve_device
-    from arena.wrappers.battles import shaping
     from arena_ppo.algorithms.ppo import compile_update
     from arena_ppo.kickstart import check_teacher
 

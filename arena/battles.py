@@ -1,9 +1,11 @@
 """The learner's side of a batch of battles: TensorEnv plus opponents flying p2 through the game loop.
 
-Shared by every wrapper (Gymnasium, TorchRL, rsl_rl): actions come in as one ``[n, 3]`` tensor (``[n, T,
-3]`` in team battles: rudder, throttle, fire > 0) and observations go out as one ``[n, K]`` (``[n, T,
-K]``) float32 tensor in the canonical key order, as any RL library expects, on the env's device. The
-opponents are agent specs ``arena play`` accepts, or agent objects; several share the envs in blocks.
+Core, at the game loop's level: the trainers (:mod:`arena.training.league_env`) and every interface to
+another RL library (:mod:`arena.wrappers`: Gymnasium, TorchRL, rsl_rl) build on it. Actions come in as
+one ``[n, 3]`` tensor (``[n, T, 3]`` in team battles: rudder, throttle, fire > 0) and observations go
+out as one ``[n, K]`` (``[n, T, K]``) float32 tensor in the canonical key order, as any RL library
+expects, on the env's device. The opponents are agent specs ``arena play`` accepts, or agent
+objects; several share the envs in blocks.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from arena.battles import LearnerBattles, opponent_blocks
 from arena.env import EnvConfig
-from arena.wrappers.battles import LearnerBattles, opponent_blocks
 
 
 def test_opponents_share_the_envs_in_even_blocks_in_order():
@@ -66,8 +66,8 @@ def test_a_restart_mask_restarts_only_its_battles_and_is_seeded():
 
 def test_a_vector_policy_is_scored_like_any_agent():
     from arena.agents import build_agent
+    from arena.battles import TeamVectorPolicyAgent, VectorPolicyAgent
     from arena.match import play_match
-    from arena.wrappers.battles import TeamVectorPolicyAgent, VectorPolicyAgent
 
     crank = build_agent("crank")
     shapes = []
@@ -86,35 +86,6 @@ def test_a_vector_policy_is_scored_like_any_agent():
     shapes.clear()
     play_match(TeamVectorPolicyAgent(straight, teams), build_agent("crank", env_config=teams), 2, env_config=teams)
     assert len(shapes[0]) == 3 and shapes[0][:2] == (2, 2)  # whole sides: [n, T, K]
-
-
-def test_each_interface_needs_only_its_own_library():
-    """Without gymnasium the TorchRL interface still imports; without torchrl its name says which extra."""
-    import subprocess
-    import sys
-
-    script = """
-import sys
-sys.modules["gymnasium"] = None  # as if not installed
-import arena.wrappers as w
-assert w.ArenaTorchRLEnv.__name__ == "ArenaTorchRLEnv"
-try:
-    w.ArenaVectorEnv
-except ImportError as exc:
-    print("gym:", exc)
-sys.modules["rsl_rl"] = None
-try:
-    w.ArenaRslRlEnv
-except ImportError as exc:
-    print("rsl:", exc)
-"""
-    pytest.importorskip("torchrl")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "gym: arena.wrappers.ArenaVectorEnv needs gymnasium, which is not installed: pip install " \
-           "'agent-arena[wrappers]'" in out.stdout
-    assert "rsl: arena.wrappers.ArenaRslRlEnv needs rsl_rl, which is not installed: pip install " \
-           "'agent-arena[rsl-rl]'" in out.stdout
 
 
 @pytest.mark.parametrize("team_size", [1, 2])
