@@ -6,8 +6,9 @@ A setting is a dataclass field made with :func:`setting`: its default, its help,
 checks one value against one of them. The env's constants (``arena.env.config``), the league file
 (``arena.tournament.league_config``) and the trainers' settings (``arena.training.settings``) are all
 declared, read (:func:`read_section`) and checked this way, and say a refused value in one sentence,
-:class:`SettingError`'s: ``WHERE: KEY: expected WHAT, got VALUE`` (``--env: dt: expected a number in
-[0.01, 60] s, got 1e-09``, ``league.yaml: seed: expected …``, ``--set …: run.num_envs: expected …``).
+:class:`SettingError`'s: ``WHERE: KEY: expected WHAT, got VALUE`` (``--env: EnvConfig.dt: expected a
+number in [0.01, 60] s, got 1e-09``, ``league.yaml: seed: expected …``, ``--set …: run.num_envs:
+expected …``).
 
 Low in the package: it imports nothing of arena, nor click or torch, so the env can use it.
 """
