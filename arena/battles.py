@@ -184,6 +184,10 @@ class LearnerSide:
         self.worst = torch.zeros((), device=self.device)
         self.check_every_step = self.device.type == "cpu"
 
+    def reseat(self, seating: Seating) -> None:
+        """Who flies p2 from the next step on (a league's draw for its next rollout); the battles go on."""
+        self.loop.seating = seating
+
     def play(self, actions: np.ndarray | torch.Tensor) -> tuple[Turn, torch.Tensor]:
         """Step p1's ``[n, 3]`` (``[n, T, 3]``) actions; returns the turn and p1's shaped reward (``[n]``,
         ``[n, T]``). A NaN fire value compares False (no fire); the env replaces the other NaNs."""

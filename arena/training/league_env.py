@@ -89,7 +89,7 @@ class LeagueEnv:
         played (not a fresh run's): those of a changed opponent start over. Returns the ``[N]`` mask of
         the battles restarted, for the learner to forget (None: none)."""
         slots, seating = self.pool.start_rollout(generator, self.device)
-        self.side.loop.seating = seating
+        self.side.reseat(seating)
         self.tally = EpisodeTally(self.num_envs, self.seats, self.device)
         if not played or not slots:
             return None
