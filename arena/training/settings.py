@@ -31,6 +31,7 @@ from arena.declared_settings import (
     check_value,
     declared,
     expected,
+    nearest,
     read_section,
     setting,
     shown,
@@ -133,9 +134,8 @@ def by_key(config: Any) -> dict[str, Setting]:
 
 
 def unknown_key(key: str, known: Mapping[str, Setting], where: str) -> UnknownSettingError:
-    close = difflib.get_close_matches(key, list(known), n=1)
-    hint = f"; did you mean {close[0]}?" if close else f"; expected one of {len(known)} SECTION.NAME keys"
-    return UnknownSettingError(f"{where}: unknown setting {shown(key)}{hint}", key)
+    """A ``--set`` key no setting has, in the readers' words (:func:`arena.declared_settings.nearest`)."""
+    return UnknownSettingError(f"{where}: unknown setting {shown(key)}{nearest(key, known)}"[:300], key)
 
 
 def parse_assignments(config: Any, items: tuple[str, ...] | list[str]) -> dict[str, Any]:
