@@ -13,7 +13,6 @@ module holds what is about sections, the command line, files and resuming.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import fields
@@ -185,9 +184,8 @@ def read_sections(config: Any, data: Any, where: str, ignore: tuple[str, ...] = 
         if section in ignore:
             continue
         if section not in sections:
-            close = difflib.get_close_matches(str(section), sorted(sections), n=1)
-            hint = f"; did you mean {close[0]}?" if close else f"; expected {', '.join(sorted(sections))}"
-            raise UnknownSettingError(f"{where}: unknown section {section!r}{hint}", str(section))
+            raise UnknownSettingError(f"{where}: unknown section {section!r}{nearest(str(section), sorted(sections))}",
+                                      str(section))
         cls = type(getattr(config, section))
         derived = [s.name for s in declared(cls, section) if s.spec.derived]
         out.update({f"{section}.{name}": value
