@@ -1,7 +1,7 @@
 """Tournaments: YAML leagues played in large batches, stored in SQLite, rated with TrueSkill and a
 Bradley-Terry fit, reported as pandas DataFrames and files.
 
-    config  -> schedule -> executor -> store -> ratings -> report
+    config  -> plan -> schedule -> executor -> store -> ratings -> report
     (runner ties them together; the CLI's `tournament` and `leaderboard` commands call the runner)
 """
 
@@ -15,6 +15,7 @@ from arena.tournament.league_config import (
     load_config,
     parse_config,
 )
+from arena.tournament.league_plan import LeaguePlan
 from arena.tournament.ratings import EloFit, Skill, bradley_terry, rating_order, trueskill_ratings
 from arena.tournament.report import LEADERBOARD_COLUMNS, Entrant, TournamentReport, build_report, write_report
 from arena.tournament.results import GameResult
@@ -24,8 +25,8 @@ from arena.tournament.sinks import ExecutionStats, ListSink
 from arena.tournament.store import ResultStore, StoreError
 
 __all__ = [
-    "LEADERBOARD_COLUMNS", "Batch", "ConfigError", "EloFit", "Entrant", "ExecutionStats", "GameResult", "ListSink",
-    "Pairing", "ParticipantSpec", "RatingConfig", "ResultStore", "Skill", "StoreError", "TournamentConfig",
+    "LEADERBOARD_COLUMNS", "Batch", "ConfigError", "EloFit", "Entrant", "ExecutionStats", "GameResult", "LeaguePlan",
+    "ListSink", "Pairing", "ParticipantSpec", "RatingConfig", "ResultStore", "Skill", "StoreError", "TournamentConfig",
     "TournamentReport", "Unit", "bradley_terry", "build_report", "load_config", "missing", "pairings",
     "parse_config", "plan_batches", "play", "rating_order", "rebuild_report", "run_tournament", "trueskill_ratings",
     "units", "write_report",

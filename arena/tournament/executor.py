@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from arena.env.teams import side_total
 from arena.seeds import text_seed
 from arena.tournament.batching import Batch, batch_seed, plan_batches
+from arena.tournament.league_plan import LeaguePlan
 from arena.tournament.results import P1_WINS, P2_WINS, GameResult
 from arena.tournament.schedule import Unit
 from arena.tournament.sinks import ExecutionStats, ListSink, ResultSink
@@ -41,9 +42,6 @@ if TYPE_CHECKING:
     import torch
 
     from arena.agent_calls import AgentFailure
-    from arena.agents import Agent
-    from arena.env import EnvConfig
-    from arena.progress import Progress
 
 # A batch drops its finished battles once fewer than this share of its envs still play (and at least
 # KEEP_MIN_ENVS envs would go): the long games that finish a batch no longer step the short ones' envs.
@@ -63,85 +61,49 @@ class BatchSpec:
     record: Mapping[int, set[int]] = field(default_factory=dict)
 
 
-@dataclass
-class PlayContext:
-    """What every batch of a run plays with: the agents and their names, the env, where results go, the
-    move budget and the games' own starts (``game_seed(p1, p2, game)``; None: from the batch seed)."""
-
-    agents: Sequence["Agent"]
-    names: Sequence[str]
-    device: "torch.device"
-    sink: ResultSink
-    stats: ExecutionStats = field(default_factory=ExecutionStats)
-    env_config: "EnvConfig | None" = None
-    progress: "Progress | None" = None
-    start: float = field(default_factory=time.perf_counter)
-    time_per_move: float | None = None
-    game_seed: "Callable[[int, int, int], int] | None" = None
-
-
-def play(agents: Sequence["Agent"], units: Sequence[Unit], sink: ResultSink, *, device: "str | torch.device" = "cpu",
-         env_config: "EnvConfig | None" = None, max_envs: int = 16384, seed: int = 0, first_batch: int = 0,
-         names: Sequence[str] | None = None, progress: "Progress | None" = None,
-         max_batches: int | None = None, time_per_move: float | None = None,
-         stop: "Callable[[], bool] | None" = None,
-         game_seed: "Callable[[int, int, int], int] | None" = None) -> ExecutionStats:
-    """Play every game of ``units`` between ``agents`` (indexed by the units' ``p1``/``p2``).
+def play(plan: LeaguePlan, units: Sequence[Unit], sink: ResultSink, first_batch: int = 0) -> ExecutionStats:
+    """Play every game of ``units`` between ``plan.agents`` (indexed by the units' ``p1``/``p2``).
 
     Batch ``first_batch + i`` is seeded with :func:`batch_seed`, so a run is reproducible on the same
     device, and a resumed run (which passes the number of batches already played) draws new spawns
-    instead of repeating old ones. ``max_batches`` stops early (tests simulate an interruption with it).
-    ``game_seed(p1, p2, game)`` gives every game its own start (else each batch's envs draw theirs from
-    the batch seed). ``stop()``, asked before each batch, ends the schedule early. ``time_per_move``
-    (seconds) bounds each act() call after a batch's first (which may pay one-time costs such as loading
-    CUDA kernels, and is only bounded against hangs: :func:`arena.agent_calls.hang_bound`); on a GPU the clock
-    includes a synchronize.
+    instead of repeating old ones. ``sink.stop()``, asked before each batch, ends the schedule early
+    (a decided SPRT). The move budget (:attr:`LeaguePlan.time_per_move`) bounds each act() call after a
+    batch's first (which may pay one-time costs such as loading CUDA kernels, and is only bounded
+    against hangs: :func:`arena.agent_calls.hang_bound`); on a GPU the clock includes a synchronize.
     """
-    from arena.env import resolve_device
-
-    names = list(names) if names is not None else [f"#{i}" for i in range(len(agents))]
-    ctx = PlayContext(agents, names, resolve_device(device), sink, env_config=env_config, progress=progress,
-                      time_per_move=time_per_move, game_seed=game_seed)
+    stats = ExecutionStats()
+    start = time.perf_counter()
     try:
-        for i, batch in enumerate(plan_batches(units, max_envs)):
-            if max_batches is not None and i >= max_batches:
-                break
-            if stop is not None and stop():  # e.g. a decided SPRT: the remaining games are not needed
-                ctx.stats.stopped_early = True
+        for i, batch in enumerate(plan_batches(units, plan.max_envs)):
+            if sink.stop():
+                stats.stopped_early = True
                 break
             number = first_batch + i
-            _BatchRun(BatchSpec(batch, number, batch_seed(seed, number)), ctx).run()
-            ctx.stats.batches += 1
+            _BatchRun(BatchSpec(batch, number, batch_seed(plan.seed, number)), plan, sink, stats).run()
+            stats.batches += 1
     finally:
-        ctx.stats.wall_s = time.perf_counter() - ctx.start
-    return ctx.stats
+        stats.wall_s = time.perf_counter() - start
+    return stats
 
 
-def play_batch(batch: Batch, number: int, seed: int, agents: Sequence["Agent"], names: Sequence[str], *,
-               device: "torch.device", env_config: "EnvConfig | None" = None, time_per_move: float | None = None,
-               game_seed: "Callable[[int, int, int], int] | None" = None) -> tuple[list[GameResult], ExecutionStats]:
-    """Batch ``number`` of a league seeded ``seed``, alone, exactly as :func:`play` plays it in turn (a
-    worker of a distributed league runs this). ``agents`` need only hold the batch's participants. The
+def play_batch(plan: LeaguePlan, batch: Batch, number: int) -> tuple[list[GameResult], ExecutionStats]:
+    """Batch ``number`` of the league, alone, exactly as :func:`play` plays it in turn (a worker of a
+    distributed league runs this). ``plan.agents`` need only hold the batch's participants. The
     results carry ``number`` as their batch id; the caller stamps the stored id."""
-    sink = ListSink()
-    ctx = PlayContext(agents, names, device, sink, env_config=env_config, time_per_move=time_per_move,
-                      game_seed=game_seed)
-    _BatchRun(BatchSpec(batch, number, batch_seed(seed, number)), ctx).run()
-    ctx.stats.batches, ctx.stats.wall_s = 1, time.perf_counter() - ctx.start
-    return sink.results, ctx.stats
+    sink, stats = ListSink(), ExecutionStats(batches=1)
+    start = time.perf_counter()
+    _BatchRun(BatchSpec(batch, number, batch_seed(plan.seed, number)), plan, sink, stats).run()
+    stats.wall_s = time.perf_counter() - start
+    return sink.results, stats
 
 
-def replay_batch(batch: Batch, seed: int, agents: Sequence["Agent"], names: Sequence[str],
-                 record: "Mapping[int, set[int]]", *, device: "torch.device", env_config: "EnvConfig | None" = None,
-                 time_per_move: float | None = None, game_seed: "Callable[[int, int, int], int] | None" = None
-                 ) -> tuple[list[GameResult], dict[tuple[int, int], Any]]:
-    """Play ``batch`` again exactly as :func:`play` played it (same seed, layout and agents) and record
-    the games ``record`` names (slot -> game numbers). Returns every game's result, to check the battles
-    against the stored ones, and the recorded battles by (slot, game)."""
+def replay_batch(plan: LeaguePlan, batch: Batch, seed: int,
+                 record: "Mapping[int, set[int]]") -> tuple[list[GameResult], dict[tuple[int, int], Any]]:
+    """Play ``batch`` again exactly as :func:`play` played it (its stored env ``seed``, same layout and
+    agents) and record the games ``record`` names (slot -> game numbers). Returns every game's result,
+    to check the battles against the stored ones, and the recorded battles by (slot, game)."""
     sink = ListSink()
-    ctx = PlayContext(agents, names, device, sink, env_config=env_config, time_per_move=time_per_move,
-                      game_seed=game_seed)
-    runner = _BatchRun(BatchSpec(batch, 0, seed, record), ctx)
+    runner = _BatchRun(BatchSpec(batch, 0, seed, record), plan, sink, ExecutionStats())
     runner.run()
     return sink.results, runner.recorded
 
@@ -149,10 +111,10 @@ def replay_batch(batch: Batch, seed: int, agents: Sequence["Agent"], names: Sequ
 class _BatchRun:
     """The state of one batch while it plays: its slot table, its pairings' queues, its seating."""
 
-    def __init__(self, spec: BatchSpec, ctx: PlayContext) -> None:
+    def __init__(self, spec: BatchSpec, plan: LeaguePlan, sink: ResultSink, stats: ExecutionStats) -> None:
         import torch
 
-        self.spec, self.ctx = spec, ctx
+        self.spec, self.plan, self.sink, self.stats = spec, plan, sink, stats
         self.record = {s: set(g) for s, g in spec.record.items()}  # replays: slot -> games to record
         self.recorder: Any = None
         self.recorded: dict[tuple[int, int], Any] = {}  # what was recorded, by (slot, game)
@@ -165,7 +127,7 @@ class _BatchRun:
         self.member_index = torch.tensor(self.members, dtype=torch.long)
         self.seating: Any = None
         self.failed: set[int] = set()
-        self.team_size = ctx.env_config.team_size if ctx.env_config is not None else 1
+        self.team_size = plan.env_config.team_size if plan.env_config is not None else 1
         self.batch_id = -1
 
     # -- main loop -----------------------------------------------------------------------------------
@@ -177,22 +139,22 @@ class _BatchRun:
         from arena.env import TensorEnv
         from arena.loop import Controller, GameLoop, Seating, observation_config
 
-        ctx, spec, n = self.ctx, self.spec, len(self.table)
-        config = observation_config(ctx.env_config, [ctx.agents[k] for k in self.members])
-        env = TensorEnv(n, device=ctx.device, seed=spec.seed, config=config)
+        plan, spec, n = self.plan, self.spec, len(self.table)
+        config = observation_config(plan.env_config, [plan.agents[k] for k in self.members])
+        env = TensorEnv(n, device=plan.device, seed=spec.seed, config=config)
         # Each participant draws from a stream of its own in this batch: stochastic agents do not share one.
-        controllers = [Controller(ctx.agents[k], ctx.names[k], "participant",
-                                  rng_seed=text_seed(f"arena-agent:{spec.seed}:{ctx.names[k]}")) for k in self.members]
-        self.batch_id = ctx.sink.batch_started(spec.number, spec.seed, n, spec.batch.games)
+        controllers = [Controller(plan.agents[k], plan.names[k], "participant",
+                                  rng_seed=text_seed(f"arena-agent:{spec.seed}:{plan.names[k]}")) for k in self.members]
+        self.batch_id = self.sink.batch_started(spec.number, spec.seed, n, spec.batch.games)
         for k in self.members:  # hung in an earlier batch: its games wait for the next run's fresh instance
-            if abandoned(ctx.agents[k]):
+            if abandoned(plan.agents[k]):
                 self._leave_queued(k)
         self._next_games(list(range(n)))
         # The seating: participant k flies its p1 slots, then its p2 slots, as one batch.
         position = torch.full((int(self.member_index.max()) + 1,), -1, dtype=torch.long)
         position[self.member_index] = torch.arange(len(self.members))
         owner = torch.stack((position[self.table.p1], position[self.table.p2]))
-        self.seating = Seating(controllers, owner, env.team_size, ctx.device, move_limit=ctx.time_per_move,
+        self.seating = Seating(controllers, owner, env.team_size, plan.device, move_limit=plan.time_per_move,
                                families=True)
         self._update_active()  # a participant with no game from the start (more slots than games) idles
         loop = GameLoop(env, self.seating)
@@ -205,18 +167,18 @@ class _BatchRun:
             self._play(env, loop)
         finally:
             self.seating.close()
-        ctx.sink.batch_finished(self.batch_id)
+        self.sink.batch_finished(self.batch_id)
 
     def _play(self, env: Any, loop: Any) -> None:
         """Step until every game of the batch is over (or, replaying, every wanted game is recorded), the
         failures of each step judged here."""
         import torch
 
-        ctx, table = self.ctx, self.table
-        devices = [ctx.device] if ctx.device.type == "cuda" else []
+        plan, table = self.plan, self.table
+        devices = [plan.device] if plan.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices), torch.no_grad():
             torch.manual_seed(self.spec.seed)  # stochastic policies draw from the global generator
-            if ctx.game_seed is not None:  # every game from its own start (replayable alone, mirrored pairs)
+            if plan.game_seeds is not None:  # every game from its own start (replayable alone, mirrored pairs)
                 starts = [self._seed_of(p1, p2, g) for p1, p2, g in zip(table.p1.tolist(), table.p2.tolist(),
                                                                          table.game.tolist())]
                 obs = env.reset(game_seeds=torch.tensor(starts, dtype=torch.int64))
@@ -231,8 +193,8 @@ class _BatchRun:
                 turn = loop.step(obs, judge=self._faults)
                 obs = turn.next_obs
                 self.step += 1
-                ctx.stats.steps += 1
-                ctx.stats.env_steps += len(table)
+                self.stats.steps += 1
+                self.stats.env_steps += len(table)
                 self._faults(self.seating.nan_failures())
                 restarted = self._collect(turn.dones, turn.infos)
                 if restarted is not None:
@@ -300,9 +262,9 @@ class _BatchRun:
     def _seed_of(self, p1: int, p2: int, game: int, stored: bool = False) -> int:
         """The start seed of ``game`` between ``p1`` and ``p2`` (0 for no game: the slot then idles). ``stored``:
         what the game's record keeps, its batch's seed when games have no starts of their own."""
-        if self.ctx.game_seed is None:
+        if self.plan.game_seeds is None:
             return self.spec.seed if stored else 0
-        return self.ctx.game_seed(p1, p2, game) if game >= 0 else 0
+        return self.plan.game_seeds(p1, p2, game) if game >= 0 else 0
 
     def _collect(self, dones: "torch.Tensor", infos: dict[str, Any]) -> "dict[str, Any] | None":
         """Record games that ended this step and start the next game in their slots; returns the
@@ -351,7 +313,7 @@ class _BatchRun:
         """The recording of ``game``, which just ended in env ``s`` (the batch's ``slot``)."""
         from arena.replay import battle_meta
 
-        a, b = self.ctx.names[p1], self.ctx.names[p2]
+        a, b = self.plan.names[p1], self.plan.names[p2]
         meta = battle_meta(self.recorder.env.config, a, b, seed=self._seed_of(p1, p2, game, stored=True),
                            title=f"{a} v {b} · game {game}")
         self.recorded[slot, game] = self.recorder.take(self.recorder.envs.index(slot), meta)
@@ -373,13 +335,13 @@ class _BatchRun:
         if k in self.failed:
             return
         self.failed.add(k)
-        reason = f"{self.ctx.names[k]} {reason}"[:REASON_MAX]
+        reason = f"{self.plan.names[k]} {reason}"[:REASON_MAX]
         t, results = self.table, []
         for s in t.involving(k):
             p1, p2, game, slot = (int(col[s]) for col in (t.p1, t.p2, t.game, t.slot))
             other = p2 if k == p1 else p1
             if other != k and other in together:
-                self.ctx.stats.left += 1  # no result, as for a game not yet started
+                self.stats.left += 1  # no result, as for a game not yet started
             else:
                 results.append(GameResult(p1, p2, game, P2_WINS if k == p1 else P1_WINS, self.step - int(t.began[s]),
                                           float("nan"), float("nan"), 0, 0, self.batch_id, slot,
@@ -393,12 +355,9 @@ class _BatchRun:
         """Drop ``k``'s games not yet started in this batch: unplayed, so the next run plays them."""
         for u, unit in enumerate(self.spec.batch.units):
             if k in (unit.p1, unit.p2):
-                self.ctx.stats.left += len(self.queues[u])
+                self.stats.left += len(self.queues[u])
                 self.queues[u].clear()
 
     def _report(self, results: list[GameResult]) -> None:
         if results:
-            self.ctx.sink.games_finished(results)
-            self.ctx.stats.count(results)
-            if self.ctx.progress is not None:
-                self.ctx.progress.update(self.ctx.stats.games, forfeits=self.ctx.stats.forfeits)
+            self.sink.games_finished(results)

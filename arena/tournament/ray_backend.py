@@ -26,7 +26,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from arena.guard import first_line
 from arena.output_files import write_bytes
 from arena.tournament.batching import Batch, batch_seed, plan_batches
+from arena.tournament.league_plan import LeaguePlan
 from arena.tournament.participants import Participant, build_participant
 from arena.tournament.results import GameResult
 from arena.tournament.schedule import Unit
@@ -42,7 +43,6 @@ from arena.tournament.sinks import ExecutionStats, ResultSink
 
 if TYPE_CHECKING:
     from arena.agents import Agent, Registry
-    from arena.progress import Progress
 
 DEFAULT_RETRIES = 3  # times Ray runs a task again after its worker or node died
 INSTALL_HINT = "pip install 'agent-arena[ray]'"
@@ -67,19 +67,21 @@ class RayError(RuntimeError):
 
 @dataclass(frozen=True)
 class LeagueSpec:
-    """What every worker needs to play any batch of the league; put in the object store once."""
+    """The league as a worker builds it: the plan without its agents (the driver's stay with it; a worker
+    builds its own from the plan's participants), the registry to build them with, and the device the
+    league file asks for; put in the object store once."""
 
-    participants: tuple[Participant, ...]
+    plan: LeaguePlan
     registry: "Registry[type]"
     device: str
-    env_config: dict[str, Any]
-    seed: int
-    time_per_move: float | None
-    game_seed: Callable[[int, int, int], int] | None
+
+    @classmethod
+    def of(cls, plan: LeaguePlan, registry: "Registry[type]", device: str) -> "LeagueSpec":
+        return cls(replace(plan, agents=()), registry, device)
 
     @property
-    def names(self) -> list[str]:
-        return [p.name for p in self.participants]
+    def participants(self) -> Sequence[Participant]:
+        return self.plan.participants
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,20 @@ class RaySettings:
 
     address: str | None = None
     retries: int = DEFAULT_RETRIES
+
+
+@dataclass(frozen=True)
+class RemotePlay:
+    """How a league plays on Ray: the league as workers see it, the cluster's CPUs, the settings."""
+
+    spec: LeagueSpec
+    cpus: float
+    settings: RaySettings
+
+    @property
+    def in_flight(self) -> int:
+        """Tasks submitted at a time: two per CPU, so a worker has its next batch ready."""
+        return max(2, int(2 * self.cpus))
 
 
 @dataclass
@@ -267,41 +283,37 @@ def captured_stderr() -> Iterator[list[str]]:
         os.close(saved)
 
 
-def play_on_ray(spec: LeagueSpec, units: Sequence[Unit], sink: ResultSink, *, max_envs: int, in_flight: int = 2,
-                first_batch: int = 0, progress: "Progress | None" = None, max_batches: int | None = None,
-                stop: Callable[[], bool] | None = None, retries: int = DEFAULT_RETRIES,
-                warnings: list[str] | None = None) -> ExecutionStats:
+def play_on_ray(remote: RemotePlay, units: Sequence[Unit], sink: ResultSink, first_batch: int = 0) -> ExecutionStats:
     """Play ``units`` as Ray tasks, storing each batch through ``sink`` as it arrives.
 
-    The batches are the ones :func:`play` would play, one task each: same layout (``max_envs``), and
-    batch ``first_batch + i`` has the same seed, so every game is played exactly as in one process.
-    At most ``in_flight`` tasks are out at a time (two per CPU of the cluster suits). ``stop()`` is
-    asked after each arrival (a decided SPRT cancels what is out). A task still failing after
-    ``retries`` runs again is noted in ``warnings`` and its games are left for the next run; a task
-    whose code raised stops the league with :class:`RayError` once the batches already back are stored.
+    The batches are the ones :func:`play` would play, one task each: same layout (the plan's
+    ``max_envs``), and batch ``first_batch + i`` has the same seed, so every game is played exactly as
+    in one process. At most ``remote.in_flight`` tasks are out at a time. ``sink.stop()`` is asked
+    after each arrival (a decided SPRT cancels what is out). A task still failing after its retries is
+    noted in the returned ``lost`` and its games are left for the next run; a task whose code raised
+    stops the league with :class:`RayError` once the batches already back are stored.
     """
     ray = import_ray()
     stats = ExecutionStats()
     start = time.perf_counter()
+    spec, retries = remote.spec, remote.settings.retries
     spec = replace(spec, device=worker_device(spec.device, float(ray.cluster_resources().get("GPU", 0.0))))
     on_gpu = spec.device == "cuda"
-    batches = plan_batches(units, max_envs)
-    if max_batches is not None:
-        batches = batches[:max_batches]
+    batches = plan_batches(units, spec.plan.max_envs)
     league = ray.put(spec)
     checkpoints = {p.key: ray.put(Path(p.checkpoint).read_bytes()) for p in spec.participants if p.checkpoint}
-    remote = ray.remote(_play_task).options(num_cpus=1, num_gpus=1 if on_gpu else 0, max_retries=retries,
-                                            retry_exceptions=False)
+    task = ray.remote(_play_task).options(num_cpus=1, num_gpus=1 if on_gpu else 0, max_retries=retries,
+                                          retry_exceptions=False)
     pending: dict[Any, tuple[int, Batch]] = {}
     queue = list(enumerate(batches, start=first_batch))[::-1]
 
     def submit() -> None:  # keep the workers busy, and no more: a decided SPRT cancels little
-        while queue and len(pending) < in_flight:
+        while queue and len(pending) < remote.in_flight:
             number, batch = queue.pop()
             members = {u.p1 for u in batch.units} | {u.p2 for u in batch.units}
             refs = {spec.participants[k].key: checkpoints[spec.participants[k].key]
                     for k in members if spec.participants[k].key in checkpoints}
-            pending[remote.remote(league, batch, number, refs)] = (number, batch)
+            pending[task.remote(league, batch, number, refs)] = (number, batch)
 
     submit()
     done = 0
@@ -316,15 +328,13 @@ def play_on_ray(spec: LeagueSpec, units: Sequence[Unit], sink: ResultSink, *, ma
                     raise RayError(f"batch {number} failed on a Ray worker: {task_error(exc)}") from None
                 except ray.exceptions.RayError as exc:  # worker or node lost, retries spent
                     stats.left += batch.games
-                    if warnings is not None:
-                        warnings.append(f"batch {number} ({batch.games} games) was lost after {retries} retries "
+                    stats.lost.append(f"batch {number} ({batch.games} games) was lost after {retries} retries "
                                         f"({first_line(exc)}); run the league again to play them")
                     continue
                 done += 1
-                if progress is not None:
-                    progress.update(stats.games, tasks=f"{done}/{len(batches)}")
+                sink.show(tasks=f"{done}/{len(batches)}")
                 store_outcome(outcome, sink, stats)
-            if (pending or queue) and stop is not None and stop():
+            if (pending or queue) and sink.stop():
                 stats.stopped_early = True
                 break
             submit()
@@ -349,8 +359,6 @@ def store_outcome(outcome: BatchOutcome, sink: ResultSink, stats: ExecutionStats
     sink.games_finished([replace(r, batch=batch_id) for r in outcome.results])
     sink.batch_finished(batch_id)
     s = outcome.stats
-    stats.games += s.games
-    stats.forfeits += s.forfeits
     stats.batches += 1
     stats.steps += s.steps
     stats.env_steps += s.env_steps
@@ -366,28 +374,28 @@ def _play_task(spec: LeagueSpec, batch: Batch, number: int, checkpoints: dict[st
     """A Ray task: build the batch's participants (once per worker process) and play the batch."""
     import torch
 
-    from arena.env import EnvConfig, resolve_device
+    from arena.env import resolve_device
     from arena.tournament.executor import play_batch
 
     torch.set_num_threads(1)
     device = resolve_device(spec.device)
-    env_config = EnvConfig.from_dict(spec.env_config)
     members = sorted({u.p1 for u in batch.units} | {u.p2 for u in batch.units})
     agents: list[Any] = [None] * len(spec.participants)
     for k in members:
-        agents[k] = worker_agent(spec, spec.participants[k], device, env_config, checkpoints)
-    seed = batch_seed(spec.seed, number)
-    results, stats = play_batch(batch, number, spec.seed, agents, spec.names, device=device, env_config=env_config,
-                                time_per_move=spec.time_per_move, game_seed=spec.game_seed)
+        agents[k] = worker_agent(spec, spec.participants[k], device, checkpoints)
+    plan = replace(spec.plan, agents=agents, device=device)
+    seed = batch_seed(plan.seed, number)
+    results, stats = play_batch(plan, batch, number)
     return BatchOutcome(number, seed, batch.num_envs, batch.games, results, stats,
                         f"{socket.gethostname()}:{os.getpid()}")
 
 
-def worker_agent(spec: LeagueSpec, p: Participant, device: Any, env_config: Any,
-                 checkpoints: dict[str, Any]) -> "Agent":
+def worker_agent(spec: LeagueSpec, p: Participant, device: Any, checkpoints: dict[str, Any]) -> "Agent":
     """Participant ``p`` on this worker, built on first use: its checkpoint is fetched from the object
     store, checked against the driver's hash and written to a local file named by that hash."""
-    cache_key = (p.key, str(device), json.dumps(spec.env_config, sort_keys=True))
+    env_config = spec.plan.env_config
+    settings = env_config.to_dict() if env_config is not None else None
+    cache_key = (p.key, str(device), json.dumps(settings, sort_keys=True))
     if cache_key in _AGENTS:
         return _AGENTS[cache_key]
     local = None

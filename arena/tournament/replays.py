@@ -14,22 +14,20 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from arena.output_files import write_text
 from arena.tournament.batching import Batch
 from arena.tournament.executor import replay_batch
+from arena.tournament.league_plan import LeaguePlan
 from arena.tournament.results import DRAW, GameResult
 from arena.tournament.schedule import Unit
 
 if TYPE_CHECKING:
-    import torch
-
-    from arena.agents import Agent
-    from arena.env import EnvConfig
+    from arena.progress import Progress
     from arena.tournament.store import ResultStore
 
 FOLDER = "replays"
@@ -136,15 +134,15 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "participant"
 
 
-def record_replays(store: "ResultStore", picks: Sequence[Notable], ids: Sequence[int], names: Sequence[str],
-                   agents: Sequence["Agent"], output: Path, *, device: "torch.device",
-                   env_config: "EnvConfig | None", time_per_move: float | None,
-                   game_seed: "Callable[[int, int, int], int] | None", progress: bool = True,
-                   stream: TextIO | None = None) -> list[ReplayEntry]:
-    """Record ``picks`` by playing their batches again; write ``output/replays/*.html|.acmi`` and an index."""
-    from arena.progress import Progress
+def record_replays(plan: LeaguePlan, store: "ResultStore", ids: Sequence[int], picks: Sequence[Notable],
+                   meter: "Progress") -> list[ReplayEntry]:
+    """Record ``picks`` (games by league position; ``ids`` are the positions' stored ids) by playing
+    their batches again; write ``replays/*.html|.acmi`` and an index beside the store. ``meter`` counts
+    the games recorded."""
     from arena.replay import save_battle
 
+    names, device = plan.names, plan.device
+    output = store.path.parent
     position = {pid: i for i, pid in enumerate(ids)}
     folder = output / FOLDER
     entries: dict[int, ReplayEntry] = {}
@@ -153,8 +151,6 @@ def record_replays(store: "ResultStore", picks: Sequence[Notable], ids: Sequence
         g = n.game
         entries[k] = ReplayEntry(names[g.p1], names[g.p2], g.game_index, n.kind, n.reason)
         by_batch.setdefault(g.batch, []).append(k)
-    meter = Progress(len(picks), unit="games", label="recording replays", stream=stream,
-                     enabled=progress and bool(picks))
     done = 0
     try:
         for batch_id, wanted in sorted(by_batch.items()):
@@ -172,8 +168,7 @@ def record_replays(store: "ResultStore", picks: Sequence[Notable], ids: Sequence
             slots: dict[int, set[int]] = {}
             for k in wanted:
                 slots.setdefault(picks[k].game.slot, set()).add(picks[k].game.game_index)
-            results, battles = replay_batch(layout, seed, agents, names, slots, device=device, env_config=env_config,
-                                            time_per_move=time_per_move, game_seed=game_seed)
+            results, battles = replay_batch(plan, layout, seed, slots)
             replayed = {(r.slot, r.game_index): r for r in results}
             for k in wanted:
                 g = picks[k].game

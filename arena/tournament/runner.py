@@ -19,32 +19,35 @@ from typing import TYPE_CHECKING, Any, TextIO
 from arena.tournament.batching import GameSeeds
 from arena.tournament.executor import play
 from arena.tournament.league_config import ConfigError, RatingConfig, TournamentConfig, stored_setting
+from arena.tournament.league_plan import LeaguePlan
 from arena.tournament.participants import Participant, build_agents, resolve_participants
-from arena.tournament.ray_backend import LeagueSpec, RaySettings, play_on_ray, ray_cluster
+from arena.tournament.ray_backend import LeagueSpec, RaySettings, RemotePlay, play_on_ray, ray_cluster
 from arena.tournament.report import Entrant, TournamentReport, build_report, write_report
 from arena.tournament.report.warnings import ReportWarning
 from arena.tournament.results import GameResult
 from arena.tournament.schedule import Unit, games_per_side, missing, pairings, scheduled_pairs, total_games, units
-from arena.tournament.sinks import ExecutionStats
+from arena.tournament.sinks import ExecutionStats, ResultSink
 from arena.tournament.sprt import SPRTState
 from arena.tournament.store import SCHEMA_VERSION, FolderLock, ResultStore, RunRecord, StoreError, db_path
 
 if TYPE_CHECKING:
-    from arena.agents import Agent, Registry
+    from arena.agents import Registry
 
 
-class _StoreSink:
+class _StoreSink(ResultSink):
     """Executor results → database rows (positions become participant ids); keeps the league's running
-    pair tables for the interim leader shown while playing, and the SPRT state of a gauntlet."""
+    pair tables for the interim leader shown while playing, and the SPRT state of a gauntlet. It stops
+    the schedule once the SPRT has decided, or after ``max_batches`` (tests simulate an interruption)."""
 
     def __init__(self, store: ResultStore, run_id: int, ids: Sequence[int], device: str, names: Sequence[str],
-                 known: Sequence[GameResult] = (), sprt: SPRTState | None = None, bar: Any = None) -> None:
+                 known: Sequence[GameResult] = (), sprt: SPRTState | None = None,
+                 max_batches: int | None = None) -> None:
         import numpy as np
 
+        super().__init__()
         self.store, self.run_id, self.ids, self.device = store, run_id, list(ids), device
-        self.names, self.sprt, self.bar = list(names), sprt, bar
-        self.games = 0
-        self.forfeits = 0
+        self.names, self.sprt, self.max_batches = list(names), sprt, max_batches
+        self.batches = 0
         n = len(self.ids)
         self.score, self.count = np.zeros((n, n)), np.zeros((n, n))
         self._tally(known)
@@ -74,25 +77,27 @@ class _StoreSink:
     def batch_started(self, number: int, seed: int, num_envs: int, games: int) -> int:
         return self.store.start_batch(self.run_id, seed, num_envs, games, self.device)
 
-    def games_finished(self, results: list[GameResult]) -> None:
+    def keep(self, results: list[GameResult]) -> None:
         ids = self.ids
         self.store.add_games(replace(r, p1=ids[r.p1], p2=ids[r.p2],
                                      forfeit_by=ids[r.forfeit_by] if r.forfeit_by is not None else None)
                              for r in results)
-        self.games += len(results)
-        self.forfeits += sum(r.forfeit for r in results)
         self._tally(results)
 
     def batch_finished(self, batch_id: int) -> None:
         self.store.finish_batch(batch_id)
-        if self.bar is not None:  # interim ratings while playing: the leader so far
+        self.batches += 1
+        if self.progress is not None:  # interim ratings while playing: the leader so far
             fields: dict[str, object] = {"forfeits": self.forfeits, "lead": self.leader()}
             if self.sprt is not None:
                 fields["llr"] = " ".join(f"{self.sprt.value(c):+.2f}" for c in self.sprt.candidates)
-            self.bar.update(self.games, force=True, **fields)
+            self.show(force=True, **fields)
 
     def decided(self) -> bool:
         return self.sprt is not None and self.sprt.decided()
+
+    def stop(self) -> bool:
+        return self.decided() or (self.max_batches is not None and self.batches >= self.max_batches)
 
 
 def schedule_units(num: int, fmt: str, candidates: Sequence[int], games_per_pairing: int,
@@ -112,32 +117,22 @@ def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "
     be run; ``KeyboardInterrupt`` after flushing every finished game (the next run resumes).
     """
     from arena.agents import agent_registry
-    from arena.env import DeviceUnavailableError, EnvConfig, resolve_device
 
-    try:
-        device = resolve_device(config.device)
-    except ValueError as exc:
-        if ray is None or not isinstance(exc, DeviceUnavailableError):
-            raise ConfigError(config.file, "device", str(exc)) from None
-        device = resolve_device("cpu")  # the GPUs are the workers': here the agents are only checked
-    env_config = EnvConfig.from_dict(config.env)
     registry = registry if registry is not None else agent_registry()
-    participants = resolve_participants(config, registry)
-    agents = build_agents(config, participants, device, env_config, registry)
-
+    plan = resolve_league(config, registry, on_ray=ray is not None)
+    options = RunOptions(progress, stream, max_batches)
     cluster = ray_cluster(ray.address) if ray is not None else nullcontext(0.0)
     with cluster as cpus, FolderLock(config.output):  # one tournament per output folder at a time
-        remote = None
         if ray is not None:
-            spec = LeagueSpec(tuple(participants), registry, config.device, env_config.to_dict(), config.seed,
-                              config.time_per_move, league_seeds(config, participants))
-            remote = RemotePlay(spec, cpus, ray)
+            options.remote = RemotePlay(LeagueSpec.of(plan, registry, config.device), cpus, ray)
         store = ResultStore(db_path(config.output), fresh=fresh)
         note_migration(store)
         try:
             store.tidy_stale_runs()  # runs left 'running' by a process that was killed
-            report = _play_and_report(config, store, participants, agents, device, env_config, progress, stream,
-                                      max_batches, retry_forfeits, remote)
+            league = schedule(config, plan, store, retry_forfeits)
+            sink, stats = play_league(plan, league, options)
+            report = rate(league, sink, stats, options)
+            write_league_report(plan, league, report, options)
         finally:
             store.close()
     if notify:
@@ -145,18 +140,51 @@ def run_tournament(config: TournamentConfig, *, fresh: bool = False, registry: "
     return report
 
 
-@dataclass(frozen=True)
-class RemotePlay:
-    """How this run plays on Ray: the league as workers see it, the cluster's CPUs, the settings."""
+def resolve_league(config: TournamentConfig, registry: "Registry[type]",
+                   on_ray: bool = False) -> LeaguePlan:
+    """The league file as it is played: the device, the env, every participant looked up, hashed and
+    built (a corrupt checkpoint stops the run here, not an hour later). ``on_ray``: a device this
+    machine lacks is the workers' affair, and the agents here are built on the CPU only to check them."""
+    from arena.env import DeviceUnavailableError, EnvConfig, resolve_device
 
-    spec: LeagueSpec
-    cpus: float
-    settings: RaySettings
+    try:
+        device = resolve_device(config.device)
+    except ValueError as exc:
+        if not on_ray or not isinstance(exc, DeviceUnavailableError):
+            raise ConfigError(config.file, "device", str(exc)) from None
+        device = resolve_device("cpu")
+    env_config = EnvConfig.from_dict(config.env)
+    participants = resolve_participants(config, registry)
+    agents = build_agents(config, participants, device, env_config, registry)
+    return LeaguePlan(agents, [p.name for p in participants], device, env_config, config.seed, config.max_envs,
+                      config.time_per_move, league_seeds(config, participants), tuple(participants))
 
-    @property
-    def in_flight(self) -> int:
-        """Tasks submitted at a time: two per CPU, so a worker has its next batch ready."""
-        return max(2, int(2 * self.cpus))
+
+@dataclass
+class RunOptions:
+    """How this run plays, beside the league itself: the progress line and where it goes, a stop after
+    ``max_batches`` (tests), and Ray (``remote``)."""
+
+    progress: bool = True
+    stream: TextIO | None = None
+    max_batches: int | None = None
+    remote: RemotePlay | None = None
+
+
+@dataclass
+class StoredLeague:
+    """The league against its database: its file, this run's record, the participants' ids, the planned
+    games and what is still to play, and what it started from."""
+
+    config: TournamentConfig
+    store: ResultStore
+    run_id: int
+    ids: list[int]
+    planned: list[Unit]
+    todo: list[Unit]
+    known: list[GameResult]  # the stored games of its schedule, by position
+    retried: int  # stored forfeits deleted to be played again
+    sprt: SPRTState | None
 
 
 def league_seeds(config: TournamentConfig, participants: Sequence[Participant]) -> GameSeeds:
@@ -188,16 +216,16 @@ def same_env(stored: str, env_config: Any) -> bool:
         return False
 
 
-def _play_and_report(config: TournamentConfig, store: ResultStore, participants: Sequence[Participant],
-                     agents: Sequence["Agent"], device: Any, env_config: Any, progress: bool, stream: TextIO | None,
-                     max_batches: int | None, retry_forfeits: bool = False,
-                     remote: RemotePlay | None = None) -> TournamentReport:
+def schedule(config: TournamentConfig, plan: LeaguePlan, store: ResultStore,
+             retry_forfeits: bool = False) -> StoredLeague:
+    """Step 1: the league's games against the database — which are planned, which are stored, which
+    are left — and this run's record. Stored games played under other env settings are an error."""
     import torch
 
     from arena import __version__
-    from arena.errors import is_out_of_memory
-    from arena.progress import Progress
+    from arena.env import EnvConfig
 
+    env_config, participants = plan.env_config or EnvConfig(), plan.participants
     env_text = json.dumps(env_config.to_dict(), sort_keys=True)
     stored_env = store.meta("env_config")
     if stored_env not in (None, env_text) and store.game_count() and not same_env(stored_env, env_config):
@@ -207,7 +235,7 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
     store.set_meta("env_config", env_text)
     ids = [store.participant_id(p.key, p.name, p.agent, p.params, p.checkpoint, p.checkpoint_sha256)
            for p in participants]
-    names = [p.name for p in participants]
+    names = list(plan.names)
     cand = [names.index(c) for c in config.candidates]
     refs = [names.index(r) for r in config.references]
     planned = schedule_units(len(participants), config.format, cand, config.games_per_pairing, refs)
@@ -217,64 +245,83 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
     stored_pos = {(position[a], position[b]): v for (a, b), v in stored.items()}
     todo = missing(planned, stored_pos)
     versions = {"arena": __version__, "torch": torch.__version__, "python": sys.version.split()[0]}
-    todo_games = total_games(todo)
-    stats = ExecutionStats()
-    run_id = store.start_run(config.to_dict(), ids, str(device), versions)
+    run_id = store.start_run(config.to_dict(), ids, str(plan.device), versions)
     sprt = SPRTState.start(config.sprt, tuple(cand)) if config.sprt is not None else None
     known = []  # the league's stored games, positions as ids: the running tables start from them
     if stored:
         ordered = {(u.p1, u.p2) for u in planned}
         known = [g for g in store.games(ids, outcomes_only=True, relabel=position) if (g.p1, g.p2) in ordered]
-    sink = _StoreSink(store, run_id, ids, str(device), names, known, sprt)
-    lost: list[str] = []  # Ray batches given up on after their retries
+    return StoredLeague(config, store, run_id, ids, planned, todo, known, retried, sprt)
+
+
+def play_league(plan: LeaguePlan, league: StoredLeague, options: RunOptions) -> tuple[_StoreSink, ExecutionStats]:
+    """Step 2: play what is left, here or on Ray, every finished game stored as it ends; the run's
+    record says how it ended, whatever ends it."""
+    from arena.errors import is_out_of_memory
+    from arena.progress import Progress
+
+    config, store = league.config, league.store
+    sink = _StoreSink(store, league.run_id, league.ids, str(plan.device), plan.names, league.known, league.sprt,
+                      options.max_batches)
+    todo_games = total_games(league.todo)
+    stats = ExecutionStats()
     status = "interrupted"  # whatever ends the run early and is not an error: Ctrl-C, SIGTERM, sys.exit
     try:
-        bar = Progress(todo_games, unit="games", label=config.name, stream=stream,
-                       enabled=progress and todo_games > 0)
-        sink.bar = bar if bar.enabled else None
-        stop = sink.decided if sprt is not None else None
+        bar = Progress(todo_games, unit="games", label=config.name, stream=options.stream,
+                       enabled=options.progress and todo_games > 0)
+        sink.progress = bar if bar.enabled else None
         try:
-            if remote is not None:
-                stats = play_on_ray(remote.spec, todo, sink, max_envs=config.max_envs, in_flight=remote.in_flight,
-                                    first_batch=store.batch_count(), progress=bar, max_batches=max_batches,
-                                    stop=stop, retries=remote.settings.retries, warnings=lost)
+            if options.remote is not None:
+                stats = play_on_ray(options.remote, league.todo, sink, store.batch_count())
             else:
-                stats = play(agents, todo, sink, device=device, env_config=env_config, max_envs=config.max_envs,
-                             seed=config.seed, first_batch=store.batch_count(), names=names, progress=bar,
-                             max_batches=max_batches, time_per_move=config.time_per_move, stop=stop,
-                             game_seed=league_seeds(config, participants))
+                stats = play(plan, league.todo, sink, store.batch_count())
         finally:
             bar.close()
-        status = "finished" if max_batches is None else "stopped"
+        status = "finished" if options.max_batches is None else "stopped"
     except (MemoryError, RuntimeError) as exc:  # torch's OutOfMemoryError is a RuntimeError
         status = "failed"
         if not is_out_of_memory(exc):
             raise
         raise ConfigError(config.file, "max_envs", f"{config.max_envs} battles at once do not fit in the memory "
-                                                   f"of {device}; expected a lower max_envs (finished games are "
-                                                   f"stored)") from None
+                                                   f"of {plan.device}; expected a lower max_envs (finished games "
+                                                   f"are stored)") from None
     except Exception:
         status = "failed"
         raise
     finally:
-        store.finish_run(run_id, status, sink.games)
+        store.finish_run(league.run_id, status, sink.games)
+    return sink, stats
+
+
+def rate(league: StoredLeague, sink: _StoreSink, stats: ExecutionStats, options: RunOptions) -> TournamentReport:
+    """Step 3: this run's league rated from the stored games (even if another run came later), with
+    what this run did."""
+    store, sprt = league.store, league.sprt
     t0 = time.perf_counter()
-    report = league_report(store, store.run(run_id))  # this run's league, even if another run came later
+    report = league_report(store, store.run(league.run_id))
     rating_s = time.perf_counter() - t0
-    report.run = {"played": sink.games, "forfeited": sink.forfeits, "retried_forfeits": retried,
-                  "left_after_failure": stats.left, "sprt": sprt.summary(names) if sprt is not None else None,
-                  "stopped_by_sprt": stats.stopped_early,
-                  "already_stored": total_games(planned) - todo_games,
-                  "wall_s": round(stats.wall_s, 3), "games_per_second": round(stats.games_per_second, 1),
-                  "rating_s": round(rating_s, 3), "device": str(device), "batches": stats.batches}
-    if remote is not None:
-        report.run["ray"] = {"cpus": remote.cpus, "retries": remote.settings.retries, "lost_batches": len(lost)}
-        report.warnings.extend(ReportWarning("batch_lost", note=text) for text in lost)
-    if config.replays and status == "finished":
+    planned_games = total_games(league.planned)
+    report.run = {"played": sink.games, "forfeited": sink.forfeits, "retried_forfeits": league.retried,
+                  "left_after_failure": stats.left, "sprt": sprt.summary(sink.names) if sprt is not None else None,
+                  "stopped_by_sprt": stats.stopped_early and sink.decided(),
+                  "already_stored": planned_games - total_games(league.todo),
+                  "wall_s": round(stats.wall_s, 3),
+                  "games_per_second": round(sink.games / stats.wall_s if stats.wall_s > 0 else 0.0, 1),
+                  "rating_s": round(rating_s, 3), "device": sink.device, "batches": stats.batches}
+    if options.remote is not None:
+        report.run["ray"] = {"cpus": options.remote.cpus, "retries": options.remote.settings.retries,
+                             "lost_batches": len(stats.lost)}
+        report.warnings.extend(ReportWarning("batch_lost", note=text) for text in stats.lost)
+    return report
+
+
+def write_league_report(plan: LeaguePlan, league: StoredLeague, report: TournamentReport,
+                        options: RunOptions) -> None:
+    """Step 4: the notable games recorded (a league played to its end), then the reports written."""
+    if league.config.replays and options.max_batches is None:
         t0 = time.perf_counter()
         try:
-            report.replays = notable_replays(config, store, report, planned, ids, names, agents, device, env_config,
-                                             participants, progress, stream)
+            report.replays = notable_replays(plan, league, report, options)
         except Exception as exc:  # noqa: BLE001 - the games and ratings are safe; the report still gets written
             from arena.guard import first_line
 
@@ -283,26 +330,24 @@ def _play_and_report(config: TournamentConfig, store: ResultStore, participants:
     t0 = time.perf_counter()
     write_report(report)
     report.run["reports_s"] = round(time.perf_counter() - t0, 3)  # the CSVs, report.md and pictures
-    return report
 
 
-def notable_replays(config: TournamentConfig, store: ResultStore, report: TournamentReport, planned: Sequence[Unit],
-                    ids: Sequence[int], names: Sequence[str], agents: Sequence["Agent"], device: Any, env_config: Any,
-                    participants: Sequence[Participant], progress: bool, stream: TextIO | None = None) -> list[Any]:
-    """Record ``config.replays`` notable games per pairing of the rated league (see replays.py); ``planned``
-    is the league's schedule."""
+def notable_replays(plan: LeaguePlan, league: StoredLeague, report: TournamentReport,
+                    options: RunOptions) -> list[Any]:
+    """Record the league file's ``replays`` notable games per pairing of the rated league (see replays.py)."""
+    from arena.progress import Progress
     from arena.tournament.replays import notable_games, record_replays
 
+    config, store, ids, names = league.config, league.store, league.ids, plan.names
     board = report.leaderboard.set_index("name")
     elo = [float(board.loc[n, "elo"]) for n in names]
     position = {pid: i for i, pid in enumerate(ids)}
     games = store.games(ids, max_index=config.games_per_pairing // 2, outcomes_only=True, relabel=position)
-    ordered = {(u.p1, u.p2) for u in planned}
+    ordered = {(u.p1, u.p2) for u in league.planned}
     picks = notable_games([g for g in games if (g.p1, g.p2) in ordered], elo, names, config.replays)
-    return record_replays(store, picks, ids, names, agents, config.output, device=device, env_config=env_config,
-                          time_per_move=config.time_per_move,
-                          game_seed=league_seeds(config, participants), progress=progress,
-                          stream=stream)
+    meter = Progress(len(picks), unit="games", label="recording replays", stream=options.stream,
+                     enabled=options.progress and bool(picks))
+    return record_replays(plan, store, ids, picks, meter)
 
 
 def league_report(store: ResultStore, run: RunRecord, rating: RatingConfig | None = None) -> TournamentReport:

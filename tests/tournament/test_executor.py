@@ -9,6 +9,7 @@ import torch
 
 from arena.env import EnvConfig
 from arena.tournament.executor import play
+from arena.tournament.league_plan import LeaguePlan
 from arena.tournament.results import P1_WINS, P2_WINS
 from arena.tournament.schedule import pairings, total_games, units
 from arena.tournament.sinks import ListSink
@@ -27,7 +28,7 @@ def league(extra=None):
 def run(agents, games=4, max_envs=64, seed=0, **kw):
     sink = ListSink()
     us = units(pairings(len(agents)), games)
-    stats = play(agents, us, sink, env_config=ENV, max_envs=max_envs, seed=seed, **kw)
+    stats = play(LeaguePlan.of(agents, env_config=ENV, max_envs=max_envs, seed=seed, **kw), us, sink)
     return sink, stats, us
 
 
@@ -37,7 +38,7 @@ def test_every_game_played_exactly_once(max_envs: int) -> None:
     keys = Counter((r.p1, r.p2, r.game_index) for r in sink.results)
     assert set(keys) == {(u.p1, u.p2, g) for u in us for g in u.games}
     assert max(keys.values()) == 1
-    assert stats.games == total_games(us) == 18 and stats.forfeits == 0
+    assert sink.games == total_games(us) == 18 and sink.forfeits == 0
     assert all(r.winner in (0, 1, 2) and 0 < r.length <= 60 for r in sink.results)
     if max_envs == 5:
         assert stats.batches > 1 and all(b[2] <= 5 for b in sink.batches)
@@ -85,7 +86,7 @@ def test_misbehaving_participant_forfeits_its_batch_games(mode: str, reason: str
     assert all(r.length <= 3 for r in mine)
     # everyone else played their games out
     assert len(others) == 12 and not any(r.forfeit for r in others)
-    assert stats.forfeits == 12 and stats.games == 24
+    assert sink.forfeits == 12 and sink.games == 24
 
 
 def test_a_failure_loses_the_games_in_flight_and_leaves_the_queued_ones_unplayed() -> None:
@@ -97,7 +98,7 @@ def test_a_failure_loses_the_games_in_flight_and_leaves_the_queued_ones_unplayed
     assert mine and all(r.forfeit_by == 3 and r.length <= 3 for r in mine)  # only the games it was playing
     scheduled = sum(len(u.games) for u in us if 3 in (u.p1, u.p2))
     assert len(mine) + stats.left == scheduled  # the rest are not stored: the next run plays them
-    assert stats.games == len(sink.results) and stats.forfeits == len(mine)
+    assert sink.games == len(sink.results) and sink.forfeits == len(mine)
 
 
 def test_forfeit_is_per_batch() -> None:
@@ -118,7 +119,7 @@ def test_ctrl_c_propagates_after_reporting_finished_games() -> None:
     sink = ListSink()
     us = units(pairings(4), 4)
     with pytest.raises(KeyboardInterrupt):
-        play(agents, us, sink, env_config=ENV, max_envs=4, seed=0)
+        play(LeaguePlan.of(agents, env_config=ENV, max_envs=4, seed=0), us, sink)
     assert 0 < len(sink.results) < total_games(us)
 
 
@@ -170,8 +171,8 @@ class Memory(Pursuer):
 def test_per_env_memory_is_cleared_when_a_slot_starts_its_next_game() -> None:
     agents = [Memory(fire_km=8.0), Memory(fire_km=25.0), Idle()]
     sink, stats, us = run(agents, games=8, max_envs=3)  # few slots: each plays several games back to back
-    assert stats.forfeits == 0, [r.forfeit_reason for r in sink.results if r.forfeit][:1]
-    assert stats.games == total_games(us)
+    assert sink.forfeits == 0, [r.forfeit_reason for r in sink.results if r.forfeit][:1]
+    assert sink.games == total_games(us)
     for agent in agents[:2]:
         assert agent.resets >= 8 * 2  # at least every game it played ended with a reset of its env
 
@@ -196,7 +197,8 @@ def test_ctrl_c_propagates_with_or_without_a_time_limit(time_per_move) -> None:
     agents = league(Faulty(mode="interrupt", after=40))
     sink = ListSink()
     with pytest.raises(KeyboardInterrupt):
-        play(agents, units(pairings(4), 4), sink, env_config=ENV, max_envs=4, seed=0, time_per_move=time_per_move)
+        play(LeaguePlan.of(agents, env_config=ENV, max_envs=4, seed=0, time_per_move=time_per_move),
+             units(pairings(4), 4), sink)
     assert sink.results
 
 
@@ -245,9 +247,9 @@ def test_finished_battles_stop_costing_steps_and_change_no_game(monkeypatch: pyt
 
     monkeypatch.setattr(executor, "KEEP_MIN_ENVS", 1)
     seeds = GameSeeds(0, ["a", "b", "c"])
-    whole = run([Pursuer(fire_km=8.0), Pursuer(fire_km=25.0), Pursuer(fire_km=15.0)], games=8, game_seed=seeds)
+    whole = run([Pursuer(fire_km=8.0), Pursuer(fire_km=25.0), Pursuer(fire_km=15.0)], games=8, game_seeds=seeds)
     agents = [KeepingPursuer(fire_km=8.0), KeepingPursuer(fire_km=25.0), KeepingPursuer(fire_km=15.0)]
-    kept = run(agents, games=8, game_seed=seeds)
+    kept = run(agents, games=8, game_seeds=seeds)
 
     def games(sink: ListSink) -> set[tuple[int, ...]]:
         return {(r.p1, r.p2, r.game_index, r.winner, r.length, r.slot, r.seed) for r in sink.results}
@@ -274,13 +276,12 @@ def test_a_batch_that_shrank_replays_its_late_games_exactly(monkeypatch: pytest.
     monkeypatch.setattr(executor, "KEEP_MIN_ENVS", 1)
     seeds = GameSeeds(0, ["a", "b", "c"])
     agents = [KeepingDrifter(fire_km=8.0), KeepingDrifter(fire_km=25.0), KeepingPursuer(fire_km=15.0)]
-    sink, stats, us = run(agents, games=8, game_seed=seeds)
+    sink, stats, us = run(agents, games=8, game_seeds=seeds)
     assert any(getattr(a, "kept", None) for a in agents)
     last = max(sink.results, key=lambda r: r.length)  # ends after the batch shrank
     (batch,) = plan_batches(us, 64)
-    results, battles = executor.replay_batch(batch, sink.batches[0][1], agents, ["#0", "#1", "#2"],
-                                             {last.slot: {last.game_index}}, device=torch.device("cpu"),
-                                             env_config=ENV, game_seed=seeds)
+    plan = LeaguePlan.of(agents, env_config=ENV, game_seeds=seeds)
+    results, battles = executor.replay_batch(plan, batch, sink.batches[0][1], {last.slot: {last.game_index}})
     replayed = {(r.p1, r.p2, r.game_index): (r.winner, r.length) for r in results}
     assert replayed[last.p1, last.p2, last.game_index] == (last.winner, last.length)
     assert battles[last.slot, last.game_index].x.shape[0] == last.length + 1  # every frame, the first included
@@ -296,5 +297,5 @@ def test_two_participants_that_fail_in_the_same_step_are_credited_no_game_betwee
     assert not [r for r in sink.results if {r.p1, r.p2} == {3, 4}]
     theirs = [r for r in sink.results if {3, 4} & {r.p1, r.p2}]
     assert len(theirs) == 2 * 3 * 4 and all(r.forfeit_by in (r.p1, r.p2) and r.forfeit_by in (3, 4) for r in theirs)
-    assert stats.left == 4 and stats.forfeits == 24
+    assert stats.left == 4 and sink.forfeits == 24
     assert len([r for r in sink.results if not r.forfeit]) == 3 * 4  # the others' games, played out

@@ -21,13 +21,15 @@ from typing import Any
 
 import pytest
 
-from arena.tournament import ListSink, load_config, ray_backend, run_tournament
+from arena.env import EnvConfig
+from arena.tournament import LeaguePlan, ListSink, load_config, ray_backend, run_tournament
 from arena.tournament.participants import Participant, resolve_participants
 from arena.tournament.ray_backend import (
     HTTP2_PREFACE,
     LeagueSpec,
     RayError,
     RaySettings,
+    RemotePlay,
     Target,
     captured_stderr,
     check_reachable,
@@ -138,10 +140,12 @@ def test_a_checkpoint_whose_bytes_differ_from_its_hash_stops_the_league_naming_i
                                        "idle"]))
     participants = resolve_participants(config, registry)
     checkpoint.write_text("12.0")  # changed after the driver hashed it
-    spec = LeagueSpec(tuple(participants), registry, "cpu", config.env, config.seed, None, None)
+    plan = LeaguePlan.of([], env_config=EnvConfig.from_dict(config.env), seed=config.seed, max_envs=4,
+                         names=[p.name for p in participants], participants=tuple(participants))
+    remote = RemotePlay(LeagueSpec.of(plan, registry, "cpu"), 1.0, RaySettings())
     sink = ListSink()
     with pytest.raises(RayError, match=r"participants\[0\]\.checkpoint: .*far\.ckpt reached the worker with sha256"):
-        play_on_ray(spec, units(pairings(2, "round-robin", []), 2), sink, max_envs=4)
+        play_on_ray(remote, units(pairings(2, "round-robin", []), 2), sink)
     assert sink.results == []
 
 

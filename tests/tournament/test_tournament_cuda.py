@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from arena.agents import build_agent
 from arena.cli import main
 from arena.loop import observation_config
-from arena.tournament import ListSink
+from arena.tournament import LeaguePlan, ListSink
 from arena.tournament.executor import play
 from arena.tournament.runner import GameSeeds
 from arena.tournament.schedule import pairings, units
@@ -26,8 +26,8 @@ def outcomes(device: str) -> dict[tuple[int, int, int], tuple[int, int]]:
     cfg = observation_config(None, [build_agent(n) for n in SCRIPTED])
     agents = [build_agent(n, device=device, env_config=cfg) for n in SCRIPTED]
     sink = ListSink()
-    play(agents, units(pairings(len(agents)), 100), sink, device=device, env_config=cfg, max_envs=256, seed=5,
-         game_seed=GameSeeds(5, SCRIPTED))
+    plan = LeaguePlan.of(agents, device, env_config=cfg, max_envs=256, seed=5, game_seeds=GameSeeds(5, SCRIPTED))
+    play(plan, units(pairings(len(agents)), 100), sink)
     return {(r.p1, r.p2, r.game_index): (r.winner, r.length) for r in sink.results}
 
 
