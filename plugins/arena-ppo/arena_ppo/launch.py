@@ -6,19 +6,25 @@ flag is one line before anything starts), then starts N processes running the sa
 on each process is exactly what ``torchrun --nproc-per-node N -m arena train …`` would have started.
 
 A process that fails while the run is set up must not leave the others waiting, and N copies of
-the same message help nobody: :meth:`arena_ppo.process_sync.ProcessSync.agreed` makes every step
-that can fail a collective one, after which the main process prints the first failure and the
-others exit quietly.
+the same message help nobody: :meth:`Agreement.agreed` makes every step that can fail a collective
+one, after which the main process prints the first failure and the others exit quietly.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from arena.errors import ArenaError
+from arena.training.process_group import Group, Rank
+
+if TYPE_CHECKING:
+    from arena_ppo.process_sync import ProcessSync
+
+T = TypeVar("T")
 
 
 def fail(message: str, status: int = 2) -> ArenaError:
@@ -65,3 +71,101 @@ def token(value: Any) -> str:
     if isinstance(value, Path):
         return str(value)
     return str(value)
+
+
+class Agreement:
+    """How the processes of a run agree while it is set up and when it stops, for one process: each
+    step runs as it is, and a failure is this process's one line.
+
+    :class:`GroupAgreement` is the same over a group. The run itself (runner, rollouts, evaluation)
+    never sees this object: it gets :meth:`run_sync`.
+    """
+
+    def __init__(self, rank: Rank | None = None) -> None:
+        self.rank = rank or Rank()
+
+    @property
+    def main(self) -> bool:
+        """Only the main process creates the output folder and prints."""
+        return self.rank.main
+
+    @property
+    def several(self) -> bool:
+        return False
+
+    def run_sync(self) -> "ProcessSync":
+        """What the run's processes keep identical while it trains."""
+        from arena_ppo.process_sync import ProcessSync
+
+        return ProcessSync(self.rank)
+
+    def agreed(self, step: Callable[[], T]) -> T:
+        """Run ``step`` on every process; if it fails (one line) on any of them, all stop: the main process
+        with the failure of the lowest rank, the others with exit status 2 and no message. One process
+        raises its failure as it is."""
+        return step()
+
+    def everyone(self, message: str) -> click.exceptions.ClickException | click.exceptions.Exit:
+        """The exception for a failure every process meets: the main process says it, the others leave quietly."""
+        return fail(message)
+
+    def share(self, value: T) -> T:
+        """The main process's ``value`` on every process (the output folder it named, by its clock)."""
+        return value
+
+    @property
+    def suffix(self) -> str:
+        """What a line from a process other than the main one ends with: which process said it."""
+        return "" if self.main else f" ({self.rank})"
+
+    def close(self, wait: bool = True) -> None:
+        """Leave the other processes (``wait=False``: without waiting for them, which could hang)."""
+
+
+class GroupAgreement(Agreement):
+    """:class:`Agreement` over a group of processes (``--nproc N``, torchrun)."""
+
+    def __init__(self, group: Group) -> None:
+        super().__init__(group.rank)
+        self.group = group
+
+    @classmethod
+    def join(cls, rank: Rank) -> "GroupAgreement":
+        """Join the other processes started by torchrun (or ``--nproc``); one line when that fails."""
+        from arena.training.process_group import DistributedError, PeerFailure
+
+        try:
+            return cls(Group.join(rank))
+        except (DistributedError, PeerFailure) as exc:
+            raise fail(str(exc)) from None
+
+    @property
+    def several(self) -> bool:
+        return True
+
+    def run_sync(self) -> "ProcessSync":
+        from arena_ppo.process_sync import GroupSync
+
+        return GroupSync(self.group)
+
+    def agreed(self, step: Callable[[], T]) -> T:
+        error = None
+        result: Any = None
+        try:
+            result = step()
+        except click.ClickException as exc:
+            error = exc.format_message()
+        failed = self.group.first_error(error)
+        if failed is None:
+            return result
+        rank, message = failed
+        raise self.everyone(message if rank == 0 else f"{message} (process {rank} of {self.rank.world_size})")
+
+    def everyone(self, message: str) -> click.exceptions.ClickException | click.exceptions.Exit:
+        return fail(message) if self.main else click.exceptions.Exit(2)
+
+    def share(self, value: T) -> T:
+        return self.group.broadcast_object(value)
+
+    def close(self, wait: bool = True) -> None:
+        self.group.close(wait=wait)

@@ -1,12 +1,11 @@
-"""Keeping the processes of a PPO run identical (``--nproc N``, torchrun).
+"""Keeping the processes of a PPO run identical (``--nproc N``, torchrun): the run's side.
 
 Each process steps its own envs against its own opponents, with its own seed: that is just more
 data. Everything that decides the weights is made the same on every process, so that their weights
 stay bit for bit equal without ever being copied after the start:
 
-- gradients are averaged before each optimizer step (one all-reduce per minibatch, which also
-  carries the minibatch's KL, so the adaptive learning rate moves the same way everywhere);
-- advantages are normalized with the mean and spread of all processes' rollouts;
+- the update averages gradients and normalizes advantages over all processes
+  (:mod:`arena_ppo.algorithms.update_sync`, handed to PPO as :attr:`ProcessSync.update`);
 - the observation and critic normalizers merge every process's rollout at its end, the value
   normalizers every process's batch at each update, in rank order
   (:class:`~arena_ppo.modules.RunningNormalizer`), so all processes normalize alike;
@@ -18,26 +17,25 @@ hidden state (:data:`RANK_KEYS`). The main
 process gathers those into its checkpoint, so a run saved by N processes resumes on N processes
 exactly. Per-opponent results (PFSP records of ``--vs self`` and ``--vs league``) are pooled after
 each rollout, so every process draws from the same priorities.
+
+Agreeing on the set-up, aborting all processes with one line and starting them are the command
+line's (:mod:`arena_ppo.launch`): nothing here prints or exits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-import click
 import torch
 
 from arena.training.pfsp import GatherObjects
-from arena.training.process_group import DistributedError, Group, PeerFailure, Rank, fingerprint, to_cpu
-from arena_ppo.launch import fail
-from arena_ppo.modules.normalizer import fold
+from arena.training.process_group import Group, Rank, fingerprint, to_cpu
+from arena_ppo.algorithms.update_sync import GroupUpdate
 
 if TYPE_CHECKING:
     from arena_ppo.agent import PPOAgent
     from arena_ppo.algorithms import PPO
-
-T = TypeVar("T")
+    from arena_ppo.algorithms.ppo import UpdateSync
 
 # The parts of a trainer checkpoint that each process has its own.
 RANK_KEYS = ("rng", "env", "opponents", "hidden", "teacher")
@@ -48,9 +46,9 @@ ROLLOUT_NORMALIZERS = ("obs_normalizer", "critic_normalizer")  # updated at ever
 class ProcessSync:
     """What the processes of a run must agree on, for a run of one process: every method a no-op.
 
-    The runner, the rollouts, the evaluation and the update speak to the other processes only through
-    this object, so none of them branches on how many there are; :class:`GroupSync` is the same
-    object over a :class:`~arena.training.process_group.Group`.
+    The runner, the rollouts and the evaluation speak to the other processes only through this
+    object, so none of them branches on how many there are; :class:`GroupSync` is the same object
+    over a :class:`~arena.training.process_group.Group`.
     """
 
     def __init__(self, rank: Rank | None = None) -> None:
@@ -79,19 +77,11 @@ class ProcessSync:
     def use_device(self, device: "torch.device") -> None:
         """Bind the processes' communication to this process's device (the plan's)."""
 
-    # -- the update ---------------------------------------------------------------------------------
-
-    def average_gradients(self, params: Iterable[torch.nn.Parameter], *scalars: torch.Tensor) -> torch.Tensor:
-        """Each gradient averaged over the processes; ``scalars`` ride along (the first is returned)."""
-        return scalars[0] if scalars else torch.zeros(0)
-
-    def average(self, values: torch.Tensor) -> torch.Tensor:
-        """The mean of ``values`` over the processes (logged losses)."""
-        return values
-
-    def mean_std(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Mean and (unbiased) standard deviation of every process's ``rows`` together."""
-        return rows.mean(), rows.std()
+    @property
+    def update(self) -> "UpdateSync | None":
+        """What the update asks of the processes (:class:`~arena_ppo.algorithms.ppo.UpdateSync`); None:
+        this process alone."""
+        return None
 
     # -- the learner's statistics and weights ------------------------------------------------------------
 
@@ -137,33 +127,8 @@ class ProcessSync:
         """The part of a checkpoint this process resumes from (``ValueError`` naming what does not fit)."""
         return rank_part(data, self.rank.rank, self.rank.world_size)
 
-    # -- setting up and stopping (the command line's side) ------------------------------------------
-
-    def agreed(self, step: Callable[[], T]) -> T:
-        """Run ``step`` on every process; if it fails (one line) on any of them, all stop: the main process
-        with the failure of the lowest rank, the others with exit status 2 and no message. One process
-        raises its failure as it is."""
-        return step()
-
-    def everyone(self, message: str) -> click.exceptions.ClickException | click.exceptions.Exit:
-        """The exception for a failure every process meets: the main process says it, the others leave quietly."""
-        return fail(message)
-
-    def share(self, value: T) -> T:
-        """The main process's ``value`` on every process (the output folder it named, by its clock)."""
-        return value
-
-    @property
-    def suffix(self) -> str:
-        """What a line from a process other than the main one ends with: which process said it."""
-        return "" if self.main else f" ({self.rank})"
-
-    def close(self, wait: bool = True) -> None:
-        """Leave the other processes (``wait=False``: without waiting for them, which could hang)."""
-
-
 class GroupSync(ProcessSync):
-    """The agreements of :class:`ProcessSync`, made over a group of processes (``--nproc N``, torchrun)."""
+    """:class:`ProcessSync` over a group of processes (``--nproc N``, torchrun)."""
 
     def __init__(self, group: Group) -> None:
         super().__init__(group.rank)
@@ -180,33 +145,9 @@ class GroupSync(ProcessSync):
     def use_device(self, device: "torch.device") -> None:
         self.group.use_device(device)
 
-    def average_gradients(self, params: Iterable[torch.nn.Parameter], *scalars: torch.Tensor) -> torch.Tensor:
-        """Replace each gradient by its mean over the processes (one flat all-reduce, rsl_rl's
-        ``reduce_parameters``); ``scalars`` ride along and come back averaged (the first one is returned)."""
-        grads = [p.grad for p in params if p.grad is not None]
-        flat = torch.cat([g.reshape(-1) for g in grads] + [s.detach().reshape(1).to(grads[0].dtype) for s in scalars])
-        self.group.all_reduce_(flat)
-        flat /= self.world_size
-        offset = 0
-        for grad in grads:
-            grad.copy_(flat[offset:offset + grad.numel()].view_as(grad))
-            offset += grad.numel()
-        averaged = flat[offset:]
-        return averaged[0].to(scalars[0].dtype) if scalars else averaged
-
-    def average(self, values: torch.Tensor) -> torch.Tensor:
-        return self.group.all_reduce_(values.clone()) / self.world_size
-
-    def mean_std(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.world_size == 1:
-            return rows.mean(), rows.std()
-        x = rows.detach().double().reshape(-1)
-        n = x.numel()
-        mean = x.mean() if n else x.new_zeros(())
-        m2 = (x - mean).square().sum()
-        count, mean, m2 = fold(self.group.all_gather(torch.stack([x.new_tensor(float(n)), mean, m2])))
-        std = torch.sqrt(m2 / (count - 1).clamp(min=1.0))
-        return mean.reshape(()).to(rows.dtype), std.reshape(()).to(rows.dtype)
+    @property
+    def update(self) -> "UpdateSync":
+        return GroupUpdate(self.group)
 
     def attach(self, agent: "PPOAgent") -> None:
         if agent.value_normalizer is not None:
@@ -256,36 +197,6 @@ class GroupSync(ProcessSync):
 
     def saved(self) -> None:
         self.group.barrier()
-
-    @classmethod
-    def join(cls, rank: Rank) -> "GroupSync":
-        """Join the other processes started by torchrun (or ``--nproc``); one line when that fails."""
-        try:
-            return cls(Group.join(rank))
-        except (DistributedError, PeerFailure) as exc:
-            raise fail(str(exc)) from None
-
-    def agreed(self, step: Callable[[], T]) -> T:
-        error = None
-        result: Any = None
-        try:
-            result = step()
-        except click.ClickException as exc:
-            error = exc.format_message()
-        failed = self.group.first_error(error)
-        if failed is None:
-            return result
-        rank, message = failed
-        raise self.everyone(message if rank == 0 else f"{message} (process {rank} of {self.world_size})")
-
-    def everyone(self, message: str) -> click.exceptions.ClickException | click.exceptions.Exit:
-        return fail(message) if self.main else click.exceptions.Exit(2)
-
-    def share(self, value: T) -> T:
-        return self.group.broadcast_object(value)
-
-    def close(self, wait: bool = True) -> None:
-        self.group.close(wait=wait)
 
 
 def shared_tensors(agent: "PPOAgent") -> dict[str, torch.Tensor]:

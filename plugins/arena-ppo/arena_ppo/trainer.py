@@ -13,7 +13,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import click
 
@@ -22,12 +22,9 @@ from arena.folder_lock import FolderLock
 from arena.guard import head
 from arena.training.run_dir import check_writable, lock_run
 from arena.training.settings import click_options
-from arena_ppo.launch import fail, replay_options
+from arena_ppo.launch import Agreement, fail, replay_options
 from arena_ppo.prepare import prepare
 from arena_ppo.train_config import default_config
-
-if TYPE_CHECKING:  # torch loads when a run starts, not when `arena train --help` lists the trainers
-    from arena_ppo.process_sync import ProcessSync
 
 MAX_NPROC = 1024  # processes started on this machine by --nproc
 
@@ -136,7 +133,7 @@ def run_training(ctx: click.Context, params: dict[str, Any], algorithm: str = "p
     joins the others and trains as one of them.
     """
     from arena.training.process_group import DistributedError, PeerFailure, rank_from_env
-    from arena_ppo.process_sync import GroupSync
+    from arena_ppo.launch import GroupAgreement
 
     try:
         rank = rank_from_env()
@@ -150,16 +147,16 @@ def run_training(ctx: click.Context, params: dict[str, Any], algorithm: str = "p
         return launch_training(ctx, params, algorithm, nproc)
     if rank is None:
         return train(params, algorithm)
-    sync = GroupSync.join(rank)
+    agreement = GroupAgreement.join(rank)
     try:
-        result = train(params, algorithm, sync)
+        result = train(params, algorithm, agreement)
     except PeerFailure as exc:  # a process ended while the others were setting up
-        sync.close(wait=False)
-        raise sync.everyone(f"training did not start: {exc}") from None
+        agreement.close(wait=False)
+        raise agreement.everyone(f"training did not start: {exc}") from None
     except BaseException:  # a process that exits among the others can abort at shutdown
-        sync.close(wait=False)  # the others may be anywhere: waiting for them could hang
+        agreement.close(wait=False)  # the others may be anywhere: waiting for them could hang
         raise
-    sync.close()
+    agreement.close()
     return result
 
 
@@ -181,45 +178,46 @@ def launch_training(ctx: click.Context, params: dict[str, Any], algorithm: str, 
     return {}
 
 
-def train(params: dict[str, Any], algorithm: str, sync: ProcessSync | None = None) -> dict[str, float]:
-    """Check, build, resume and run the training loop in this process (one of several with ``sync``).
+def train(params: dict[str, Any], algorithm: str, agreement: Agreement | None = None) -> dict[str, float]:
+    """Check, build, resume and run the training loop in this process (one of several with ``agreement``).
 
-    With several processes every set-up step that can fail is agreed on
-    (:meth:`~arena_ppo.process_sync.ProcessSync.agreed`): all processes go on, or all stop with one line
-    from the main process. Only the main process creates the output directory and prints. What stops a
-    run once it has started ends in one line too: :func:`stopped` holds the table.
+    With several processes every set-up step that can fail is agreed on (:meth:`Agreement.agreed`): all
+    processes go on, or all stop with one line from the main process. Only the main process creates the
+    output directory and prints. What stops a run once it has started ends in one line too:
+    :func:`stopped` holds the table.
     """
     from arena.training import StopRequest
-    from arena_ppo.process_sync import ProcessSync
 
-    sync = sync or ProcessSync()
-    setup = sync.agreed(lambda: prepare(params, algorithm, sync.rank if sync.several else None))
+    agreement = agreement or Agreement()
+    ranked = agreement.rank if agreement.several else None
+    setup = agreement.agreed(lambda: prepare(params, algorithm, ranked))
     # the main process named the output (its clock, its branch); all write there
-    out, setup.branch = sync.share((setup.plan.out, setup.branch))
+    out, setup.branch = agreement.share((setup.plan.out, setup.branch))
     setup.plan = replace(setup.plan, out=out)
-    runner, lock = set_up(setup, params, sync)
+    runner, lock = set_up(setup, params, agreement)
     with lock:
-        if sync.main:
+        if agreement.main:
             if setup.branch is not None and setup.branch.note:
                 click.echo(f"note: {setup.branch.note}", err=True)
             for note in setup.notes:  # what of the settings is not as given: edits applied, limits met
                 click.echo(note, err=True)
             click.echo(describe_run(runner))
-        with StopRequest.for_processes(sync.rank if sync.several else None) as stop:
+        with StopRequest.for_processes(ranked) as stop:
             try:
                 metrics = runner.learn(stop, max_time=params.get("max_time"))
             except KeyboardInterrupt:
                 raise click.exceptions.Exit(130) from None
             except Exception as exc:  # noqa: BLE001 - looked up in the table; anything else goes on up
-                raise stopped(exc, sync, out) from None
-        if sync.main:
+                raise stopped(exc, agreement, out) from None
+        if agreement.main:
             click.echo(describe_end(runner))
     if stop.exit_status is not None:  # saved and said: the process still ends as the signal asked
         raise click.exceptions.Exit(stop.exit_status)
     return metrics
 
 
-def set_up(setup: Any, params: dict[str, Any], sync: ProcessSync) -> tuple[Any, FolderLock | nullcontext[None]]:
+def set_up(setup: Any, params: dict[str, Any],
+           agreement: Agreement) -> tuple[Any, FolderLock | nullcontext[None]]:
     """The set-up steps, in order, each agreed on by every process: the output folder (and a branch's
     checkpoints) with the run's lock held by the main process, the runner, and the state resumed into
     it. A step that fails undoes what the first one created and stops every process with one line.
@@ -240,7 +238,7 @@ def set_up(setup: Any, params: dict[str, Any], sync: ProcessSync) -> tuple[Any, 
 
     def build() -> Any:
         try:
-            return build_run(plan, sync, console=click.echo, progress=params.get("progress", True),
+            return build_run(plan, agreement.run_sync(), console=click.echo, progress=params.get("progress", True),
                              on_checkpoint=announce_checkpoint)
         except ValueError as exc:
             raise fail(str(exc)) from None
@@ -259,19 +257,19 @@ def set_up(setup: Any, params: dict[str, Any], sync: ProcessSync) -> tuple[Any, 
 
     created = False
     try:
-        created = sync.agreed(create_outputs if sync.main else (lambda: False))
-        runner = sync.agreed(build)
+        created = agreement.agreed(create_outputs if agreement.main else (lambda: False))
+        runner = agreement.agreed(build)
         if setup.resume_data is not None:
-            sync.agreed(lambda: restore(runner))
+            agreement.agreed(lambda: restore(runner))
     except BaseException:
         lock.__exit__(None, None, None)
-        if sync.main and branch is not None:
+        if agreement.main and branch is not None:
             branch.undo(created)
         raise
     return runner, lock
 
 
-def stopped(exc: Exception, sync: ProcessSync, out: Path) -> click.ClickException | click.exceptions.Exit:
+def stopped(exc: Exception, agreement: Agreement, out: Path) -> click.ClickException | click.exceptions.Exit:
     """The one line a run that stopped on ``exc`` ends with; ``exc`` itself when the table has no row for it.
 
     Each row: the exception, whether every process meets it at the same point (then the main process
@@ -284,7 +282,7 @@ def stopped(exc: Exception, sync: ProcessSync, out: Path) -> click.ClickExceptio
 
     def opponent(exc: Any) -> str:
         saved = getattr(exc, "checkpoint", None)
-        kept = f"; what was learned is saved in {saved}" if saved else (f"; {intact}" if sync.several else "")
+        kept = f"; what was learned is saved in {saved}" if saved else (f"; {intact}" if agreement.several else "")
         blamed = "opponent " if getattr(exc, "kind", "agent") == "agent" else ""  # a reward says "reward 'x'" itself
         return f"training stopped: {blamed}{exc}{kept}"
 
@@ -298,8 +296,8 @@ def stopped(exc: Exception, sync: ProcessSync, out: Path) -> click.ClickExceptio
     for kind, everywhere, message in table:
         if isinstance(exc, kind):
             if everywhere:
-                return sync.everyone(message(exc))
-            return fail(message(exc) + sync.suffix)
+                return agreement.everyone(message(exc))
+            return fail(message(exc) + agreement.suffix)
     raise exc
 
 

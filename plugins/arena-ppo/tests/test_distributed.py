@@ -413,11 +413,11 @@ def test_normalizers_merge_every_process_batches_as_one():
 
 
 def test_advantage_statistics_and_gradients_are_those_of_all_processes():
-    from arena_ppo.process_sync import GroupSync
+    from arena_ppo.algorithms.update_sync import GroupUpdate
 
     x, y = torch.randn(100), torch.randn(37) * 3 + 1
     theirs = torch.stack([torch.tensor(37.0), y.double().mean(), (y.double() - y.double().mean()).square().sum()])
-    sync = GroupSync(FakeGroup([theirs.double()]))  # type: ignore[arg-type]
+    sync = GroupUpdate(FakeGroup([theirs.double()]))  # type: ignore[arg-type]
     mean, std = sync.mean_std(x)
     both = torch.cat([x, y])
     assert torch.allclose(mean, both.mean(), atol=1e-6) and torch.allclose(std, both.std(), atol=1e-5)
@@ -425,7 +425,7 @@ def test_advantage_statistics_and_gradients_are_those_of_all_processes():
     layer(torch.ones(1, 3)).sum().backward()
     mine = [p.grad.clone() for p in layer.parameters()]
     other = torch.cat([torch.full((8,), 3.0), torch.tensor([0.5])])  # their gradients, then their KL
-    sync = GroupSync(FakeGroup([other]))  # type: ignore[arg-type]
+    sync = GroupUpdate(FakeGroup([other]))  # type: ignore[arg-type]
     kl = sync.average_gradients(layer.parameters(), torch.tensor(0.25))
     assert kl.item() == pytest.approx(0.375)
     for before, param in zip(mine, layer.parameters()):

@@ -31,7 +31,8 @@ Hidden = dict[str, torch.Tensor]  # a recurrent learner's "actor" and "critic" s
 
 
 class UpdateSync(Protocol):
-    """What the update asks of the processes of a run (``arena_ppo.distributed.UpdateSync`` does it)."""
+    """What the update asks of the processes of a run (:class:`~arena_ppo.algorithms.update_sync.GroupUpdate`
+    does it over a group; one process has none)."""
 
     def average_gradients(self, params: Iterable[torch.nn.Parameter], *scalars: torch.Tensor) -> torch.Tensor: ...
 

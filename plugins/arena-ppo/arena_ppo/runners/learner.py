@@ -40,7 +40,7 @@ def build_algorithm(plan: RunPlan, agent: PPOAgent, sync: ProcessSync, compiled:
     """
     ppo, rows = plan.cfg.ppo, plan.minibatch_rows
     algorithm = PPO(agent.model, replace(ppo, batch_size=rows) if rows != ppo.batch_size else ppo,
-                    agent.value_normalizer, sync=sync, compiled=compiled)
+                    agent.value_normalizer, sync=sync.update, compiled=compiled)
     sync.attach(agent)
     return algorithm
 
