@@ -172,7 +172,7 @@ class LearnerSide:
     (an opponent pool, reseated each rollout) share."""
 
     def __init__(self, env: TensorEnv, seating: Seating, team_size: int, keys: tuple[str, ...],
-                 reward_fn: Callable[..., torch.Tensor] | None = None, global_state: bool = False) -> None:
+                 reward_fn: str | Callable[..., torch.Tensor] | None = None, global_state: bool = False) -> None:
         self.env, self.team_size, self.keys = env, team_size, keys
         self.reward_fn, self.global_state = shaping(reward_fn), global_state
         self.num_envs, self.device = env.num_envs, env.device

@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from arena.training import default_run_dir
-    from arena_ppo.plan import resolve
+    from arena_ppo.plan import opponent_factory, resolve
     from arena_ppo.prepare import build_config
     from arena_ppo.runners import build_run
 
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         opt.fail(exc.message)
     except ValueError as exc:
         opt.fail(str(exc))
-    make_opponent = plan.make_opponent
+    make_opponent = opponent_factory(plan.device, plan.env_config)
     runner = build_run(plan, console=None, progress=sys.stderr.isatty())
     learner = runner.learner
     from arena.match import play_match

@@ -43,14 +43,15 @@ class Labeller(Protocol):
 class LeagueEnv:
     """``env``'s battles, p1 flown by the caller one row per aircraft, p2 by ``pool``.
 
-    ``keys`` are the observation features the learner reads, in order. ``reward_fn`` is added to p1's
-    env reward (:class:`~arena.battles.LearnerBattles`' signature). With ``global_state`` the
-    observations carry p1's global state per row for a privileged critic (``"critic"``). A ``teacher``
-    labels every observation the learner acts on; its labels come back in the extras.
+    ``keys`` are the observation features the learner reads, in order. ``reward_fn`` (a reward's name
+    or a function) is added to p1's env reward (:class:`~arena.battles.LearnerBattles`' signature).
+    With ``global_state`` the observations carry p1's global state per row for a privileged critic
+    (``"critic"``). A ``teacher`` labels every observation the learner acts on; its labels come back in
+    the extras.
     """
 
     def __init__(self, env: TensorEnv, pool: OpponentPool, keys: tuple[str, ...], *,
-                 reward_fn: Callable[..., torch.Tensor] | None = None, teacher: Labeller | None = None,
+                 reward_fn: str | Callable[..., torch.Tensor] | None = None, teacher: Labeller | None = None,
                  global_state: bool = False) -> None:
         self.pool, self.teacher = pool, teacher
         self.seats = pool.team_size

@@ -2,11 +2,13 @@
 
 The command line (:mod:`arena_ppo.prepare`), the benchmarks and the tests all go through
 :func:`resolve`, which raises one ``ValueError`` line for settings that cannot run together and
-otherwise returns a frozen :class:`RunPlan`: this process's envs, device, seed and threads, the
-opponents and the teacher, whether the update compiles, the league's stages, and the notes to print
-where a run will not do quite what was written. Nothing built from a plan checks a setting again, and
-resolving writes nothing, seeds nothing and sets no thread count (:func:`arena_ppo.runners.build_run`
-does, in order).
+otherwise returns a frozen :class:`RunPlan` of plain data: this process's envs, device, seed and
+threads, the opponents and the teacher as specs, whether the update compiles, the league's stages,
+and the notes to print where a run will not do quite what was written. Nothing built from a plan
+checks a setting again, and resolving writes nothing, loads nothing, seeds nothing and sets no thread
+count: :func:`arena_ppo.runners.build_run` builds the opponents (once) and does the rest, in order.
+An opponent's name and checkpoint file are checked here, so a typo is one line before anything starts;
+a checkpoint that exists but cannot be loaded is one line from the build.
 """
 
 from __future__ import annotations
@@ -33,15 +35,13 @@ if TYPE_CHECKING:  # torch loads when a run starts, not when `arena train --help
 EXPLOITER = "learner"  # the main exploiter's one opponent, as its plan and messages name it
 EXPLOITER_SEED_OFFSET = 7_919  # the exploiter's envs and streams, apart from the learner's
 
-RewardFn = Callable[..., "torch.Tensor"]
-
 
 @dataclass(frozen=True)
 class RunPlan:
-    """Everything a run is built from, resolved by :func:`resolve`; fields are this process's.
+    """Everything a run is built from, resolved by :func:`resolve`; fields are this process's, and plain
+    data (no agents, no functions): the processes of a run agree on it as it is.
 
-    ``cfg`` is a private copy of the settings that nothing writes to. ``make_opponent(spec)`` builds a
-    fixed opponent of a ``vs`` entry, ``reward_fn`` is the shaping added to the env reward.
+    ``cfg`` is a private copy of the settings that nothing writes to.
     """
 
     algorithm: str  # ppo or mappo
@@ -57,8 +57,6 @@ class RunPlan:
     minibatch_rows: int  # rows of one minibatch on this process (a team's step is a row per aircraft)
     threads: int  # torch threads to set; 0 keeps torch's own
     compile_update: tuple[bool, str]  # whether the update's gradient step compiles, and why not
-    make_opponent: Callable[[OpponentSpec], Any]
-    reward_fn: RewardFn | None  # None: the env's reward alone
     notes: tuple[str, ...] = ()  # lines to print before training: what runs otherwise than written
 
     @property
@@ -89,15 +87,14 @@ class RunPlan:
     def eval_every(self) -> int:
         return self.cfg.run.eval_interval or self.cfg.run.save_interval
 
-    def exploiter(self, opponent: Any) -> "RunPlan":
-        """The main exploiter's plan: this run's envs and update, one opponent (``opponent``, the frozen
-        learner), no teacher, stage or evaluation, its own seed, on one process."""
+    def exploiter(self) -> "RunPlan":
+        """The main exploiter's plan: this run's envs and update, one opponent (:data:`EXPLOITER`, the
+        frozen learner its build is handed), no teacher, stage or evaluation, its own seed, on one process."""
         cfg = copy.deepcopy(self.cfg)
         cfg.run = replace(cfg.run, vs=(EXPLOITER,), floor=0.0, kickstart=NO_TEACHER, warm_up_steps=0, eval_games=0,
                           keep_best=False, seed=cfg.run.seed + EXPLOITER_SEED_OFFSET)
         return replace(self, cfg=cfg, out=self.out / "exploiter", rank=Rank(),
-                       specs=(OpponentSpec("agent", EXPLOITER),), teacher=None, make_opponent=lambda spec: opponent,
-                       notes=())
+                       specs=(OpponentSpec("agent", EXPLOITER),), teacher=None, notes=())
 
 
 def opponent_specs(run: RunConfig, num_envs: int, warm_up: bool = False) -> list[OpponentSpec]:
@@ -114,7 +111,7 @@ def resolve(cfg: TrainConfig, algorithm: str = "ppo", out: Path | str = "runs/ru
     """Check ``cfg`` as a whole and derive the run from it, for one process of ``world`` (None: a run of one
     process, started without torchrun or ``--nproc``); ``given`` (the settings the user wrote, by key)
     adds a note for each one this run never reads. Raises one ``ValueError`` line; an opponent or
-    teacher that cannot be built raises the command line's error."""
+    teacher whose agent or checkpoint file is missing raises the command line's error."""
     from arena.battles import shaping
     from arena.env import resolve_device
     from arena_ppo.algorithms.ppo import compile_update
@@ -133,7 +130,7 @@ def resolve(cfg: TrainConfig, algorithm: str = "ppo", out: Path | str = "runs/ru
         raise ValueError(f"--num-envs {run.num_envs}: {len(specs)} opponents need {len(specs)} envs in each of the "
                          f"{size} processes; give at least {len(specs) * size}")
     try:
-        reward_fn = shaping(run.reward)
+        shaping(run.reward)
     except ValueError as exc:  # "reward: ...", said as the option that sets it
         raise ValueError(f"--{exc}") from None
     try:
@@ -142,16 +139,14 @@ def resolve(cfg: TrainConfig, algorithm: str = "ppo", out: Path | str = "runs/ru
         raise ValueError(str(exc) if str(exc).startswith("--device") else f"--device: {exc}") from None
     threads = thread_count(run.threads, local_envs, world.local_world_size)  # a ThreadsError is a ValueError
     env_config = run.env_config()
-    make_opponent = opponent_factory(device, env_config)
     for spec in specs:  # fail now, not after the first rollout
         if spec.kind in ("agent", "checkpoint"):
-            make_opponent(spec)
+            check_opponent(spec)
     if teacher is not None:
-        opponent_factory(device, env_config, option="--kickstart")(teacher)
+        check_opponent(teacher, option="--kickstart")
     plan = RunPlan(algorithm, cfg, Path(out), world, device, local_envs, env_config, tuple(specs), teacher,
                    math.ceil((run.tenure or env_config.max_steps) / ppo.n_steps),
-                   max(1, ppo.batch_size // size) * run.team_size, threads, compile_update(device), make_opponent,
-                   reward_fn)
+                   max(1, ppo.batch_size // size) * run.team_size, threads, compile_update(device))
     return replace(plan, notes=tuple(run_notes(plan, given or {})))
 
 
@@ -261,6 +256,20 @@ def run_notes(plan: RunPlan, given: Mapping[str, Any]) -> list[str]:
                      f"{plan.tenure * ppo.n_steps} steps restarts before it ends, and its result is never credited "
                      f"(run.tenure 0: the longest battle, {battle} steps)")
     return notes
+
+
+def check_opponent(spec: OpponentSpec, option: str = "--vs") -> None:
+    """Refuse, as building it would, an opponent whose agent is unknown or whose checkpoint file is
+    missing, without building it: the build is where opponents are made, once."""
+    from arena.agents import AgentSpecError, UnknownNameError, agent_registry, check_file
+
+    try:
+        if spec.kind == "checkpoint":
+            check_file(spec.target)
+        else:
+            agent_registry().entry(spec.target)
+    except (AgentSpecError, UnknownNameError) as exc:
+        raise fail(f"{option} {spec}: {exc}") from None
 
 
 def opponent_factory(device: Any, env_config: Any, option: str = "--vs") -> Callable[[OpponentSpec], Any]:

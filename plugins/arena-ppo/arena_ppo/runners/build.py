@@ -9,18 +9,19 @@ run (the learner, a league's main exploiter, the evaluation and the outputs).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
 from arena.env import TensorEnv
 from arena.loop import observation_config
 from arena.threads import apply_threads
+from arena.training import OpponentSpec
 from arena.training.league_env import LeagueEnv
 from arena_ppo.agent import PPOAgent
 from arena_ppo.kickstart import Teacher
 from arena_ppo.mappo_agent import MAPPOAgent
-from arena_ppo.plan import RunPlan
+from arena_ppo.plan import RunPlan, opponent_factory
 from arena_ppo.process_sync import ProcessSync
 from arena_ppo.runners.evaluator import Evaluator
 from arena_ppo.runners.exploiter import MainExploiter
@@ -44,9 +45,15 @@ def build_agent(plan: RunPlan) -> PPOAgent:
                     privileged_critic=run.privileged_critic, value_norm=cfg.ppo.value_norm)
 
 
-def build_learner(plan: RunPlan, sync: ProcessSync) -> Learner:
-    """One learner: its weights, update, opponents, teacher, envs and rollout storage."""
+MakeOpponent = Callable[[OpponentSpec], Any]
+
+
+def build_learner(plan: RunPlan, sync: ProcessSync, make_opponent: MakeOpponent | None = None) -> Learner:
+    """One learner: its weights, update, opponents, teacher, envs and rollout storage. Its fixed
+    opponents and teacher are built here, once each, by ``make_opponent`` (by default, as `arena play`
+    builds an agent or checkpoint)."""
     run = plan.cfg.run
+    make_opponent = make_opponent or opponent_factory(plan.device, plan.env_config)
     torch.manual_seed(run.seed)  # network initialization: the same on every process
     generators = {"action": torch.Generator(device=plan.device), "shuffle": torch.Generator()}
     generators["action"].manual_seed(plan.seed + 1)
@@ -55,17 +62,17 @@ def build_learner(plan: RunPlan, sync: ProcessSync) -> Learner:
     algorithm = build_algorithm(plan, agent, sync, plan.compile_update[0])
     if plan.rank.rank:  # the weights are initialized: from here on every other process draws from its own seed
         torch.manual_seed(plan.seed)
-    opponents = TrainingOpponents(plan, lambda path: type(agent).load(path, device=plan.device,
-                                                                       env_config=plan.env_config),
+    opponents = TrainingOpponents(plan, make_opponent, lambda path: type(agent).load(path, device=plan.device,
+                                                                                      env_config=plan.env_config),
                                   lambda: frozen_copy(agent, plan))
-    teacher = Teacher(plan.teacher, plan.make_opponent, plan.local_envs, plan.device) if plan.teacher else None
+    teacher = Teacher(plan.teacher, make_opponent, plan.local_envs, plan.device) if plan.teacher else None
     algorithm.kickstart_coef = plan.cfg.ppo.kickstart_coef if teacher is not None else 0.0
     # An opponent (or teacher) that reads the extended observation gets it; the learner keeps its own keys.
     players = opponents.agents() + ([teacher.agent] if teacher is not None else [])
     config = observation_config(plan.env_config, players)
     battles = TensorEnv(plan.local_envs, plan.device, seed=plan.seed, config=config,
                         final_global_state="p1" if run.privileged_critic else False)
-    env = LeagueEnv(battles, opponents.pool, agent.obs_keys, reward_fn=plan.reward_fn, teacher=teacher,
+    env = LeagueEnv(battles, opponents.pool, agent.obs_keys, reward_fn=run.reward, teacher=teacher,
                     global_state=run.privileged_critic)
     net = agent.network
     learner = Learner(plan, sync, agent, algorithm, opponents, env, teacher, generators)
@@ -84,19 +91,21 @@ def build_exploiter(plan: RunPlan, learner: Learner, echo: Callable[[str], None]
     actions as the learner does in training; its initialization leaves the learner's global streams alone."""
     opponent = frozen_copy(learner.agent, plan).train(True)
     with torch.random.fork_rng(devices=[plan.device] if plan.device.type == "cuda" else []):
-        trainee = build_learner(plan.exploiter(opponent), ProcessSync())
+        trainee = build_learner(plan.exploiter(), ProcessSync(), lambda spec: opponent)
     return MainExploiter(plan, learner, trainee, opponent, echo)
 
 
 def build_run(plan: RunPlan, sync: ProcessSync | None = None, console: Callable[[str], None] | None = print,
-              progress: bool = True, on_checkpoint: CheckpointObserver | None = None) -> OnPolicyRunner:
+              progress: bool = True, on_checkpoint: CheckpointObserver | None = None,
+              make_opponent: MakeOpponent | None = None) -> OnPolicyRunner:
     """The run of ``plan`` on this process (one of several with ``sync``): threads set, the learner built,
     a league's main exploiter beside it, the evaluation and the outputs. ``console`` None: silent;
-    ``on_checkpoint(path, step, metrics)`` observes every checkpoint on the main process."""
+    ``on_checkpoint(path, step, metrics)`` observes every checkpoint on the main process;
+    ``make_opponent`` builds the learner's fixed opponents and teacher (a benchmark's own way)."""
     sync = sync or ProcessSync()
     sync.use_device(plan.device)
     apply_threads(plan.threads)
-    learner = build_learner(plan, sync)
+    learner = build_learner(plan, sync, make_opponent)
     outputs = RunOutputs(plan.out, console, sync.main)
     exploiter = build_exploiter(plan, learner, outputs.echo) if plan.exploiter_share else None
     if exploiter is not None and learner.opponents.league_open:  # a league without a warm-up

@@ -34,7 +34,7 @@ from arena.training import (
     reference_scale,
 )
 from arena.training.process_group import split_count
-from arena_ppo.plan import RunPlan
+from arena_ppo.plan import RunPlan, opponent_factory
 from arena_ppo.process_sync import ProcessSync
 
 EVAL_SEED_OFFSET = 10_000  # evaluation games draw from their own seeds, apart from training's
@@ -68,7 +68,7 @@ class Evaluator:
         self.mix = training_mix(list(plan.specs))
         self.policy = run.eval_policy
         self.scale: ReferenceScale | None = None  # the references' Elo, from their games among themselves
-        self.make_opponent = plan.make_opponent
+        self.make_opponent = opponent_factory(plan.device, plan.env_config)
         self.env_config, self.device = plan.env_config, plan.device
         self.seed = plan.seed + EVAL_SEED_OFFSET
         self.processes = sync

@@ -4,7 +4,8 @@ A ``league`` run first plays the ladder's top rung alone for ``run.warm_up_steps
 league (the ladder, its training partners and the run's own checkpoints drawn by PFSP) from those
 weights; its pool draws only checkpoints saved from then on. This is the recipe that measured best
 against the whole ladder (docs/experiments/). :class:`TrainingOpponents` is handed what it needs to
-build agents (the run's plan) and keeps the current :class:`~arena.training.OpponentPool` and the stage.
+build agents (the run's plan and the build's opponent maker) and keeps the current
+:class:`~arena.training.OpponentPool` and the stage.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from arena_ppo.plan import RunPlan, opponent_specs
 class TrainingOpponents:
     """The opponent pool of a run, rebuilt once when a league's warm-up ends."""
 
-    def __init__(self, plan: RunPlan, load_snapshot: Callable[[Path], Any], snapshot: Callable[[], Any]) -> None:
-        self.plan, self.run, self.load_snapshot, self.snapshot = plan, plan.cfg.run, load_snapshot, snapshot
+    def __init__(self, plan: RunPlan, make_opponent: Callable[[OpponentSpec], Any],
+                 load_snapshot: Callable[[Path], Any], snapshot: Callable[[], Any]) -> None:
+        self.plan, self.run, self.make_opponent = plan, plan.cfg.run, make_opponent
+        self.load_snapshot, self.snapshot = load_snapshot, snapshot
         self.warm_up_steps = plan.warm_up_steps  # 0 without a league
         self.warm_up_opponent = league_agents()[-1] if self.warm_up_steps else ""
-        self.ladder = ({name: plan.make_opponent(OpponentSpec("agent", name))
+        self.ladder = ({name: make_opponent(OpponentSpec("agent", name))
                         for name in [*league_agents(), *league_partners()]} if plan.league else {})
         self.league_open = not self.warm_up_steps
         self.held_out: set[str] = set()  # checkpoints saved off the schedule, which no pool of the run draws
@@ -40,7 +43,7 @@ class TrainingOpponents:
                                      power=self.run.pfsp_power, since=self.warm_up_steps, held_out=self.held_out)
             if not plan.rank.main:  # one warning per run, not per process
                 self_play.warn = lambda text: None
-        return OpponentPool(specs, plan.local_envs, plan.make_opponent, self_play=self_play, snapshot=self.snapshot,
+        return OpponentPool(specs, plan.local_envs, self.make_opponent, self_play=self_play, snapshot=self.snapshot,
                             self_slots=self.run.self_slots, team_size=plan.seats, tenure=plan.tenure,
                             handover=self.run.handover)
 

@@ -67,14 +67,16 @@ def play(path: Path, plan: Any, games: int, policy: str) -> dict[str, Any]:
 
     from arena.agents import build_agent
     from arena.training import evaluate
+    from arena_ppo.plan import opponent_factory
     from arena_ppo.runners.evaluator import evaluation_specs
 
     agent = build_agent(f"ckpt:{path}", plan.device, plan.env_config)
     agent.eval()
     seed = plan.cfg.run.seed + SCORE_SEED_OFFSET
     results = {}
+    make_opponent = opponent_factory(plan.device, plan.env_config)
     with torch.no_grad():
         for spec in evaluation_specs(list(plan.specs)):
-            results[spec.label] = evaluate(agent, plan.make_opponent(spec), games, env_config=plan.env_config,
+            results[spec.label] = evaluate(agent, make_opponent(spec), games, env_config=plan.env_config,
                                            device=plan.device, seed=seed, policy=policy)
     return results
