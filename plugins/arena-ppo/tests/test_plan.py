@@ -95,3 +95,33 @@ def test_a_plan_derives_each_value_once_for_its_process():
     cfg.run.num_envs = 9
     with pytest.raises(ValueError, match="--num-envs 9 does not split evenly over 2 processes"):
         resolve(cfg, "mappo", world=Rank(0, 2, 0, 2))
+
+
+def test_a_plan_is_plain_data_and_loads_no_opponent(tmp_path, monkeypatch):
+    """Every process can be handed the plan as it is: it pickles, holds no function or agent, and resolving
+    it checks the opponents' names and files without building one (the build makes each, once)."""
+    import dataclasses
+    import pickle
+
+    import pytest
+
+    import arena.agents
+
+    built: list[str] = []
+    real = arena.agents.build_agent
+    monkeypatch.setattr(arena.agents, "build_agent", lambda spec, *a, **k: built.append(spec) or real(spec, *a, **k))
+    cfg = small(default_config("ppo"))
+    cfg.run.vs = ("crank", "placeholder")
+    plan = resolve(cfg, out=tmp_path / "run")
+    assert built == []
+    assert pickle.loads(pickle.dumps(plan)) == plan
+    assert not [f.name for f in dataclasses.fields(plan) if callable(getattr(plan, f.name))]
+    assert not [f.name for f in dataclasses.fields(plan.exploiter()) if callable(getattr(plan, f.name))]
+    build_run(plan, console=None, progress=False)
+    assert sorted(built) == ["crank", "placeholder"]  # once each
+    cfg.run.vs = ("cranky",)
+    with pytest.raises(Exception, match="--vs cranky: unknown agent 'cranky'; did you mean crank"):
+        resolve(cfg, out=tmp_path / "bad")
+    cfg.run.vs = (f"ckpt:{tmp_path / 'nowhere.pt'}",)
+    with pytest.raises(Exception, match="nowhere.pt: no such file"):
+        resolve(cfg, out=tmp_path / "bad")
