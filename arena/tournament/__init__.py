@@ -7,14 +7,8 @@ Bradley-Terry fit, reported as pandas DataFrames and files.
 
 from arena.tournament.batching import Batch, plan_batches
 from arena.tournament.executor import play
-from arena.tournament.league_config import (
-    ConfigError,
-    ParticipantSpec,
-    RatingConfig,
-    TournamentConfig,
-    load_config,
-    parse_config,
-)
+from arena.tournament.league_config import ConfigError, ParticipantSpec, RatingConfig, TournamentConfig
+from arena.tournament.league_file import load_config, parse_config
 from arena.tournament.league_plan import LeaguePlan
 from arena.tournament.ratings import EloFit, Skill, bradley_terry, rating_order, trueskill_ratings
 from arena.tournament.report import LEADERBOARD_COLUMNS, Entrant, TournamentReport, build_report, write_report

@@ -1,23 +1,27 @@
-"""The tournament file: YAML in, validated dataclasses out.
+"""The tournament file: YAML in, validated dataclasses out, as the file writes it.
 
 Every mistake is reported as one :class:`ConfigError` naming the file, the key (``participants[3].
 checkpoint``) and what was expected, before a single game is played — a league that stops after an
 hour because of a typo in its last participant wastes the hour. Relative paths (``output``,
 ``checkpoint``, ``checkpoints``) are resolved against the YAML file's folder, so a league file means
 the same thing whatever directory it is run from.
+
+This module reads the file and touches nothing else: it globs no folder and opens no checkpoint. The
+participants' expansion (a ``checkpoints`` glob into one participant per file, the checkpoints' own
+settings, the names that candidates, references and the anchor must match) is
+:func:`arena.tournament.participants.expand_league`'s; :mod:`arena.tournament.league_file` does both.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import glob
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from arena.agents import DEFAULT_POLICY, POLICIES, TrainedFor
+from arena.agents import DEFAULT_POLICY, POLICIES
 from arena.declared_settings import (
     Setting,
     SettingError,
@@ -97,7 +101,7 @@ class RatingConfig:
         """Validated settings; raises :class:`ConfigError` naming ``file`` and ``key.FIELD``. Used for the
         league file and again for settings read back from a results database."""
         fpath = Path(file) if file is not None else None
-        return _rating(data, _Errors(fpath), key)
+        return _rating(data, ConfigErrors(fpath), key)
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,8 @@ class ParticipantSpec:
     key: str = ""  # where it came from in the file, for error messages: "participants[2]"
     obs_mode: str | None = None  # the observation its checkpoint reads, when the league's env names none
     policy: str | None = None  # a checkpoint's: one of POLICIES; None for agents without a checkpoint
+    pattern: str | None = None  # a 'checkpoints' glob (absolute), expanded into one participant per file
+    written: str | None = None  # its 'checkpoint' or 'checkpoints' as the file writes it (for messages)
 
 
 @dataclass(frozen=True)
@@ -148,8 +154,8 @@ class TournamentConfig:
                                      high=MAX_GAMES_PER_PAIRING, expect=f"an even integer in [2, "
                                      f"{MAX_GAMES_PER_PAIRING}] (half the games from each side)")
     format: Format = setting("round-robin", "who plays whom (below)")
-    candidates: tuple[str, ...] = ()  # display names of the gauntlet's candidates (patterns expanded)
-    references: tuple[str, ...] = ()  # display names whose mutual games fix the reference rating's scale
+    candidates: tuple[str, ...] = ()  # display names of the gauntlet's candidates (patterns, until expanded)
+    references: tuple[str, ...] = ()  # display names whose mutual games fix the reference rating's scale (same)
     time_per_move: float | None = setting(None, "time budget of one move: an act() call over a batch; a "
                                           "slower one forfeits (below)", low=0.0, low_open=True,
                                           high=MAX_TIME_PER_MOVE, unit="s", expect=f"seconds per move in (0, "
@@ -189,10 +195,10 @@ TOP_KEYS = tuple(f.name for f in fields(TournamentConfig) if f.name not in ("fil
 # -- loading ---------------------------------------------------------------------------------------
 
 
-def load_config(path: str | os.PathLike[str]) -> TournamentConfig:
-    """Read and validate a tournament file; raises :class:`ConfigError`. The YAML is read as every YAML
-    file is (:func:`arena.yaml_file.read_yaml_file`: size, nesting, alias expansion and duplicate keys
-    bounded before anything walks it)."""
+def read_league(path: str | os.PathLike[str]) -> TournamentConfig:
+    """Read and validate a tournament file as it is written (:func:`parse_league`); raises
+    :class:`ConfigError`. The YAML is read as every YAML file is (:func:`arena.yaml_file.read_yaml_file`:
+    size, nesting, alias expansion and duplicate keys bounded before anything walks it)."""
     from arena.yaml_file import YamlFileError, read_yaml_file
 
     file = Path(path)
@@ -204,7 +210,7 @@ def load_config(path: str | os.PathLike[str]) -> TournamentConfig:
         raise ConfigError(file, "", "no such file; expected a tournament YAML file") from None
     except OSError as exc:  # a folder, no permission, a NUL in the path
         raise ConfigError(file, "", f"cannot be read ({_os_reason(exc)}); expected a tournament YAML file") from None
-    return parse_config(data, file)
+    return parse_league(data, file)
 
 
 def _os_reason(exc: BaseException) -> str:
@@ -213,17 +219,19 @@ def _os_reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> TournamentConfig:
-    """Validate already-parsed YAML data. ``file`` anchors relative paths (the cwd when None)."""
+def parse_league(data: Any, file: str | os.PathLike[str] | None = None) -> TournamentConfig:
+    """Validate already-parsed YAML data as the file writes it: every key, value and section, a
+    ``checkpoints`` glob kept as a pattern and candidates and references as written. ``file`` anchors
+    relative paths (the cwd when None)."""
     fpath = Path(file) if file is not None else None
     base = fpath.resolve().parent if fpath is not None else Path.cwd()
-    err = _Errors(fpath)
+    err = ConfigErrors(fpath)
     if not isinstance(data, Mapping):
-        raise err("", f"expected a mapping of settings at the top level, got {_kind(data)}")
+        raise err("", f"expected a mapping of settings at the top level, got {kind_of(data)}")
     unknown = [k for k in data if k not in TOP_KEYS]
     if unknown:
         raise err(_keyname(unknown[0]),
-                  f"unknown key; expected one of: {', '.join(TOP_KEYS)}{_close(str(unknown[0]), TOP_KEYS)}")
+                  f"unknown key; expected one of: {', '.join(TOP_KEYS)}{close_to(str(unknown[0]), TOP_KEYS)}")
 
     data = dict(data)
     if data.get("name") is None:  # the file's name, checked as a name given would be
@@ -233,69 +241,46 @@ def parse_config(data: Any, file: str | os.PathLike[str] | None = None) -> Tourn
     output = values.setdefault("output", f"reports/{name}")
     games, fmt = values["games_per_pairing"], values["format"]
     if games % 2:
-        raise err("games_per_pairing", f"expected {_setting('games_per_pairing').spec.expect}, got {games}")
+        raise err("games_per_pairing", f"expected {declared_setting('games_per_pairing').spec.expect}, got {games}")
     env = data.get("env") or {}
     if not isinstance(env, Mapping):
-        raise err("env", f"expected a mapping, got {_kind(env)}")
-    _check_env(env, err)
+        raise err("env", f"expected a mapping, got {kind_of(env)}")
+    check_env(env, err)
     rating = _rating(data.get("rating"), err)
 
-    warnings: list[str] = []
     raw_participants = data.get("participants")
     if not isinstance(raw_participants, list) or not raw_participants:
         raise err("participants", f"expected a non-empty list of participants ({PARTICIPANT_FORMS}), "
-                                  f"got {_kind(raw_participants)}")
-    participants: list[ParticipantSpec] = []
-    for i, entry in enumerate(raw_participants):
-        participants.extend(_participants(entry, f"participants[{i}]", base, err, warnings))
-    seen: dict[str, str] = {}
-    by_name: dict[str, ParticipantSpec] = {}
-    for p in participants:
-        if p.name in seen:
-            other = by_name[p.name]
-            both_ways = (p.checkpoint is not None and p.checkpoint == other.checkpoint and p.policy != other.policy)
-            why = (f"the same checkpoint played {other.policy} and {p.policy} is two participants, and each needs a "
-                   f"name of its own — give one a 'name'" if both_ways else "expected unique names — give one a 'name'")
-            raise err(p.key, f"duplicate participant name {p.name!r} (also {seen[p.name]}); {why}")
-        seen[p.name], by_name[p.name] = p.key, p
+                                  f"got {kind_of(raw_participants)}")
+    participants = [_participant(entry, f"participants[{i}]", base, err) for i, entry in enumerate(raw_participants)]
 
-    if rating.anchor and rating.anchor not in seen:
-        raise err("rating.anchor", f"expected {_setting('anchor', RatingConfig).spec.expect}, "
-                                   f"got {shown(rating.anchor)}{_close(rating.anchor, list(seen))}")
-
-    names = [p.name for p in participants]
-    candidates: tuple[str, ...] = ()
     raw_candidates = data.get("candidates")
+    candidates: tuple[str, ...] = ()
     if fmt == "gauntlet":
-        candidates = _candidates(raw_candidates, names, err, warnings)
+        if raw_candidates is None:
+            raise err("candidates", "missing; expected a list of participant names (or patterns such as "
+                                    "'ppo:*') that play everyone else in a gauntlet")
+        candidates = _names(raw_candidates, "candidates", err)
     elif raw_candidates is not None:
         raise err("candidates", "only used with format: gauntlet; remove it or set format: gauntlet")
-    references = _references(data.get("references"), names, candidates, err, warnings)
+    raw_references = data.get("references")
+    references = _names(raw_references, "references", err) if raw_references is not None else ()
     if rating.rank_by == "reference_elo" and not references:
         raise err("rating.rank_by", "reference_elo ranks by the Elo against the references, and this league has "
                                     "none; expected `references:` (two or more participants) or rank_by: elo")
     sprt = _sprt(data.get("sprt"), err)
     if sprt is not None and fmt != "gauntlet":
         raise err("sprt", "only used with format: gauntlet (it tests candidates); remove it or set format: gauntlet")
-    if len(participants) < 2:
-        raise err("participants", f"expected at least 2 participants after expanding globs, got {len(participants)}"
-                                  + (f" ({'; '.join(warnings)})" if warnings else ""))
-    env, participants = _trained_settings(env, participants, err)
-    n, c, r = len(participants), len(candidates), len(references)
-    total = games * (c * (n - c) + r * (r - 1) // 2 if fmt == "gauntlet" else n * (n - 1) // 2)
-    if total > MAX_TOTAL_GAMES:
-        raise err("games_per_pairing", f"{games} games for each of the {total // games:,} pairings of {n} participants "
-                                       f"is {total:,} games; expected at most {MAX_TOTAL_GAMES:,} in one league")
 
     values["output"] = (base / output).resolve() if not os.path.isabs(output) else Path(output)
     return TournamentConfig(**values, participants=tuple(participants), candidates=candidates, references=references,
-                            env=dict(env), rating=rating, sprt=sprt, file=fpath, warnings=tuple(warnings))
+                            env=dict(env), rating=rating, sprt=sprt, file=fpath)
 
 
 # -- pieces ------------------------------------------------------------------------------------------
 
 
-class _Errors:
+class ConfigErrors:
     def __init__(self, file: Path | None) -> None:
         self.file = file
 
@@ -303,7 +288,7 @@ class _Errors:
         return ConfigError(self.file, key, message)
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
     if value is None:
         return "nothing"
     if isinstance(value, bool):
@@ -320,7 +305,7 @@ def _keyname(key: Any) -> str:
     return key if isinstance(key, str) and key.isprintable() and len(key) <= 80 else shown(key)
 
 
-def _read(cls: type, raw: Mapping[str, Any], err: _Errors, prefix: str = "") -> dict[str, Any]:
+def _read(cls: type, raw: Mapping[str, Any], err: ConfigErrors, prefix: str = "") -> dict[str, Any]:
     """The settings ``cls`` declares, by name, from the mapping ``raw`` (other keys are the caller's): each value given
     read by :func:`~arena.declared_settings.read_section` (None is no value), each one not given its
     default (the fields without one are left out); :class:`ConfigError` naming ``prefix + name`` in the
@@ -336,25 +321,25 @@ def _read(cls: type, raw: Mapping[str, Any], err: _Errors, prefix: str = "") -> 
     return {**defaults, **given}
 
 
-def _section(cls: type, raw: Any, err: _Errors, key: str) -> Mapping[str, Any]:
+def _section(cls: type, raw: Any, err: ConfigErrors, key: str) -> Mapping[str, Any]:
     """``raw`` if it is a mapping of settings that ``cls`` declares; :class:`ConfigError` naming ``key`` (or
     the unknown key, with the nearest known one) otherwise."""
     known = [s.name for s in declared(cls)]
     if not isinstance(raw, Mapping):
-        raise err(key, f"expected a mapping with some of {', '.join(known)}, got {_kind(raw)}")
+        raise err(key, f"expected a mapping with some of {', '.join(known)}, got {kind_of(raw)}")
     _refuse_unknown(raw, known, key, err)
     return raw
 
 
-def _refuse_unknown(raw: Mapping[Any, Any], known: tuple[str, ...] | list[str], key: str, err: _Errors) -> None:
+def _refuse_unknown(raw: Mapping[Any, Any], known: tuple[str, ...] | list[str], key: str, err: ConfigErrors) -> None:
     """:class:`ConfigError` naming the first key of ``raw`` not in ``known`` (``key.NAME``), with the nearest."""
     for k in raw:
         if k not in known:
             raise err(f"{key}.{_keyname(k)}", f"unknown key; expected one of: {', '.join(known)}"
-                                              f"{_close(str(k), known)}")
+                                              f"{close_to(str(k), known)}")
 
 
-def _setting(name: str, cls: type = TournamentConfig) -> Setting:
+def declared_setting(name: str, cls: type = TournamentConfig) -> Setting:
     return next(s for s in declared(cls) if s.name == name)
 
 
@@ -362,19 +347,19 @@ def stored_setting(name: str, value: Any, file: str | os.PathLike[str] | None, k
     """``value`` of the league setting ``name`` as a results database holds it (a run's record), checked
     by the setting's declaration; :class:`ConfigError` naming ``file`` and ``key`` otherwise."""
     try:
-        return check_value(_setting(name), value)
+        return check_value(declared_setting(name), value)
     except SettingError as exc:
         raise ConfigError(file, key, exc.detail) from None
 
 
-def _close(word: str, options: tuple[str, ...] | list[str]) -> str:
+def close_to(word: str, options: tuple[str, ...] | list[str]) -> str:
     import difflib
 
     match = difflib.get_close_matches(str(word), list(options), n=1)
     return f" (did you mean {match[0]!r}?)" if match else ""
 
 
-def _check_env(env: Mapping[str, Any], err: _Errors) -> None:
+def check_env(env: Mapping[str, Any], err: ConfigErrors) -> None:
     from arena.env.config import EnvConfig, EnvConfigError
 
     for k in env:
@@ -388,7 +373,7 @@ def _check_env(env: Mapping[str, Any], err: _Errors) -> None:
         raise err("env", str(exc)) from None
 
 
-def _sprt(raw: Any, err: _Errors) -> SPRTConfig | None:
+def _sprt(raw: Any, err: ConfigErrors) -> SPRTConfig | None:
     if raw is None:
         return None
     v = _read(SPRTConfig, _section(SPRTConfig, raw, err, "sprt"), err, "sprt.")
@@ -397,19 +382,20 @@ def _sprt(raw: Any, err: _Errors) -> SPRTConfig | None:
     return SPRTConfig(**v)
 
 
-def _rating(raw: Any, err: _Errors, key: str = "rating") -> RatingConfig:
+def _rating(raw: Any, err: ConfigErrors, key: str = "rating") -> RatingConfig:
     if raw is None:
         return RatingConfig()
     v = _read(RatingConfig, _section(RatingConfig, raw, err, key), err, key + ".")
     for name, most in (("sigma", MAX_SIGMA_PER_BETA), ("tau", MAX_TAU_PER_BETA)):  # TrueSkill is scale-free
         if v[name] > most * v["beta"]:
-            raise err(f"{key}.{name}", f"expected {_setting(name, RatingConfig).spec.expect} ({most * v['beta']:g}), "
-                                       f"got {v[name]!r}")
+            expect = declared_setting(name, RatingConfig).spec.expect
+            raise err(f"{key}.{name}", f"expected {expect} ({most * v['beta']:g}), got {v[name]!r}")
     return RatingConfig(**v)
 
 
-def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list[str]) -> list[ParticipantSpec]:
-    """One list entry → zero (an empty glob), one or many participants."""
+def _participant(entry: Any, key: str, base: Path, err: ConfigErrors) -> ParticipantSpec:
+    """One list entry as written: an agent, a checkpoint (its path resolved, not opened) or a
+    ``checkpoints`` glob (kept as an absolute pattern)."""
     if isinstance(entry, str):
         from arena.agents import AgentSpecError, parse_spec
 
@@ -425,7 +411,7 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
             raise err(key, f"{entry!r}: expected AGENT:CHECKPOINT, e.g. 'ppo:{path}'")
         entry = {"agent": agent} if path is None else {"agent": agent, "checkpoint": path}
     if not isinstance(entry, Mapping):
-        raise err(key, f"expected {PARTICIPANT_FORMS}, got {_kind(entry)}")
+        raise err(key, f"expected {PARTICIPANT_FORMS}, got {kind_of(entry)}")
     _section(ParticipantEntry, entry, err, key)
     if entry.get("agent") is None:
         raise err(f"{key}.agent", "missing; expected the agent's name (see `arena agents`)")
@@ -445,140 +431,28 @@ def _participants(entry: Any, key: str, base: Path, err: _Errors, warnings: list
     if v["checkpoints"] is not None:
         pattern = v["checkpoints"]
         full = pattern if os.path.isabs(pattern) else str(base / pattern)
-        files = sorted(Path(f).resolve() for f in glob.glob(full, recursive=True) if os.path.isfile(f))
-        if not files:
-            warnings.append(f"{key}.checkpoints: {pattern!r} matches no file yet; no participant added")
-            return []
-        labels = _labels(files)
-        prefix = name if name is not None else agent
-        return [ParticipantSpec(f"{prefix}:{label}", agent, dict(params), f, f"{key} ({f.name})", policy=policy)
-                for f, label in zip(files, labels)]
+        return ParticipantSpec(name if name is not None else agent, agent, dict(params), None, key, policy=policy,
+                               pattern=full, written=pattern)
 
     checkpoint = None
     if v["checkpoint"] is not None:
         raw = v["checkpoint"]
         checkpoint = (base / raw).resolve() if not os.path.isabs(raw) else Path(raw)
-        if not checkpoint.is_file():
-            problem = "not a file" if checkpoint.exists() else "no such file"
-            raise err(f"{key}.checkpoint", f"{problem}: {raw} (looked at {checkpoint}); expected an existing "
-                                           f"checkpoint file, relative to the tournament file's folder")
     if name is None:
         name = agent if checkpoint is None else f"{agent}:{checkpoint.with_suffix('').name}"
-    return [ParticipantSpec(name, agent, dict(params), checkpoint, key, policy=policy)]
+    return ParticipantSpec(name, agent, dict(params), checkpoint, key, policy=policy, written=v["checkpoint"])
 
 
-def _trained_settings(env: Mapping[str, Any], participants: list[ParticipantSpec],
-                      err: _Errors) -> tuple[dict[str, Any], list[ParticipantSpec]]:
-    """What ``env`` leaves unset, taken from the checkpoints the checkpoint participants were trained with.
-
-    The league's team size is the one its checkpoints were trained for, when they all agree (an agent
-    without a checkpoint plays any size). Checkpoints trained for different sizes are refused, naming
-    them: a 1-v-1 one could fly a seat of a team, but a league that turned a duel checkpoint's games into
-    team battles without being asked would rate it at something it never trained for. With
-    ``env.team_size`` set, every participant is built for that size before a game is played, and one
-    that cannot play it is refused then. Each checkpoint participant reads its own observation: the env
-    adds the extended keys for a batch where one participant reads them.
-    """
-    from dataclasses import replace
-
-    unset = [k for k in ("team_size", "obs_mode") if k not in env]
-    if not unset or all(p.checkpoint is None for p in participants):
-        return dict(env), participants  # nothing to read: torch is not even imported
-    from arena.agents import trained_for
-
-    trained = [trained_for(p.checkpoint) if p.checkpoint is not None else None for p in participants]
-    env = dict(env)
-    if "team_size" in unset:
-        sizes = {t.team_size for t in trained if t is not None}
-        if len(sizes) > 1:
-            raise err("env.team_size", f"the checkpoints were trained for different team sizes: "
-                                       f"{_by_team_size(participants, trained)}; choose the size of every game with "
-                                       f"env: {{team_size: T}} (a 1-v-1 checkpoint flies any seat of a team, a "
-                                       f"MAPPO team plays only its own size)")
-        if sizes and sizes != {1}:
-            env["team_size"] = sizes.pop()
-            _check_env(env, err)
-    if "obs_mode" in unset:
-        participants = [replace(p, obs_mode=t.obs_mode) if t is not None else p for p, t in zip(participants, trained)]
-    return env, participants
-
-
-def _by_team_size(participants: list[ParticipantSpec], trained: list[TrainedFor | None], shown_names: int = 3) -> str:
-    """``ppo:a, ppo:b (1 v 1); mappo:c (2 v 2)``: the checkpoint participants by the team size they were
-    trained for, a few names of each."""
-    groups: dict[int, list[str]] = {}
-    for p, t in zip(participants, trained):
-        if t is not None:
-            groups.setdefault(t.team_size, []).append(p.name)
-    parts = []
-    for size, names in sorted(groups.items()):
-        more = f" and {len(names) - shown_names} more" if len(names) > shown_names else ""
-        parts.append(f"{', '.join(names[:shown_names])}{more} ({size} v {size})")
-    return "; ".join(parts)
-
-
-def _labels(files: list[Path]) -> list[str]:
-    """Short unique labels for globbed files: paths below their common folder, without the suffix."""
-    if len(files) == 1:
-        return [files[0].with_suffix("").name]
-    common = Path(os.path.commonpath([str(f.parent) for f in files]))
-    return [f.with_suffix("").relative_to(common).as_posix() for f in files]
-
-
-def _candidates(raw: Any, names: list[str], err: _Errors, warnings: list[str]) -> tuple[str, ...]:
-    """Gauntlet candidates: display names or fnmatch patterns (``"ppo:*"``) over the participants."""
-    if raw is None:
-        raise err("candidates", "missing; expected a list of participant names (or patterns such as "
-                                "'ppo:*') that play everyone else in a gauntlet")
-    chosen = _chosen(raw, names, "candidates", err, warnings)
-    if len(chosen) == len(names):
-        raise err("candidates", "every participant is a candidate, so nobody is left to play against; "
-                                "expected some participants outside the candidates (or format: round-robin)")
-    return chosen
-
-
-def _references(raw: Any, names: list[str], candidates: tuple[str, ...], err: _Errors,
-                warnings: list[str]) -> tuple[str, ...]:
-    """The reference pool: at least two participants, none of them a gauntlet candidate."""
-    if raw is None:
-        return ()
-    chosen = _chosen(raw, names, "references", err, warnings)
-    if len(chosen) < 2:
-        raise err("references", f"a pool of one ({chosen[0]!r}) fixes no scale; expected at least two participants "
-                                f"whose games among themselves fix the rating scale")
-    both = [n for n in chosen if n in candidates]
-    if both:
-        raise err("references", f"{both[0]!r} is also a candidate; expected the references among the gauntlet's "
-                                f"opponents (a reference's rating is fixed by the other references alone)")
-    return chosen
-
-
-def _chosen(raw: Any, names: list[str], key: str, err: _Errors, warnings: list[str]) -> tuple[str, ...]:
-    """Participants named by ``key``: display names or fnmatch patterns (``"ppo:*"``), in league order."""
-    import fnmatch
-
+def _names(raw: Any, key: str, err: ConfigErrors) -> tuple[str, ...]:
+    """Candidates or references as written: participant names or fnmatch patterns (``"ppo:*"``)."""
     if isinstance(raw, str):
         raw = [raw]
     if not isinstance(raw, list) or not raw:
-        raise err(key, f"expected a non-empty list of participant names, got {_kind(raw)}")
-    chosen: list[str] = []
+        raise err(key, f"expected a non-empty list of participant names, got {kind_of(raw)}")
     for i, item in enumerate(raw):
         if not isinstance(item, str):
-            raise err(f"{key}[{i}]", f"expected a participant name, got {_kind(item)}")
-        if any(c in item for c in "*?["):
-            matched = [n for n in names if fnmatch.fnmatchcase(n, item)]
-            if not matched:
-                warnings.append(f"{key}[{i}]: pattern {item!r} matches no participant")
-        elif item in names:
-            matched = [item]
-        else:
-            raise err(f"{key}[{i}]", f"unknown participant {item!r}; expected one of: {', '.join(names)}"
-                                     f"{_close(item, names)}")
-        chosen.extend(n for n in matched if n not in chosen)
-    if not chosen:
-        raise err(key, "no participant matched; expected at least one"
-                       + (f" ({'; '.join(warnings)})" if warnings else ""))
-    return tuple(n for n in names if n in chosen)
+            raise err(f"{key}[{i}]", f"expected a participant name, got {kind_of(item)}")
+    return tuple(raw)
 
 
 # -- the docs --------------------------------------------------------------------------------------------

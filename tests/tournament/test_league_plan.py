@@ -33,3 +33,19 @@ def test_the_sink_alone_counts_the_games_and_draws_the_progress_line():
                      units(pairings(2), 12), sink)
     assert sink.games == len(sink.results) == 12 and sink.forfeits == 0 and stats.batches == 1
     assert "12/12 games" in stream.getvalue() and "forfeits 0" in stream.getvalue()
+
+
+def test_the_file_is_read_as_written_and_its_participants_expanded_apart(tmp_path):
+    """The league file's reader globs no folder and opens no checkpoint; the expansion does both."""
+    import pytest
+
+    from arena.tournament.league_config import parse_league
+    from arena.tournament.participants import expand_league
+
+    data = {"participants": ["crank", {"agent": "ppo", "checkpoints": "runs/*.pt"},
+                             {"agent": "ppo", "checkpoint": "gone.pt"}], "format": "gauntlet", "candidates": ["ppo:*"]}
+    written = parse_league(data, tmp_path / "league.yaml")
+    assert [p.pattern for p in written.participants] == [None, str(tmp_path / "runs/*.pt"), None]
+    assert written.candidates == ("ppo:*",)
+    with pytest.raises(Exception, match=r"participants\[2\]\.checkpoint: no such file: gone.pt \(looked at "):
+        expand_league(written)
