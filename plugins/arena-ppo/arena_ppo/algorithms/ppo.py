@@ -137,10 +137,6 @@ class PPO:
         self.value_normalizer = value_normalizer
         self.sync = sync
         self.kickstart_coef = 0.0  # weight of the teacher's loss (the runner sets it when a teacher labels)
-        device = next(model.parameters()).device
-        self.lr = torch.tensor(cfg.learning_rate, dtype=torch.float64, device=device)
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=cfg.adam_eps)
-        self.set_learning_rate(cfg.learning_rate)
         self.storage: RolloutStorage | None = None  # the rollout this algorithm learns from (init_storage)
         self.hidden: Hidden = {}  # a recurrent policy's state per row while it collects (init_acting)
         # The gradient step compiled whole (loss, backward, clip, Adam), or eager.
@@ -149,8 +145,18 @@ class PPO:
         if compiled:
             quiet_profiler_note()
             use_compile_cache()
+        self.reset_optimizer()
+
+    def reset_optimizer(self) -> None:
+        """A fresh optimizer at the configured learning rate (a new stage of a run starts from here): the
+        weights, the rollout, the acting state and the teacher's weight stay. A compiled step is traced
+        again for the new optimizer; one that fell back to eager stays eager."""
+        device = next(self.model.parameters()).device
+        self.lr = torch.tensor(self.cfg.learning_rate, dtype=torch.float64, device=device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.cfg.learning_rate, eps=self.cfg.adam_eps)
+        self.set_learning_rate(self.cfg.learning_rate)
         self._descend: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]] = (
-            torch.compile(self.descend, dynamic=False) if compiled else self.descend)
+            torch.compile(self.descend, dynamic=False) if self.compiled else self.descend)
         self._proven: set[int] = set()  # minibatch sizes the compiled step has compiled for (dynamic=False)
 
     # -- the rollout (rsl_rl's init_storage, act, process_env_step, compute_returns) --------------------

@@ -80,11 +80,7 @@ class Learner:
         every = torch.ones(self.env.num_envs, dtype=torch.bool, device=self.device)
         self.env.restart(every)
         self.algorithm.forget(every)
-        old = self.algorithm
-        self.algorithm = build_algorithm(self.plan, self.agent, self.sync, self.plan.compile_update[0] and old.compiled)
-        self.algorithm.kickstart_coef = old.kickstart_coef
-        self.algorithm.init_storage(self.storage_of(old))
-        self.algorithm.init_acting(self.agent, self.generators["action"], self.active_masks, old.hidden)
+        self.algorithm.reset_optimizer()
 
     @staticmethod
     def storage_of(algorithm: PPO) -> RolloutStorage:
