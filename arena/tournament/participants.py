@@ -128,8 +128,6 @@ def _trained_settings(env: Mapping[str, Any], participants: list[ParticipantSpec
     that cannot play it is refused then. Each checkpoint participant reads its own observation: the env
     adds the extended keys for a batch where one participant reads them.
     """
-    from dataclasses import replace
-
     unset = [k for k in ("team_size", "obs_mode") if k not in env]
     if not unset or all(p.checkpoint is None for p in participants):
         return dict(env), participants  # nothing to read: torch is not even imported
