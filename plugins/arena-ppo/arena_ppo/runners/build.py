@@ -78,8 +78,8 @@ def build_learner(plan: RunPlan, sync: ProcessSync, make_opponent: MakeOpponent 
     learner = Learner(plan, sync, agent, algorithm, opponents, env, teacher, generators)
     model = cast("RecurrentActorCritic", agent.model)
     hidden = (model.actor_hidden_size, model.critic_hidden_size) if agent.recurrent else None
-    algorithm.init_storage(RolloutStorage(plan.cfg.ppo.n_steps, plan.local_envs * plan.seats, net.obs_dim,
-                                          net.critic_obs_dim if run.privileged_critic else None, plan.device,
+    algorithm.init_storage(RolloutStorage(plan.cfg.ppo.n_steps, env.rows, net.obs_dim,
+                                          net.critic_obs_dim if run.privileged_critic else None, env.device,
                                           active_masks=learner.active_masks, hidden_sizes=hidden,
                                           teacher=teacher is not None))
     algorithm.init_acting(agent, generators["action"], learner.active_masks)
