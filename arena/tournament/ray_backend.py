@@ -308,7 +308,7 @@ def play_on_ray(remote: RemotePlay, units: Sequence[Unit], sink: ResultSink, fir
     queue = list(enumerate(batches, start=first_batch))[::-1]
 
     def submit() -> None:  # keep the workers busy, and no more: a decided SPRT cancels little
-        while queue and len(pending) < remote.in_flight:
+        while queue and len(pending) < remote.in_flight and not sink.stop():
             number, batch = queue.pop()
             members = {u.p1 for u in batch.units} | {u.p2 for u in batch.units}
             refs = {spec.participants[k].key: checkpoints[spec.participants[k].key]
@@ -329,7 +329,7 @@ def play_on_ray(remote: RemotePlay, units: Sequence[Unit], sink: ResultSink, fir
                 except ray.exceptions.RayError as exc:  # worker or node lost, retries spent
                     stats.left += batch.games
                     stats.lost.append(f"batch {number} ({batch.games} games) was lost after {retries} retries "
-                                        f"({first_line(exc)}); run the league again to play them")
+                                      f"({first_line(exc)}); run the league again to play them")
                     continue
                 done += 1
                 sink.show(tasks=f"{done}/{len(batches)}")
