@@ -51,8 +51,9 @@ MakeOpponent = Callable[[OpponentSpec], Any]
 def build_learner(plan: RunPlan, sync: ProcessSync, make_opponent: MakeOpponent | None = None) -> Learner:
     """One learner: its weights, update, opponents, teacher, envs and rollout storage. Its fixed
     opponents and teacher are built here, once each, by ``make_opponent`` (by default, as `arena play`
-    builds an agent or checkpoint)."""
+    builds an agent or checkpoint, a failure named by the option that gave it: --vs or --kickstart)."""
     run = plan.cfg.run
+    make_teacher = make_opponent or opponent_factory(plan.device, plan.env_config, option="--kickstart")
     make_opponent = make_opponent or opponent_factory(plan.device, plan.env_config)
     torch.manual_seed(run.seed)  # network initialization: the same on every process
     generators = {"action": torch.Generator(device=plan.device), "shuffle": torch.Generator()}
@@ -65,7 +66,7 @@ def build_learner(plan: RunPlan, sync: ProcessSync, make_opponent: MakeOpponent 
     opponents = TrainingOpponents(plan, make_opponent, lambda path: type(agent).load(path, device=plan.device,
                                                                                       env_config=plan.env_config),
                                   lambda: frozen_copy(agent, plan))
-    teacher = Teacher(plan.teacher, make_opponent, plan.local_envs, plan.device) if plan.teacher else None
+    teacher = Teacher(plan.teacher, make_teacher, plan.local_envs, plan.device) if plan.teacher else None
     algorithm.kickstart_coef = plan.cfg.ppo.kickstart_coef if teacher is not None else 0.0
     # An opponent (or teacher) that reads the extended observation gets it; the learner keeps its own keys.
     players = opponents.agents() + ([teacher.agent] if teacher is not None else [])
