@@ -78,26 +78,28 @@ class Agreement:
     step runs as it is, and a failure is this process's one line.
 
     :class:`GroupAgreement` is the same over a group. The run itself (runner, rollouts, evaluation)
-    never sees this object: it gets :meth:`run_sync`.
+    never sees this object: the build gets its :attr:`sync`, which says who this process is.
     """
 
-    def __init__(self, rank: Rank | None = None) -> None:
-        self.rank = rank or Rank()
+    def __init__(self, sync: "ProcessSync | None" = None) -> None:
+        if sync is None:  # imported here: torch loads when a run starts, not for `arena train --help`
+            from arena_ppo.process_sync import ProcessSync
+
+            sync = ProcessSync()
+        self.sync = sync
+
+    @property
+    def rank(self) -> Rank:
+        return self.sync.rank
 
     @property
     def main(self) -> bool:
         """Only the main process creates the output folder and prints."""
-        return self.rank.main
+        return self.sync.main
 
     @property
     def several(self) -> bool:
-        return False
-
-    def run_sync(self) -> "ProcessSync":
-        """What the run's processes keep identical while it trains."""
-        from arena_ppo.process_sync import ProcessSync
-
-        return ProcessSync(self.rank)
+        return self.sync.several
 
     def agreed(self, step: Callable[[], T]) -> T:
         """Run ``step`` on every process; if it fails (one line) on any of them, all stop: the main process
@@ -126,7 +128,9 @@ class GroupAgreement(Agreement):
     """:class:`Agreement` over a group of processes (``--nproc N``, torchrun)."""
 
     def __init__(self, group: Group) -> None:
-        super().__init__(group.rank)
+        from arena_ppo.process_sync import GroupSync
+
+        super().__init__(GroupSync(group))
         self.group = group
 
     @classmethod
@@ -138,15 +142,6 @@ class GroupAgreement(Agreement):
             return cls(Group.join(rank))
         except (DistributedError, PeerFailure) as exc:
             raise fail(str(exc)) from None
-
-    @property
-    def several(self) -> bool:
-        return True
-
-    def run_sync(self) -> "ProcessSync":
-        from arena_ppo.process_sync import GroupSync
-
-        return GroupSync(self.group)
 
     def agreed(self, step: Callable[[], T]) -> T:
         error = None

@@ -238,7 +238,7 @@ def set_up(setup: Any, params: dict[str, Any],
 
     def build() -> Any:
         try:
-            return build_run(plan, agreement.run_sync(), console=click.echo, progress=params.get("progress", True),
+            return build_run(plan, agreement.sync, console=click.echo, progress=params.get("progress", True),
                              on_checkpoint=announce_checkpoint)
         except ValueError as exc:
             raise fail(str(exc)) from None
