@@ -1,6 +1,6 @@
 """A league as it is played: who plays, where, in which env, from which starts, under which move budget.
 
-Resolved once from the league file (:func:`arena.tournament.runner.run_tournament`), a
+Resolved once from the league file (:func:`arena.tournament.runner.resolve_league`), a
 :class:`LeaguePlan` is the only thing :func:`~arena.tournament.executor.play`, the batch player,
 the replays and a Ray task are given about the league. Tests and benchmarks make one with
 :meth:`LeaguePlan.of` from a list of agents.
