@@ -183,7 +183,8 @@ def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = Non
     mappo's are 2-v-2 teams, ValueNorm and the central critic. A league duel (``run.vs`` with
     ``league``, one aircraft a side) reads the extended observation (the missile warning). It has no
     teacher: a user with a new scenario has none to copy; ``run.kickstart`` adds one
-    (docs/experiments/ holds the recipe taught by the ladder's top rung).
+    (docs/experiments/ holds the recipe taught by the ladder's top rung), and a taught run's trigger
+    is not masked: the teacher's labels already keep it off where a launch would not lock.
     """
     given = given or {}
     cfg = TrainConfig()
@@ -194,6 +195,10 @@ def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = Non
     vs, team_size = given.get("run.vs", cfg.run.vs), given.get("run.team_size", cfg.run.team_size)
     if team_size == 1 and plays_league(vs):
         cfg.run.obs_mode = "extended"
+    if given.get("run.kickstart", NO_TEACHER) not in ("", NO_TEACHER):
+        # Masked, the taught league fell behind against the defender and the ace over nine seeds
+        # (docs/experiments/2026-12-05-a-taught-trigger-without-the-mask.md).
+        cfg.network.fire_mask = False
     return cfg
 
 
@@ -215,7 +220,8 @@ def settings_table() -> str:
     from arena.training.settings import markdown_table
 
     return markdown_table(default_config("ppo"), {"mappo": default_config("mappo"),
-                                                  "league": default_config("ppo", {"run.vs": ("league",)})})
+                                                  "league": default_config("ppo", {"run.vs": ("league",)}),
+                                                  "taught": default_config("ppo", {"run.kickstart": "ace"})})
 
 
 if __name__ == "__main__":

@@ -154,6 +154,15 @@ def test_a_league_duel_has_no_teacher_unless_given_one():
     assert (teams.teacher(), teams.obs_mode) == ("", "default")  # a teacher labels duels only
 
 
+def test_a_taught_trigger_is_unmasked_unless_the_user_masks_it():
+    from arena_ppo.prepare import build_config
+
+    assert build_config("ppo", {"run.vs": ("league",)}).network.fire_mask
+    assert build_config("ppo", {"run.vs": ("crank",), "run.kickstart": "none"}).network.fire_mask
+    assert not build_config("ppo", {"run.vs": ("league",), "run.kickstart": "ace"}).network.fire_mask
+    assert build_config("ppo", {"run.kickstart": "ace", "network.fire_mask": True}).network.fire_mask
+
+
 @pytest.mark.parametrize("args, message", [
     (["--kickstart", "cranky"], "--kickstart cranky: unknown agent 'cranky'; did you mean crank"),
     (["--kickstart", "league"], "--kickstart league: expected an agent name or ckpt:PATH"),
