@@ -188,6 +188,16 @@ class LearnerSide:
         """Who flies p2 from the next step on (a league's draw for its next rollout); the battles go on."""
         self.loop.seating = seating
 
+    def restart(self, envs: torch.Tensor) -> torch.Tensor:
+        """Start the battles of the ``[n]`` bool mask ``envs`` over (their opponents forget them too); returns
+        every battle's observation. No host sync: a mask with no battle set changes nothing."""
+        if self.obs is None:
+            raise RuntimeError("call reset() before restart()")
+        self.env.restart_mask(envs)
+        self.obs = self.env.observe()
+        self.loop.reset_agents(envs)
+        return self.vector(self.obs["p1"])
+
     def play(self, actions: np.ndarray | torch.Tensor) -> tuple[Turn, torch.Tensor]:
         """Step p1's ``[n, 3]`` (``[n, T, 3]``) actions; returns the turn and p1's shaped reward (``[n]``,
         ``[n, T]``). A NaN fire value compares False (no fire); the env replaces the other NaNs."""
@@ -291,16 +301,6 @@ class LearnerBattles(LearnerSide):
             for i, controller in enumerate(self.controllers):
                 controller.rng_seed, controller.rng_state = self.stream_seed(self.env.seed, i), None
         self.loop.reset_agents()
-        return self.vector(self.obs["p1"])
-
-    def restart(self, envs: torch.Tensor) -> torch.Tensor:
-        """Start the battles of the ``[n]`` bool mask ``envs`` over (their opponents forget them too); returns
-        every battle's observation. No host sync: a mask with no battle set changes nothing."""
-        if self.obs is None:
-            raise RuntimeError("call reset() before restart()")
-        self.env.restart_mask(envs)
-        self.obs = self.env.observe()
-        self.loop.reset_agents(envs)
         return self.vector(self.obs["p1"])
 
     def step(self, actions: np.ndarray | torch.Tensor) -> LearnerStep:

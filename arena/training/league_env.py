@@ -101,10 +101,9 @@ class LeagueEnv:
         return mask
 
     def restart(self, mask: torch.Tensor) -> None:
-        """New battles in the envs of the ``[N]`` bool ``mask``: abandoned ones were bootstrapped as
-        truncated by the last rollout's returns; nothing is credited for them."""
-        self.env.restart_mask(mask)
-        self.side.obs = self.env.observe()
+        """New battles in the envs of the ``[N]`` bool ``mask``, forgotten by their opponents and the teacher:
+        abandoned ones were bootstrapped as truncated by the last rollout's returns; nothing is credited for them."""
+        self.side.restart(mask)
         if self.teacher is not None:
             self.teacher.reset(mask)
 

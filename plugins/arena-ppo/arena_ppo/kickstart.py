@@ -51,28 +51,29 @@ def check_teacher(text: str, team_size: int) -> OpponentSpec:
 class Teacher:
     """The teacher agent and its labels: what it would do in each of the learner's envs."""
 
-    def __init__(self, spec: OpponentSpec, make_agent: Callable[[OpponentSpec], Any], num_envs: int,
-                 device: torch.device) -> None:
-        """``spec``: the plan's teacher, checked by :func:`check_teacher`."""
+    def __init__(self, spec: OpponentSpec, make_agent: Callable[[OpponentSpec], Any], device: torch.device) -> None:
+        """``spec``: the plan's teacher, checked by :func:`check_teacher`; it labels as many envs as it is shown."""
         self.spec = spec
         self.name = self.spec.label
-        self.agent = make_agent(self.spec)
-        self.num_envs, self.device = num_envs, device  # make_agent puts it in eval mode, as for an opponent
-        self.nan_envs = torch.zeros(num_envs, dtype=torch.bool, device=device)  # labelled NaN since the last check
+        self.agent = make_agent(self.spec)  # in eval mode, as an opponent is
+        self.device = device
+        self.nan_envs: torch.Tensor | None = None  # [N] labelled NaN since the last check
 
     def label(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """(rudder in [-1, 1], fire in {0., 1.}), each [N], for p1's observation ``obs``. NaN labels are
-        noted on the device and refused by :meth:`check_nans` before the rollout is used."""
-        action = checked_act(self.agent, obs, self.name, TEACHER_ROLE, self.num_envs, self.device)
+        """(rudder in [-1, 1], fire in {0., 1.}), each [N], for p1's observation ``obs`` of N envs. NaN
+        labels are noted on the device and refused by :meth:`check_nans` before the rollout is used."""
+        envs = next(iter(obs.values())).shape[0]
+        action = checked_act(self.agent, obs, self.name, TEACHER_ROLE, envs, self.device)
         assert not isinstance(action, AgentFailure)
-        self.nan_envs |= action.nan_count > 0
+        nan = action.nan_count > 0
+        self.nan_envs = nan if self.nan_envs is None else self.nan_envs | nan
         return action.rudder, action.fire.float()
 
     def check_nans(self) -> None:
         """Refuse a teacher that labelled NaN since the last call (one host read, once a rollout): a NaN
         label would teach nothing but NaN."""
-        count = int(self.nan_envs.sum())
-        self.nan_envs.zero_()
+        count = 0 if self.nan_envs is None else int(self.nan_envs.sum())
+        self.nan_envs = None
         if count:
             raise AgentFailure(self.name, TEACHER_ROLE, f"returned NaN in {count} env(s)")
 

@@ -115,7 +115,7 @@ class NaNTeacher:
 
 def test_a_teacher_that_returns_nan_is_named():
     """Noted on the device at each label, refused once a rollout, before the labels are used."""
-    teacher = Teacher(teacher_spec("crank"), lambda spec: NaNTeacher(), 3, torch.device("cpu"))
+    teacher = Teacher(teacher_spec("crank"), lambda spec: NaNTeacher(), torch.device("cpu"))
     teacher.label({"x": torch.zeros(3)})
     with pytest.raises(AgentFailure, match="crank.*kickstart teacher.*NaN in 3 env"):
         teacher.check_nans()
@@ -182,14 +182,14 @@ def test_the_teachers_memory_comes_back_only_to_the_same_teacher():
         return build_agent(spec.target, "cpu")
 
     obs = TensorEnv(4, "cpu", seed=1).reset()["p1"]
-    crank = Teacher(teacher_spec("crank"), make, 4, torch.device("cpu"))
+    crank = Teacher(teacher_spec("crank"), make, torch.device("cpu"))
     for _ in range(3):
         crank.label(obs)
     saved = crank.state_dict()
     assert saved["name"] == "crank" and saved["memory"]
-    again = Teacher(teacher_spec("crank"), make, 4, torch.device("cpu"))
+    again = Teacher(teacher_spec("crank"), make, torch.device("cpu"))
     again.load_state_dict(saved)
     assert all(torch.equal(getattr(again.agent, k.split(":")[1]), v) for k, v in saved["memory"].items())
-    other = Teacher(teacher_spec("placeholder"), make, 4, torch.device("cpu"))
+    other = Teacher(teacher_spec("placeholder"), make, torch.device("cpu"))
     other.load_state_dict(saved)  # --kickstart changed on resume: the new teacher starts fresh
     assert not any(hasattr(other.agent, k.split(":")[1]) for k in saved["memory"] if k.startswith("tensor:"))

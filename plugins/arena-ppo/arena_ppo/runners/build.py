@@ -9,6 +9,7 @@ run (the learner, a league's main exploiter, the evaluation and the outputs).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
@@ -19,13 +20,14 @@ from arena.threads import apply_threads
 from arena.training import OpponentSpec
 from arena.training.league_env import LeagueEnv
 from arena_ppo.agent import PPOAgent
+from arena_ppo.algorithms import PPO
 from arena_ppo.kickstart import Teacher
 from arena_ppo.mappo_agent import MAPPOAgent
 from arena_ppo.plan import RunPlan, opponent_factory
 from arena_ppo.process_sync import ProcessSync
 from arena_ppo.runners.evaluator import Evaluator
 from arena_ppo.runners.exploiter import MainExploiter
-from arena_ppo.runners.learner import Learner, build_algorithm, frozen_copy
+from arena_ppo.runners.learner import Learner, frozen_copy
 from arena_ppo.runners.on_policy_runner import CheckpointObserver, OnPolicyRunner
 from arena_ppo.runners.outputs import RunOutputs
 from arena_ppo.runners.training_opponents import TrainingOpponents
@@ -45,6 +47,32 @@ def build_agent(plan: RunPlan) -> PPOAgent:
                     privileged_critic=run.privileged_critic, value_norm=cfg.ppo.value_norm)
 
 
+def build_algorithm(plan: RunPlan, agent: PPOAgent, sync: ProcessSync, env: LeagueEnv, generator: torch.Generator,
+                    taught: bool) -> PPO:
+    """The update of ``agent`` on ``env``'s rows, ready to collect (sampling from ``generator``) and learn:
+    a fresh optimizer, the rollout storage, the teacher's weight where one labels (``taught``).
+
+    ppo.batch_size counts env steps of all processes: each process takes its share, and a step
+    brings one row per aircraft of the team. So a rollout makes as many minibatches at 4 v 4 as in
+    the duel; counted in rows, a team took team-size times the duel's optimizer steps per update
+    (docs/experiments/2026-11-26-mappo-late-slide.md). MAPPO keeps whether each aircraft was alive, so
+    that dead ones add no loss.
+    """
+    ppo, rows, run, net = plan.cfg.ppo, plan.minibatch_rows, plan.cfg.run, agent.network
+    algorithm = PPO(agent.model, replace(ppo, batch_size=rows) if rows != ppo.batch_size else ppo,
+                    agent.value_normalizer, sync=sync.update, compiled=plan.compile_update[0])
+    sync.attach(agent)
+    algorithm.kickstart_coef = ppo.kickstart_coef if taught else 0.0
+    active_masks = plan.algorithm == "mappo"
+    model = cast("RecurrentActorCritic", agent.model)
+    hidden = (model.actor_hidden_size, model.critic_hidden_size) if agent.recurrent else None
+    algorithm.init_storage(RolloutStorage(ppo.n_steps, env.rows, net.obs_dim,
+                                          net.critic_obs_dim if run.privileged_critic else None, env.device,
+                                          active_masks=active_masks, hidden_sizes=hidden, teacher=taught))
+    algorithm.init_acting(agent, generator, active_masks)
+    return algorithm
+
+
 MakeOpponent = Callable[[OpponentSpec], Any]
 
 
@@ -60,14 +88,12 @@ def build_learner(plan: RunPlan, sync: ProcessSync, make_opponent: MakeOpponent 
     generators["action"].manual_seed(plan.seed + 1)
     generators["shuffle"].manual_seed(plan.seed + 2)
     agent = build_agent(plan)
-    algorithm = build_algorithm(plan, agent, sync, plan.compile_update[0])
     if plan.rank.rank:  # the weights are initialized: from here on every other process draws from its own seed
         torch.manual_seed(plan.seed)
     opponents = TrainingOpponents(plan, make_opponent, lambda path: type(agent).load(path, device=plan.device,
                                                                                       env_config=plan.env_config),
                                   lambda: frozen_copy(agent, plan))
-    teacher = Teacher(plan.teacher, make_teacher, plan.local_envs, plan.device) if plan.teacher else None
-    algorithm.kickstart_coef = plan.cfg.ppo.kickstart_coef if teacher is not None else 0.0
+    teacher = Teacher(plan.teacher, make_teacher, plan.device) if plan.teacher else None
     # An opponent (or teacher) that reads the extended observation gets it; the learner keeps its own keys.
     players = opponents.agents() + ([teacher.agent] if teacher is not None else [])
     config = observation_config(plan.env_config, players)
@@ -75,16 +101,8 @@ def build_learner(plan: RunPlan, sync: ProcessSync, make_opponent: MakeOpponent 
                         final_global_state="p1" if run.privileged_critic else False)
     env = LeagueEnv(battles, opponents.pool, agent.obs_keys, reward_fn=run.reward, teacher=teacher,
                     global_state=run.privileged_critic)
-    net = agent.network
-    learner = Learner(plan, sync, agent, algorithm, opponents, env, teacher, generators)
-    model = cast("RecurrentActorCritic", agent.model)
-    hidden = (model.actor_hidden_size, model.critic_hidden_size) if agent.recurrent else None
-    algorithm.init_storage(RolloutStorage(plan.cfg.ppo.n_steps, env.rows, net.obs_dim,
-                                          net.critic_obs_dim if run.privileged_critic else None, env.device,
-                                          active_masks=learner.active_masks, hidden_sizes=hidden,
-                                          teacher=teacher is not None))
-    algorithm.init_acting(agent, generators["action"], learner.active_masks)
-    return learner
+    algorithm = build_algorithm(plan, agent, sync, env, generators["action"], taught=teacher is not None)
+    return Learner(plan, sync, agent, algorithm, opponents, env, teacher, generators)
 
 
 def build_exploiter(plan: RunPlan, learner: Learner, echo: Callable[[str], None]) -> MainExploiter:

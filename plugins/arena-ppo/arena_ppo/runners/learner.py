@@ -30,21 +30,6 @@ from arena_ppo.storage import RolloutStorage
 LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "learning_rate")
 
 
-def build_algorithm(plan: RunPlan, agent: PPOAgent, sync: ProcessSync, compiled: bool) -> PPO:
-    """The update, with a fresh optimizer.
-
-    ppo.batch_size counts env steps of all processes: each process takes its share, and a step
-    brings one row per aircraft of the team. So a rollout makes as many minibatches at 4 v 4 as in
-    the duel; counted in rows, a team took team-size times the duel's optimizer steps per update
-    (docs/experiments/2026-11-26-mappo-late-slide.md).
-    """
-    ppo, rows = plan.cfg.ppo, plan.minibatch_rows
-    algorithm = PPO(agent.model, replace(ppo, batch_size=rows) if rows != ppo.batch_size else ppo,
-                    agent.value_normalizer, sync=sync.update, compiled=compiled)
-    sync.attach(agent)
-    return algorithm
-
-
 def frozen_copy(agent: PPOAgent, plan: RunPlan) -> PPOAgent:
     """A frozen copy of ``agent`` as it is now (self-play before the first checkpoint, the exploiter's target)."""
     return type(agent).load(agent.checkpoint(), device=plan.device, env_config=plan.env_config)
@@ -58,7 +43,6 @@ class Learner:
                  generators: dict[str, torch.Generator]) -> None:
         self.plan, self.sync, self.agent, self.algorithm = plan, sync, agent, algorithm
         self.opponents, self.env, self.teacher, self.generators = opponents, env, teacher, generators
-        self.active_masks = plan.algorithm == "mappo"  # dead aircraft add no loss
         self.counters = Counters()
 
     @property
