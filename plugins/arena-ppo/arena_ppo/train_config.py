@@ -192,6 +192,9 @@ def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = Non
         cfg.run.team_size = 2
         cfg.run.privileged_critic = True
         cfg.ppo.value_norm = True
+        # JaxMARL's SMAX rate, no entropy bonus, its gradient clip: arena sweep's choice at 2 v 2
+        # (docs/experiments/2026-12-05-a-mappo-sweep-at-2v2.md).
+        cfg.ppo.learning_rate, cfg.ppo.entropy_coef, cfg.ppo.max_grad_norm = 1.84e-3, 0.0, 0.25
     vs, team_size = given.get("run.vs", cfg.run.vs), given.get("run.team_size", cfg.run.team_size)
     if team_size == 1 and plays_league(vs):
         cfg.run.obs_mode = "extended"
