@@ -184,7 +184,7 @@ def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = Non
     ``league``, one aircraft a side) reads the extended observation (the missile warning). It has no
     teacher: a user with a new scenario has none to copy; ``run.kickstart`` adds one
     (docs/experiments/ holds the recipe taught by the ladder's top rung), and a taught run's trigger
-    is not masked: the teacher's labels already keep it off where a launch would not lock.
+    is not masked: the teacher's labels say where to fire, and the taught league did better so.
     """
     given = given or {}
     cfg = TrainConfig()
@@ -192,7 +192,7 @@ def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = Non
         cfg.run.team_size = 2
         cfg.run.privileged_critic = True
         cfg.ppo.value_norm = True
-        # JaxMARL's SMAX rate, no entropy bonus, its gradient clip: arena sweep's choice at 2 v 2
+        # Near JaxMARL's SMAX rate, no entropy bonus, its gradient clip: arena sweep's choice at 2 v 2
         # (docs/experiments/2026-12-05-a-mappo-sweep-at-2v2.md).
         cfg.ppo.learning_rate, cfg.ppo.entropy_coef, cfg.ppo.max_grad_norm = 1.84e-3, 0.0, 0.25
     vs, team_size = given.get("run.vs", cfg.run.vs), given.get("run.team_size", cfg.run.team_size)
