@@ -28,7 +28,7 @@ from arena.tournament.schedule import Unit
 
 if TYPE_CHECKING:
     from arena.progress import Progress
-    from arena.tournament.store import ResultStore
+    from arena.tournament.stored_league import StoredLeague
 
 FOLDER = "replays"
 INDEX = "index.json"
@@ -134,16 +134,16 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "participant"
 
 
-def record_replays(plan: LeaguePlan, store: "ResultStore", ids: Sequence[int], picks: Sequence[Notable],
+def record_replays(plan: LeaguePlan, league: "StoredLeague", picks: Sequence[Notable],
                    meter: "Progress") -> list[ReplayEntry]:
-    """Record ``picks`` (games by league position; ``ids`` are the positions' stored ids) by playing
-    their batches again; write ``replays/*.html|.acmi`` and an index beside the store. ``meter`` counts
-    the games recorded."""
+    """Record ``picks`` (games by league position, as ``league.ids`` orders the stored participants) by
+    playing their batches again; write ``replays/*.html|.acmi`` and an index beside the store. ``meter``
+    counts the games recorded."""
     from arena.replay import save_battle
 
-    names, device = plan.names, plan.device
+    names, device, store = plan.names, plan.device, league.store
     output = store.path.parent
-    position = {pid: i for i, pid in enumerate(ids)}
+    position = {pid: i for i, pid in enumerate(league.ids)}
     folder = output / FOLDER
     entries: dict[int, ReplayEntry] = {}
     by_batch: dict[int, list[int]] = {}

@@ -29,6 +29,7 @@ from arena.tournament.schedule import Unit, games_per_side, missing, pairings, s
 from arena.tournament.sinks import ExecutionStats, ResultSink
 from arena.tournament.sprt import SPRTState
 from arena.tournament.store import SCHEMA_VERSION, FolderLock, ResultStore, RunRecord, StoreError, db_path
+from arena.tournament.stored_league import StoredLeague
 
 if TYPE_CHECKING:
     from arena.agents import Registry
@@ -169,22 +170,6 @@ class RunOptions:
     stream: TextIO | None = None
     max_batches: int | None = None
     remote: RemotePlay | None = None
-
-
-@dataclass
-class StoredLeague:
-    """The league against its database: its file, this run's record, the participants' ids, the planned
-    games and what is still to play, and what it started from."""
-
-    config: TournamentConfig
-    store: ResultStore
-    run_id: int
-    ids: list[int]
-    planned: list[Unit]
-    todo: list[Unit]
-    known: list[GameResult]  # the stored games of its schedule, by position
-    retried: int  # stored forfeits deleted to be played again
-    sprt: SPRTState | None
 
 
 def league_seeds(config: TournamentConfig, participants: Sequence[Participant]) -> GameSeeds:
@@ -338,16 +323,17 @@ def notable_replays(plan: LeaguePlan, league: StoredLeague, report: TournamentRe
     from arena.progress import Progress
     from arena.tournament.replays import notable_games, record_replays
 
-    config, store, ids, names = league.config, league.store, league.ids, plan.names
+    config, names = league.config, plan.names
     board = report.leaderboard.set_index("name")
     elo = [float(board.loc[n, "elo"]) for n in names]
-    position = {pid: i for i, pid in enumerate(ids)}
-    games = store.games(ids, max_index=config.games_per_pairing // 2, outcomes_only=True, relabel=position)
+    position = {pid: i for i, pid in enumerate(league.ids)}
+    games = league.store.games(league.ids, max_index=config.games_per_pairing // 2, outcomes_only=True,
+                               relabel=position)
     ordered = {(u.p1, u.p2) for u in league.planned}
     picks = notable_games([g for g in games if (g.p1, g.p2) in ordered], elo, names, config.replays)
     meter = Progress(len(picks), unit="games", label="recording replays", stream=options.stream,
                      enabled=options.progress and bool(picks))
-    return record_replays(plan, store, ids, picks, meter)
+    return record_replays(plan, league, picks, meter)
 
 
 def league_report(store: ResultStore, run: RunRecord, rating: RatingConfig | None = None) -> TournamentReport:
