@@ -143,7 +143,7 @@ def record_replays(plan: LeaguePlan, league: "StoredLeague", picks: Sequence[Not
 
     names, device, store = plan.names, plan.device, league.store
     output = store.path.parent
-    position = {pid: i for i, pid in enumerate(league.ids)}
+    position = league.positions()
     folder = output / FOLDER
     entries: dict[int, ReplayEntry] = {}
     by_batch: dict[int, list[int]] = {}

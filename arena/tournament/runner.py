@@ -326,9 +326,8 @@ def notable_replays(plan: LeaguePlan, league: StoredLeague, report: TournamentRe
     config, names = league.config, plan.names
     board = report.leaderboard.set_index("name")
     elo = [float(board.loc[n, "elo"]) for n in names]
-    position = {pid: i for i, pid in enumerate(league.ids)}
     games = league.store.games(league.ids, max_index=config.games_per_pairing // 2, outcomes_only=True,
-                               relabel=position)
+                               relabel=league.positions())
     ordered = {(u.p1, u.p2) for u in league.planned}
     picks = notable_games([g for g in games if (g.p1, g.p2) in ordered], elo, names, config.replays)
     meter = Progress(len(picks), unit="games", label="recording replays", stream=options.stream,

@@ -25,3 +25,7 @@ class StoredLeague:
     known: list[GameResult]  # the stored games of its schedule, by position
     retried: int  # stored forfeits deleted to be played again
     sprt: SPRTState | None
+
+    def positions(self) -> dict[int, int]:
+        """Each participant's league position by its stored id (the games' store speaks in ids)."""
+        return {pid: i for i, pid in enumerate(self.ids)}

@@ -167,7 +167,12 @@ class RunConfig:
 
     def teacher(self) -> str:
         """The kickstart teacher this run uses ("" for none)."""
-        return "" if self.kickstart in ("", NO_TEACHER) else self.kickstart
+        return teacher_named(self.kickstart)
+
+
+def teacher_named(kickstart: str) -> str:
+    """The teacher a ``run.kickstart`` value names ("" for none: empty or ``none``)."""
+    return "" if kickstart in ("", NO_TEACHER) else kickstart
 
 
 @dataclass
@@ -198,7 +203,7 @@ def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = Non
     vs, team_size = given.get("run.vs", cfg.run.vs), given.get("run.team_size", cfg.run.team_size)
     if team_size == 1 and plays_league(vs):
         cfg.run.obs_mode = "extended"
-    if given.get("run.kickstart", NO_TEACHER) not in ("", NO_TEACHER):
+    if teacher_named(given.get("run.kickstart", cfg.run.kickstart)):
         # Masked, the taught league fell behind against the defender and the ace over nine seeds
         # (docs/experiments/2026-12-05-a-taught-trigger-without-the-mask.md).
         cfg.network.fire_mask = False
