@@ -165,9 +165,15 @@ def watch_launcher(launcher: int, sig: int, period_s: float = FOLLOW_S) -> threa
     return thread
 
 
+_HUNG_UP = threading.Lock()  # held from the first SIGHUP on
+
+
 def _hang_up(signum: int, frame: FrameType | None) -> None:
     """SIGHUP: the launcher or its terminal is gone. Stop as on SIGTERM, once, and write nowhere that
-    fails."""
+    fails. A second SIGHUP can arrive while the first one's handler runs (before ``SIG_IGN`` takes
+    effect) and run it again; taking the lock is one step, so only the first raises SIGTERM."""
+    if not _HUNG_UP.acquire(blocking=False):
+        return
     signal.signal(signum, signal.SIG_IGN)  # whatever follows reports the same loss
     silence_terminal()
     signal.raise_signal(signal.SIGTERM)

@@ -171,6 +171,17 @@ def test_a_process_answers_repeated_parent_death_signals_once():
     assert done.stdout.split() == ["1"]
 
 
+@linux
+def test_a_hang_up_that_arrives_while_the_first_is_answered_is_not_answered_again():
+    """Python runs a handler again when its signal comes back before the handler ignored it; on a busy
+    machine the second parent-death signal did, and the process aborted on a second SIGTERM."""
+    done = follower("terms = []\nsignal.signal(signal.SIGTERM, lambda *a: terms.append(1))\n"
+                    "follow_launcher()\nanswer = signal.getsignal(signal.SIGHUP)\n"
+                    "answer(signal.SIGHUP, None)\nanswer(signal.SIGHUP, None)\nprint(len(terms))")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1"]
+
+
 def test_a_launcher_already_gone_is_one_error():
     done = follower("os.environ[LAUNCHER_VAR] = '999999999'\ntry:\n    follow_launcher()\n"
                     "except LauncherGone as exc:\n    print(exc)")
