@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch
@@ -64,20 +64,6 @@ def action_array(action: Any, shape: tuple[int, ...], who: str) -> np.ndarray | 
     else:
         got = f"{type(action).__name__} of dtype {array.dtype} and shape {array.shape}"
     raise ValueError(f"{who}: expected {WANTED} of shape {shape}, got {got}")
-
-
-class LearnerStep(NamedTuple):
-    """What one step gives the learner (p1). Per battle ``[n]``, per aircraft ``[n]`` in a duel and ``[n, T]``
-    in a team battle (reward, NaN counts); observations ``[n, K]`` or ``[n, T, K]``, global states ``[n, S]``."""
-
-    obs: torch.Tensor  # after the step; finished battles have already restarted
-    reward: torch.Tensor
-    terminated: torch.Tensor
-    truncated: torch.Tensor
-    final_obs: torch.Tensor  # before the restart
-    nan_actions: torch.Tensor  # int32: NaN values in each aircraft's action, flown as 0 (no fire)
-    state: torch.Tensor | None = None  # p1's global state after the step (with ``global_state=True``)
-    final_state: torch.Tensor | None = None  # and before the restart
 
 
 def one_aircraft_a_side(env_config: EnvConfig | None, refusal: str) -> EnvConfig:
@@ -303,21 +289,27 @@ class LearnerBattles(LearnerSide):
         self.loop.reset_agents()
         return self.vector(self.obs["p1"])
 
-    def step(self, actions: np.ndarray | torch.Tensor) -> LearnerStep:
+    def step(self, actions: np.ndarray | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                                                  dict[str, torch.Tensor]]:
         """Step p1's ``[n, 3]`` (``[n, T, 3]``) actions (checked by the caller); finished battles restart at once.
 
-        NaNs are counted here: the fire value becomes a bool in the step, where the core env can no longer
-        see a NaN in it.
+        Returns rsl_rl's tuple, as the training league env does: the observations after the step
+        (``[n, K]``, ``[n, T, K]``), p1's reward and the dones (``[n]``, ``[n, T]``), and extras:
+        ``terminated`` and ``truncated`` (cut off by the time limit) per battle, ``final_obs`` (before
+        the restart), ``nan_actions`` (int32: NaN values in each aircraft's action, flown as 0, no
+        fire) and, with ``global_state``, p1's ``state`` ``[n, S]`` after the step and ``final_state``
+        before the restart. NaNs are counted here: the fire value becomes a bool in the step, where the
+        core env can no longer see a NaN in it.
         """
         a = torch.as_tensor(actions, dtype=torch.float32, device=self.device)
         nan_actions = torch.isnan(a).sum(-1, dtype=torch.int32)
         turn, reward = self.play(a)
         infos = turn.infos
-        state = final_state = None
+        extras = {"terminated": infos["terminated"], "truncated": infos["truncated"],
+                  "final_obs": self.vector(infos["final_obs"]["p1"]), "nan_actions": nan_actions}
         if self.global_state:
-            state, final_state = self.env.global_state("p1"), infos["final_global_state"]["p1"]
-        return LearnerStep(self.vector(turn.next_obs["p1"]), reward, infos["terminated"],
-                           infos["truncated"], self.vector(infos["final_obs"]["p1"]), nan_actions, state, final_state)
+            extras["state"], extras["final_state"] = self.env.global_state("p1"), infos["final_global_state"]["p1"]
+        return self.vector(turn.next_obs["p1"]), reward, turn.dones, extras
 
 
 class VectorPolicyAgent(BaseAgent):

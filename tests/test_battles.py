@@ -30,15 +30,15 @@ def test_team_battles_come_per_aircraft_with_the_global_state_before_the_restart
     assert obs.shape == (16, 2, len(battles.keys))
     ended = torch.zeros(16, dtype=torch.bool)
     for _ in range(400):
-        out = battles.step(torch.zeros(16, 2, 3))
-        assert out.reward.shape == out.nan_actions.shape == (16, 2)
-        assert out.state.shape == out.final_state.shape == (16, battles.env.global_state_size)
-        done = out.terminated | out.truncated
+        obs, reward, done, out = battles.step(torch.zeros(16, 2, 3))
+        assert reward.shape == out["nan_actions"].shape == (16, 2)
+        assert out["state"].shape == out["final_state"].shape == (16, battles.env.global_state_size)
+        assert torch.equal(done, out["terminated"] | out["truncated"])
         # Where a battle goes on, the state before and after the restart is one and the same.
-        assert torch.equal(out.state[~done], out.final_state[~done])
-        assert torch.equal(out.obs[~done], out.final_obs[~done])
+        assert torch.equal(out["state"][~done], out["final_state"][~done])
+        assert torch.equal(obs[~done], out["final_obs"][~done])
         ended |= done
-        if ended.any() and not torch.equal(out.state[done], out.final_state[done]):
+        if ended.any() and not torch.equal(out["state"][done], out["final_state"][done]):
             break
     else:
         pytest.fail("no battle ended with a state different from its restart in 400 steps")
@@ -49,14 +49,14 @@ def test_a_restart_mask_restarts_only_its_battles_and_is_seeded():
         battles = LearnerBattles(8, "crank")
         before = battles.reset(seed=5)
         for _ in range(20):
-            moved = battles.step(torch.zeros(8, 3)).obs
+            moved = battles.step(torch.zeros(8, 3))[0]
         mask = torch.zeros(8, dtype=torch.bool)
         mask[[1, 6]] = True
         after = battles.restart(mask)
         assert torch.equal(after[~mask], moved[~mask])
         assert not torch.equal(after[mask], moved[mask])
         assert not torch.equal(after[mask], before[mask])  # a fresh start, not the first one again
-        return after, battles.step(torch.zeros(8, 3)).obs
+        return after, battles.step(torch.zeros(8, 3))[0]
 
     first, second = run(), run()
     assert all(torch.equal(a, b) for a, b in zip(first, second))
@@ -102,9 +102,9 @@ def test_reward_shaping_is_added_per_aircraft_as_the_trainer_adds_it(team_size):
         battles.reset(seed=4)
     action = torch.zeros(6, 3) if team_size == 1 else torch.zeros(6, team_size, 3)
     for _ in range(3):
-        a, b, c = plain.step(action), shaped.step(action), zero.step(action)
-        assert torch.allclose(b.reward - a.reward, torch.arange(6 * team_size, dtype=torch.float32).view_as(a.reward))
-        assert torch.equal(c.reward, a.reward) and torch.equal(b.obs, a.obs)
+        (a_obs, a, _, _), (b_obs, b, _, _), (_, c, _, _) = plain.step(action), shaped.step(action), zero.step(action)
+        assert torch.allclose(b - a, torch.arange(6 * team_size, dtype=torch.float32).view_as(a))
+        assert torch.equal(c, a) and torch.equal(b_obs, a_obs)
     rows = 6 * team_size
     assert seen[0] == ((rows,), (rows,), (rows,), (rows,))
     with pytest.raises(ValueError, match="reward: unknown reward 'nope'"):

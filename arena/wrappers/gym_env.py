@@ -73,11 +73,11 @@ class ArenaVectorEnv(VectorEnv):
         return self._out(obs), {}
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
-        out = self.battles.step(action_array(actions, self.action_shape, "ArenaVectorEnv.step"))
-        done = out.terminated | out.truncated
-        info: dict[str, Any] = {"final_obs": self._out(out.final_obs), "_final_obs": self._out(done),
-                                "nan_actions": self._out(out.nan_actions)}
-        return self._out(out.obs), self._out(out.reward), self._out(out.terminated), self._out(out.truncated), info
+        obs, reward, done, extras = self.battles.step(action_array(actions, self.action_shape, "ArenaVectorEnv.step"))
+        info: dict[str, Any] = {"final_obs": self._out(extras["final_obs"]), "_final_obs": self._out(done),
+                                "nan_actions": self._out(extras["nan_actions"])}
+        return (self._out(obs), self._out(reward), self._out(extras["terminated"]), self._out(extras["truncated"]),
+                info)
 
     def _out(self, t: torch.Tensor) -> Any:
         return t if self.as_torch else t.cpu().numpy()
@@ -114,11 +114,11 @@ class ArenaEnv(gymnasium.Env):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if self._done:
             raise RuntimeError("the battle is over: call reset() first")
-        out = self.battles.step(action_array(action, ACTION_SHAPE, "ArenaEnv.step")[None])
-        term, trunc = bool(out.terminated[0]), bool(out.truncated[0])
+        obs, reward, _, extras = self.battles.step(action_array(action, ACTION_SHAPE, "ArenaEnv.step")[None])
+        term, trunc = bool(extras["terminated"][0]), bool(extras["truncated"][0])
         self._done = term or trunc
-        shown = out.final_obs if self._done else out.obs  # the env has already started the next battle
-        return shown[0].cpu().numpy(), float(out.reward[0]), term, trunc, {"nan_actions": int(out.nan_actions[0])}
+        shown = extras["final_obs"] if self._done else obs  # the env has already started the next battle
+        return shown[0].cpu().numpy(), float(reward[0]), term, trunc, {"nan_actions": int(extras["nan_actions"][0])}
 
     def render(self) -> np.ndarray | None:
         """``rgb_array``: a 256 × 256 top-down picture of the arena (p1 blue, p2 red, missiles white); the

@@ -94,12 +94,11 @@ class ArenaRslRlEnv(VecEnv):
         return self._obs
 
     def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        out = self.battles.step(action_array(actions, self._action_shape, "ArenaRslRlEnv.step"))
-        done = out.terminated | out.truncated
+        obs, reward, done, out = self.battles.step(action_array(actions, self._action_shape, "ArenaRslRlEnv.step"))
         self._length.copy_(self.battles.env.state.time)  # 0 where a battle has just restarted
-        self._obs = self._observations(out.obs)
-        extras = {"time_outs": out.truncated, "log": self._log(), "nan_actions": out.nan_actions}
-        return self._obs, out.reward, done, extras
+        self._obs = self._observations(obs)
+        extras = {"time_outs": out["truncated"], "log": self._log(), "nan_actions": out["nan_actions"]}
+        return self._obs, reward, done, extras
 
     @property
     def episode_length_buf(self) -> torch.Tensor:

@@ -104,12 +104,11 @@ class ArenaTorchRLEnv(EnvBase):
             raise KeyError(f"ArenaTorchRLEnv.step: no {self._action_key!r} in the tensordict; expected one of "
                            f"shape {self._action_shape}")
         a = action_array(action, self._action_shape, f"ArenaTorchRLEnv.step {self._action_key!r}")
-        out = self.battles.step(a.reshape(self.num_envs, 3) if self.team_size == 1 else a)
-        done = out.terminated | out.truncated
-        self._ended, self._restarted = done, (out.obs, out.state)
+        obs, reward, done, extras = self.battles.step(a.reshape(self.num_envs, 3) if self.team_size == 1 else a)
+        self._ended, self._restarted = done, (obs, extras.get("state"))
         # Before the restart: where a battle goes on, final_obs is its observation as it stands.
-        dones = (done.unsqueeze(-1), out.terminated.unsqueeze(-1), out.truncated.unsqueeze(-1))
-        return self._out(out.final_obs, out.final_state, dones, out.reward)
+        dones = (done.unsqueeze(-1), extras["terminated"].unsqueeze(-1), extras["truncated"].unsqueeze(-1))
+        return self._out(extras["final_obs"], extras.get("final_state"), dones, reward)
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
         mask = None if tensordict is None else tensordict.get("_reset", None)

@@ -51,14 +51,14 @@ def test_each_step_is_the_battles_step_in_rsl_rl_form():
     done_rows = time_outs = kills = 0
     for a in actions(150, n, seed=1):
         obs, rewards, dones, extras = env.step(a)
-        out = twin.step(a)
+        want_obs, want_reward, want_dones, out = twin.step(a)
         assert obs.batch_size == (n,) and obs.device == env.device
         assert rewards.shape == dones.shape == (n,) and rewards.dtype == torch.float32 and dones.dtype == torch.bool
-        assert torch.equal(obs["policy"], out.obs)  # already the next battle's where one ended
+        assert torch.equal(obs["policy"], want_obs)  # already the next battle's where one ended
         assert torch.equal(obs["critic"], twin.env.global_state("p1"))
-        assert torch.equal(rewards, out.reward)
-        assert torch.equal(dones, out.terminated | out.truncated)
-        assert torch.equal(extras["time_outs"], out.truncated)
+        assert torch.equal(rewards, want_reward)
+        assert torch.equal(dones, want_dones) and torch.equal(dones, out["terminated"] | out["truncated"])
+        assert torch.equal(extras["time_outs"], out["truncated"])
         length = torch.where(dones, 0, length + 1)
         assert torch.equal(env.episode_length_buf, length)
         assert torch.all(obs["critic"][dones, 0] == 0)  # a fresh battle's elapsed time
