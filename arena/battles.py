@@ -294,8 +294,8 @@ class LearnerBattles(LearnerSide):
         """Step p1's ``[n, 3]`` (``[n, T, 3]``) actions (checked by the caller); finished battles restart at once.
 
         Returns rsl_rl's tuple, as the training league env does: the observations after the step
-        (``[n, K]``, ``[n, T, K]``), p1's reward and the dones (``[n]``, ``[n, T]``), and extras:
-        ``terminated`` and ``truncated`` (cut off by the time limit) per battle, ``final_obs`` (before
+        (``[n, K]``, ``[n, T, K]``), p1's reward (``[n]``, ``[n, T]``), the dones per battle (``[n]``), and
+        extras: ``terminated`` and ``truncated`` (cut off by the time limit) per battle, ``final_obs`` (before
         the restart), ``nan_actions`` (int32: NaN values in each aircraft's action, flown as 0, no
         fire) and, with ``global_state``, p1's ``state`` ``[n, S]`` after the step and ``final_state``
         before the restart. NaNs are counted here: the fire value becomes a bool in the step, where the
