@@ -29,7 +29,7 @@ from arena.tournament.schedule import Unit, games_per_side, missing, pairings, s
 from arena.tournament.sinks import ExecutionStats, ResultSink
 from arena.tournament.sprt import SPRTState
 from arena.tournament.store import SCHEMA_VERSION, FolderLock, ResultStore, RunRecord, StoreError, db_path
-from arena.tournament.stored_league import StoredLeague
+from arena.tournament.stored_league import StoredLeague, positions_of
 
 if TYPE_CHECKING:
     from arena.agents import Registry
@@ -226,7 +226,7 @@ def schedule(config: TournamentConfig, plan: LeaguePlan, store: ResultStore,
     planned = schedule_units(len(participants), config.format, cand, config.games_per_pairing, refs)
     retried = store.delete_forfeits(ids) if retry_forfeits else 0
     stored = store.stored_indices(ids)
-    position = {pid: i for i, pid in enumerate(ids)}
+    position = positions_of(ids)
     stored_pos = {(position[a], position[b]): v for (a, b), v in stored.items()}
     todo = missing(planned, stored_pos)
     versions = {"arena": __version__, "torch": torch.__version__, "python": sys.version.split()[0]}
@@ -387,7 +387,7 @@ def seed_changes(store: ResultStore, run: RunRecord, seed: int, wanted: Any, hal
     starting positions than ``seed`` gives them; "" when none was (or it cannot be told: a game of no
     stored batch). A league resumed after its seed was edited reads the stored games as its own: said,
     as a change of the rating settings is (:func:`rating_changes`)."""
-    position = {pid: i for i, pid in enumerate(run.participant_ids)}
+    position = positions_of(run.participant_ids)
     by_seed: dict[Any, dict[int, int]] = {}  # other seed -> {run id: games}
     total = 0
     seeds: dict[int, Any] = {run.id: seed}

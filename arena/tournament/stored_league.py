@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arena.tournament.league_config import TournamentConfig
@@ -9,6 +10,11 @@ from arena.tournament.results import GameResult
 from arena.tournament.schedule import Unit
 from arena.tournament.sprt import SPRTState
 from arena.tournament.store import ResultStore
+
+
+def positions_of(ids: Sequence[int]) -> dict[int, int]:
+    """Each participant's league position by its stored id (the games' store speaks in ids)."""
+    return {pid: i for i, pid in enumerate(ids)}
 
 
 @dataclass
@@ -27,5 +33,5 @@ class StoredLeague:
     sprt: SPRTState | None
 
     def positions(self) -> dict[int, int]:
-        """Each participant's league position by its stored id (the games' store speaks in ids)."""
-        return {pid: i for i, pid in enumerate(self.ids)}
+        """Each participant's league position by its stored id."""
+        return positions_of(self.ids)
