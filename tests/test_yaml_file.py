@@ -55,7 +55,8 @@ def test_merge_keys_and_repeated_anchors_are_not_duplicates(tmp_path):
     ("a: ü\n".encode("utf-16"), "is UTF-16 text; expected UTF-8"),
     (b"a: \xfc\n", "is not UTF-8 text (byte 0xfc at offset 3)"),
     (b"a: !!int " + b"9" * 5000 + b"\n", "a value cannot be read (an integer of more than 4300 digits)"),
-])
+], ids=["too-large", "too-deep", "alias-bomb", "alias-loop", "deep-aliases", "too-many-values", "utf-16", "not-utf-8",
+        "long-integer"])  # the inputs themselves would make test ids of up to 300 KB
 def test_the_limits_hold_for_every_file(tmp_path, raw, expected):
     path = write(tmp_path, raw)
     with pytest.raises(YamlFileError) as info:

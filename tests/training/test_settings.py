@@ -126,7 +126,7 @@ def test_a_config_file_with_a_key_twice_is_refused_naming_the_file_line_and_key(
     ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n" for p, n in zip("abcde", "bcdef")),
      "expands to more than 100,000 values once its aliases (*name) are expanded"),
-])
+], ids=["too-deep", "too-large", "alias-bomb"])  # the texts themselves would make a test id of 1 MB
 def test_a_config_file_too_deep_or_too_large_is_one_line(tmp_path, text, message):
     path = tmp_path / "run.yaml"
     path.write_text(text)

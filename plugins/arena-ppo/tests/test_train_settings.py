@@ -82,7 +82,7 @@ def test_a_bad_config_file_is_one_line_naming_the_file_and_key(tmp_path, text, m
         f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n" for p, n in zip("abcdefgh", "bcdefghi")),
      "expands to more than 100,000 values once its aliases (*name) are expanded; expected a small settings YAML "
      "file (a 'billion laughs'?)"),
-])
+], ids=["key-twice", "section-twice", "too-deep", "too-large", "alias-bomb"])  # not the texts: ids of up to 1 MB
 def test_a_config_file_with_a_key_twice_or_past_the_limits_is_one_line(tmp_path, text, message):
     path = tmp_path / "config.yaml"
     path.write_text(text)
