@@ -181,7 +181,7 @@ class KeyRecorder:
 
 def test_each_agent_gets_the_observation_it_asked_for():
     from arena.env import EXTENDED_OBS_KEYS, OBS_KEYS, EnvConfig, TensorEnv
-    from arena.env.observations import EXTENDED_ONLY_KEYS, LAUNCH_KEY
+    from arena.env.observations import EXTENDED_ONLY_KEYS, LAUNCH_CLEAR_KEY, LAUNCH_KEY
     from arena.loop import observation_config
 
     assert EXTENDED_ONLY_KEYS == tuple(k for k in EXTENDED_OBS_KEYS if k not in OBS_KEYS)
@@ -194,8 +194,8 @@ def test_each_agent_gets_the_observation_it_asked_for():
     loop = GameLoop(env, Seating([Controller(plain, "plain", "A"), Controller(curious, "curious", "B")], owner, 1,
                                  env.device))
     loop.step(env.reset())
-    assert plain.seen == set(OBS_KEYS) | {LAUNCH_KEY}  # every observation holds launch_ready
-    assert curious.seen == set(EXTENDED_OBS_KEYS) | {LAUNCH_KEY}
+    assert plain.seen == set(OBS_KEYS) | {LAUNCH_KEY, LAUNCH_CLEAR_KEY}  # every observation holds both
+    assert curious.seen == set(EXTENDED_OBS_KEYS) | {LAUNCH_KEY, LAUNCH_CLEAR_KEY}
 
 
 # -- the move limit: slow moves, hung moves ---------------------------------------------------------------

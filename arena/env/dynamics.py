@@ -137,6 +137,14 @@ def launch_ready(state: WorldState, cfg: EnvConfig) -> torch.Tensor:
     return locks & state.alive & (state.missiles_left > 0)
 
 
+def own_missile_in_flight(state: WorldState) -> torch.Tensor:
+    """[N, A] whether a missile this aircraft launched is still in flight. Slot ``seat·M + k`` of the
+    enemy side's columns holds the ``k``-th launch of ``seat`` (:mod:`arena.env.state`)."""
+    n, t = state.x.shape[0], state.team_size
+    flying = state.m_active.view(t, -1, n, 2, t).any(4).any(1)  # [shooter seat, N, side of the targets]
+    return flying.permute(1, 2, 0).flip(1).reshape(n, 2 * t)
+
+
 def move_aircraft(state: WorldState, rudder: torch.Tensor, throttle: torch.Tensor, cfg: EnvConfig, h: float
                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """Advance living aircraft by ``h`` seconds; dead ones stay where they fell.

@@ -11,7 +11,7 @@ import math
 import torch
 
 from arena.env.config import EnvConfig
-from arena.env.dynamics import launch_ready
+from arena.env.dynamics import launch_ready, own_missile_in_flight
 from arena.env.state import WorldState
 from arena.env.teams import nearest, relative, side_slice
 
@@ -27,10 +27,12 @@ EXTENDED_OBS_KEYS: tuple[str, ...] = OBS_KEYS + (
     "enemy_aspect", "enemy_missiles", "threat_distance", "threat_relative_angle", "threat_present",
 )
 EXTENDED_ONLY_KEYS: tuple[str, ...] = EXTENDED_OBS_KEYS[len(OBS_KEYS):]  # what the extended mode adds
-# In every observation, beside the keys above: 1 where a launch now would leave with a lock
-# (:func:`arena.env.dynamics.launch_ready`). Not in :func:`obs_keys`, so the inputs of policies trained
-# before it stay as they were; a policy reads it by name (PPO masks its trigger with it).
+# In every observation, beside the keys above (not in :func:`obs_keys`, so the inputs of policies trained
+# before them stay as they were; a policy reads them by name, and PPO masks its trigger with one):
+# 1 where a launch now would leave with a lock (:func:`arena.env.dynamics.launch_ready`), and 1 where
+# it would and no missile this aircraft launched is still in flight.
 LAUNCH_KEY = "launch_ready"
+LAUNCH_CLEAR_KEY = "launch_clear"
 PLAYERS: tuple[str, str] = ("p1", "p2")
 
 Observation = dict[str, torch.Tensor]
@@ -86,6 +88,7 @@ def observe(state: WorldState, cfg: EnvConfig, side: int) -> Observation:
     dist = torch.sqrt(dx * dx + dy * dy)
     bearing = torch.atan2(dy, dx)
     carried = float(max(cfg.missiles, 1))
+    ready = launch_ready(state, cfg)
     obs: Observation = {
         "x": (own(x) / cfg.arena_size).clamp(0.0, 1.0),
         "y": (own(y) / cfg.arena_size).clamp(0.0, 1.0),
@@ -97,7 +100,8 @@ def observe(state: WorldState, cfg: EnvConfig, side: int) -> Observation:
         "enemy_relative_angle": wrap_angle(bearing - own(state.heading)) / math.pi,
         "enemy_speed": enemy(state.speed) / SPEED_SCALE,
         "enemy_alive": enemy(state.alive).float(),
-        LAUNCH_KEY: own(launch_ready(state, cfg)).float(),
+        LAUNCH_KEY: own(ready).float(),
+        LAUNCH_CLEAR_KEY: own(ready & ~own_missile_in_flight(state)).float(),
     }
     if cfg.obs_mode == "extended":
         obs["enemy_aspect"] = wrap_angle(bearing + math.pi - enemy(state.heading)) / math.pi

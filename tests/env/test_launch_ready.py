@@ -1,4 +1,5 @@
-"""``launch_ready``: 1 exactly where a launch now would leave with a lock inside the published range."""
+"""``launch_ready``: 1 exactly where a launch now would leave with a lock inside the published range;
+``launch_clear``: the same while no missile of the aircraft is in flight."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import pytest
 import torch
 
 from arena.env import EnvConfig, TensorEnv
-from arena.env.observations import LAUNCH_KEY, obs_keys
+from arena.env.dynamics import own_missile_in_flight
+from arena.env.observations import LAUNCH_CLEAR_KEY, LAUNCH_KEY, obs_keys
+from arena.env.state import WorldState
 
 EAST = 0.0
 
@@ -91,7 +94,45 @@ def test_in_teams_each_aircraft_is_ready_when_any_enemy_is(team_size: int) -> No
     assert ready[0].tolist() == [1.0] + [0.0] * (t - 1)  # seat 1 sees it 58° off its nose, but at 47 km
 
 
-def test_the_key_is_published_beside_the_features_not_among_them() -> None:
-    """Policies trained before the key read the same feature vector as before."""
+def test_the_keys_are_published_beside_the_features_not_among_them() -> None:
+    """Policies trained before the keys read the same feature vector as before."""
     obs = TensorEnv(2).reset()
-    assert LAUNCH_KEY in obs["p1"] and LAUNCH_KEY not in obs_keys(EnvConfig())
+    for key in (LAUNCH_KEY, LAUNCH_CLEAR_KEY):
+        assert key in obs["p1"] and key not in obs_keys(EnvConfig())
+
+
+def test_clear_while_no_missile_of_ones_own_flies() -> None:
+    """Head on at 30 km both are ready; p1 fires. While its missile flies p1 stays ready but not clear, and
+    p2, which has fired nothing, stays clear; once the missile is gone p1 is clear again where it is ready."""
+    env = duel([(30_000, 0.0, math.pi)])
+    obs = env.observe()
+    assert [obs[p][key].item() for p in ("p1", "p2") for key in (LAUNCH_KEY, LAUNCH_CLEAR_KEY)] == [1.0] * 4
+    hold = {"rudder": torch.zeros(1), "throttle": torch.ones(1), "fire": torch.zeros(1, dtype=torch.bool)}
+    obs, *_ = env.step({**hold, "fire": torch.ones(1, dtype=torch.bool)}, hold)
+    flying = 0
+    while env.state.m_active[:, 0, 1].any():
+        assert obs["p1"][LAUNCH_CLEAR_KEY].item() == 0.0
+        assert obs["p2"][LAUNCH_CLEAR_KEY].item() == obs["p2"][LAUNCH_KEY].item()
+        flying += 1
+        obs, _, done, _ = env.step(hold, hold)
+        if done.item():
+            break
+    assert flying > 0
+    if not done.item():
+        assert obs["p1"][LAUNCH_CLEAR_KEY].item() == obs["p1"][LAUNCH_KEY].item()
+
+
+@pytest.mark.parametrize("team_size, carried", [(1, 2), (2, 3), (3, 1)])
+def test_a_missile_in_flight_is_its_shooters(team_size: int, carried: int) -> None:
+    """Slot ``seat·M + k`` of a target's column is the ``k``-th launch of the enemy in ``seat``: whatever the
+    slot, target and layout, the missile counts for its shooter alone."""
+    t, m = team_size, carried
+    for shooter in range(2 * t):
+        side, seat = divmod(shooter, t)
+        for target in range(t):
+            for k in range(m):
+                state = WorldState.empty(2, m, torch.device("cpu"), team_size=t)
+                state.m_active[seat * m + k, 1, (1 - side) * t + target] = True  # in battle 1 only
+                expected = torch.zeros(2, 2 * t, dtype=torch.bool)
+                expected[1, shooter] = True
+                assert torch.equal(own_missile_in_flight(state), expected), (shooter, target, k)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from arena.env import EnvConfig, TensorEnv, obs_vector
-from arena.env.observations import LAUNCH_KEY, neighbour_keys
+from arena.env.observations import LAUNCH_CLEAR_KEY, LAUNCH_KEY, neighbour_keys
 
 pytestmark = pytest.mark.usefixtures("both_step_paths")  # eager packed and static step
 
@@ -45,7 +45,7 @@ def test_shapes_of_a_team_battle() -> None:
     cfg = EnvConfig(team_size=3, obs_mode="extended")
     env = TensorEnv(5, config=cfg, final_global_state=True)
     obs = env.reset()
-    assert set(obs["p1"]) == {*env.obs_keys, LAUNCH_KEY}  # launch_ready: beside the vector
+    assert set(obs["p1"]) == {*env.obs_keys, LAUNCH_KEY, LAUNCH_CLEAR_KEY}  # beside the vector
     assert all(v.shape == (5, 3) for v in obs["p1"].values())
     assert obs_vector(obs["p2"], env.obs_keys).shape == (5, 3, env.obs_size)
     assert env.obs_keys[:15] == tuple(obs_vector.__globals__["EXTENDED_OBS_KEYS"])

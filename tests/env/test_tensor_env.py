@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from arena.env import EXTENDED_OBS_KEYS, OBS_KEYS, EnvConfig, TensorEnv, obs_vector
-from arena.env.observations import LAUNCH_KEY
+from arena.env.observations import LAUNCH_CLEAR_KEY, LAUNCH_KEY
 from arena.env.state import WorldState
 
 pytestmark = pytest.mark.usefixtures("both_step_paths")  # eager packed and static step
@@ -186,7 +186,7 @@ def test_observation_ranges_over_long_random_play() -> None:
 def test_observation_layout() -> None:
     env = TensorEnv(3)
     obs = env.reset()
-    assert tuple(obs["p1"]) == (*OBS_KEYS, LAUNCH_KEY) and len(OBS_KEYS) == 10  # launch_ready: not in the vector
+    assert tuple(obs["p1"]) == (*OBS_KEYS, LAUNCH_KEY, LAUNCH_CLEAR_KEY) and len(OBS_KEYS) == 10  # not in the vector
     assert obs_vector(obs["p2"]).shape == (3, 10)
     ext = TensorEnv(3, config=EnvConfig(obs_mode="extended")).reset()
     assert obs_vector(ext["p1"]).shape == (3, 15)

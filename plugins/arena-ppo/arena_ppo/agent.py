@@ -41,14 +41,15 @@ class PPOAgent(BaseAgent):
     def __init__(self, device: "str | torch.device" = "cpu", env_config: "EnvConfig | None" = None,
                  network: NetworkConfig | dict[str, Any] | None = None, obs_norm: bool = True,
                  privileged_critic: bool = False, value_norm: bool = False) -> None:
-        from arena.env.observations import LAUNCH_KEY, global_state_size, obs_keys
+        from arena.env.observations import LAUNCH_CLEAR_KEY, LAUNCH_KEY, global_state_size, obs_keys
         from arena_ppo.modules import RunningNormalizer
 
         super().__init__(device=device, env_config=env_config)
         # A copy: the input sizes resolved here never write into the caller's config.
         net = NetworkConfig.from_dict(network) if isinstance(network, dict) else replace(network or NetworkConfig())
         # The trigger's mask reads the first input (modules.actor_critic.mask_trigger).
-        self.obs_keys = ((LAUNCH_KEY,) if net.fire_mask else ()) + obs_keys(self.env_config)
+        mask_key = LAUNCH_CLEAR_KEY if net.hold_fire_while_guiding else LAUNCH_KEY
+        self.obs_keys = ((mask_key,) if net.fire_mask else ()) + obs_keys(self.env_config)
         obs_size = len(self.obs_keys)
         state_size = global_state_size(self.env_config)
         net.obs_dim = obs_size + self.seat_columns
@@ -412,6 +413,7 @@ def check_network(value: Any) -> dict[str, Any]:
     known = {s.name: s for s in settings_of(TrainConfig()) if s.section == "network"}
     checked = {key: check_value(known[key], item) for key, item in value.items() if key in known}
     checked.setdefault("fire_mask", False)  # a checkpoint saved before the trigger's mask has none: unmasked
+    checked.setdefault("hold_fire_while_guiding", False)  # nor one saved before the mask held fire while guiding
     return checked
 
 

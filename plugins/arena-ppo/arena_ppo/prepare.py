@@ -72,6 +72,7 @@ def saved_config(data: Any, algorithm: str) -> tuple[TrainConfig, list[str]]:
     the settings it does not hold at all (missing: they take this version's defaults)."""
     values = read_settings(data, algorithm, "config")
     values.setdefault("network.fire_mask", False)  # a run saved before the trigger's mask trained without one
+    values.setdefault("network.hold_fire_while_guiding", False)  # or with the mask of launch_ready alone
     cfg = build_config(algorithm, values)
     missing = [s.key for s in settings_of(cfg) if s.key not in values and not s.spec.derived]
     return cfg, missing

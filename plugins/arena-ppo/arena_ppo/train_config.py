@@ -53,6 +53,9 @@ class NetworkConfig:
                                      "restarts.", cli=("mappo",), fixed=True)
     fire_mask: bool = setting(True, "Mask the trigger with the env's launch_ready, the actor's first input: no "
                                     "launch, and no entropy, where a missile would leave without a lock.", fixed=True)
+    hold_fire_while_guiding: bool = setting(True, "With fire_mask: mask the trigger also while a missile of the "
+                                                  "aircraft is still in flight (the first input is then the env's "
+                                                  "launch_clear).", fixed=True)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "NetworkConfig":

@@ -144,7 +144,7 @@ def test_a_masked_trigger_adds_no_log_prob_entropy_or_gradient():
 
 def test_a_checkpoint_from_before_the_mask_plays_on_its_own_inputs(tmp_path):
     """Saved without network.fire_mask: its inputs are the features alone and its trigger is unmasked."""
-    from arena.env.observations import LAUNCH_KEY, obs_keys
+    from arena.env.observations import LAUNCH_CLEAR_KEY, LAUNCH_KEY, obs_keys
 
     old = PPOAgent(network={"fire_mask": False, "init_fire_logit": 30.0})
     data = old.checkpoint()
@@ -153,4 +153,29 @@ def test_a_checkpoint_from_before_the_mask_plays_on_its_own_inputs(tmp_path):
     assert loaded.obs_keys == obs_keys(EnvConfig()) and LAUNCH_KEY not in loaded.obs_keys
     assert loaded.act(ready_and_not())["fire"].all()
     # Only a checkpoint's missing key means "before the mask": a network given as a dict is masked by default.
-    assert PPOAgent(network={"init_fire_logit": 30.0}).obs_keys == (LAUNCH_KEY, *obs_keys(EnvConfig()))
+    assert PPOAgent(network={"init_fire_logit": 30.0}).obs_keys == (LAUNCH_CLEAR_KEY, *obs_keys(EnvConfig()))
+
+
+def test_a_checkpoint_masked_before_the_mask_held_fire_while_guiding_keeps_launch_ready(tmp_path):
+    """Saved with network.fire_mask but without hold_fire_while_guiding: its first input stays launch_ready."""
+    from arena.env.observations import LAUNCH_KEY, obs_keys
+
+    data = PPOAgent(network={"hold_fire_while_guiding": False}).checkpoint()
+    del data["network"]["hold_fire_while_guiding"]
+    loaded = PPOAgent.load(save_checkpoint(data, tmp_path / "old.pt"))
+    assert loaded.obs_keys == (LAUNCH_KEY, *obs_keys(EnvConfig()))
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_a_trigger_holds_fire_while_its_missile_flies(mode):
+    """Ready to lock, but a missile of its own still in flight: the default mask holds the trigger, the mask
+    of launch_ready alone does not."""
+    from arena.env.observations import LAUNCH_CLEAR_KEY, LAUNCH_KEY
+
+    obs = ready_and_not()
+    obs[LAUNCH_CLEAR_KEY] = torch.zeros_like(obs[LAUNCH_CLEAR_KEY])  # as if each had a missile in flight
+    ready = obs[LAUNCH_KEY] > 0.5
+    for hold in (True, False):
+        agent = PPOAgent(network={"hold_fire_while_guiding": hold, "init_fire_logit": 30.0}).train(mode == "train")
+        fired = agent.act(obs)["fire"]
+        assert torch.equal(fired, torch.zeros_like(ready) if hold else ready), (hold, mode)

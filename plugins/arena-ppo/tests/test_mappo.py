@@ -96,7 +96,7 @@ def test_seat_ids_and_central_critic_inputs():
     env = TensorEnv(4, config=cfg)
     obs = env.reset()
     features = agent.features(obs["p1"])
-    assert features.shape == (12, 1 + len(env.obs_keys) + 3)  # launch_ready first, for the trigger's mask
+    assert features.shape == (12, 1 + len(env.obs_keys) + 3)  # the mask's key first, for the trigger
     assert features[:, -3:].argmax(-1).tolist() == [0, 1, 2] * 4
     critic = agent.critic_features(features, env.global_state("p1").repeat_interleave(3, 0))
     assert critic.shape == (12, env.global_state_size + 3)

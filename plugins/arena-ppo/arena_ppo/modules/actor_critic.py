@@ -41,10 +41,11 @@ MASKED_LOGIT = -1e4  # a trigger that never fires: sigmoid 0, log-prob of holdin
 
 
 def mask_trigger(obs: torch.Tensor, logit: torch.Tensor) -> torch.Tensor:
-    """The fire logit where the first input (the env's ``launch_ready``) says a launch now would leave
-    with a lock, :data:`MASKED_LOGIT` elsewhere: a launch the policy cannot waste, which is never
-    sampled, adds no entropy and no gradient. The input is read after the running normalizer, by its
-    sign: for any running mean of a 0/1 input below 1, a 1 reads above 0 and a 0 at or below it."""
+    """The fire logit where the first input (the env's ``launch_clear``, or ``launch_ready``) says a
+    launch now would leave with a lock, :data:`MASKED_LOGIT` elsewhere: a launch the policy cannot
+    waste, which is never sampled, adds no entropy and no gradient. The input is read after the running
+    normalizer, by its sign: for any running mean of a 0/1 input below 1, a 1 reads above 0 and a 0 at
+    or below it."""
     return logit.masked_fill(obs[..., 0] <= 0, MASKED_LOGIT)
 
 
