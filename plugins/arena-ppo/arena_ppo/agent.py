@@ -406,15 +406,13 @@ def check_network(value: Any) -> dict[str, Any]:
     """A checkpoint's ``network`` entry, each value checked against its setting's declared range before
     anything is allocated (a hostile ``actor_hidden: [100000000]`` would otherwise take gigabytes)."""
     from arena.training.settings import check_value, settings_of
-    from arena_ppo.train_config import TrainConfig
+    from arena_ppo.train_config import SAVED_BEFORE, TrainConfig
 
     if not isinstance(value, dict):
         raise ValueError(f"network: expected a dict, got {type(value).__name__}")
     known = {s.name: s for s in settings_of(TrainConfig()) if s.section == "network"}
     checked = {key: check_value(known[key], item) for key, item in value.items() if key in known}
-    checked.setdefault("fire_mask", False)  # a checkpoint saved before the trigger's mask has none: unmasked
-    checked.setdefault("hold_fire_while_guiding", False)  # nor one saved before the mask held fire while guiding
-    return checked
+    return SAVED_BEFORE | checked
 
 
 def check_options(value: Any) -> dict[str, bool]:

@@ -31,7 +31,7 @@ from arena.training.settings import (
 )
 from arena_ppo.launch import fail
 from arena_ppo.plan import RunPlan, resolve, value_of
-from arena_ppo.train_config import TrainConfig, default_config
+from arena_ppo.train_config import SAVED_BEFORE, TrainConfig, default_config
 
 # What config.yaml records beside the settings; a --config file may hold them, and they are not read:
 # the env is the standard one with run.team_size and run.obs_mode, the device and processes the command's.
@@ -71,8 +71,7 @@ def saved_config(data: Any, algorithm: str) -> tuple[TrainConfig, list[str]]:
     """The config a checkpoint holds, every value checked as a --config file's is (``ValueError``), and
     the settings it does not hold at all (missing: they take this version's defaults)."""
     values = read_settings(data, algorithm, "config")
-    values.setdefault("network.fire_mask", False)  # a run saved before the trigger's mask trained without one
-    values.setdefault("network.hold_fire_while_guiding", False)  # or with the mask of launch_ready alone
+    values = {f"network.{name}": value for name, value in SAVED_BEFORE.items()} | values
     cfg = build_config(algorithm, values)
     missing = [s.key for s in settings_of(cfg) if s.key not in values and not s.spec.derived]
     return cfg, missing

@@ -67,6 +67,11 @@ class NetworkConfig:
         return cls(**values)
 
 
+# What a checkpoint saved before a network setting existed trained with, when it lacks the setting:
+# no trigger mask before the mask, the mask of launch_ready alone before holding fire while guiding.
+SAVED_BEFORE: dict[str, Any] = {"fire_mask": False, "hold_fire_while_guiding": False}
+
+
 @dataclass
 class PPOConfig:
     """The update: clipped PPO with an adaptive learning rate (rsl_rl), and the teacher's weight."""
