@@ -114,8 +114,9 @@ class RunConfig:
                                        "after a warm-up). Envs are split by weight.")
     team_size: int = setting(1, "Aircraft a side: the policy flies every seat of its team.", cli=True, fixed=True,
                              low=1, high=8)
-    obs_mode: str = setting("default", "extended adds aspect, enemy missiles and the nearest threat (the league "
-                                       "needs the missile warning).", cli=True, fixed=True,
+    obs_mode: str = setting("extended", "extended adds aspect, enemy missiles and the nearest threat (the missile "
+                                        "warning) to default's 10 features; without it a random shot kills the "
+                                        "learner it cannot see.", cli=True, fixed=True,
                             choices=("default", "extended"))
     policy: str = setting("shared", "shared: one actor and critic for every seat, told its seat; separated: one "
                                     "per seat.", cli=("mappo",), fixed=True, choices=POLICIES)
@@ -193,11 +194,10 @@ class TrainConfig:
 def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = None) -> TrainConfig:
     """A trainer's defaults for a run given ``given`` (settings by key).
 
-    mappo's are 2-v-2 teams, ValueNorm and the central critic. A league duel (``run.vs`` with
-    ``league``, one aircraft a side) reads the extended observation (the missile warning). It has no
-    teacher: a user with a new scenario has none to copy; ``run.kickstart`` adds one
-    (docs/experiments/ holds the recipe taught by the ladder's top rung), and a taught run's trigger
-    is not masked: the teacher's labels say where to fire, and the taught league did better so.
+    mappo's are 2-v-2 teams, ValueNorm and the central critic. A run has no teacher: a user with a new
+    scenario has none to copy; ``run.kickstart`` adds one (docs/experiments/ holds the league's recipe
+    taught by the ladder's top rung), and a taught run's trigger is not masked: the teacher's labels
+    say where to fire, and the taught league did better so.
     """
     given = given or {}
     cfg = TrainConfig()
@@ -208,9 +208,6 @@ def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = Non
         # Near JaxMARL's SMAX rate, no entropy bonus, its gradient clip: arena sweep's choice at 2 v 2
         # (docs/experiments/2026-12-05-a-mappo-sweep-at-2v2.md).
         cfg.ppo.learning_rate, cfg.ppo.entropy_coef, cfg.ppo.max_grad_norm = 1.84e-3, 0.0, 0.25
-    vs, team_size = given.get("run.vs", cfg.run.vs), given.get("run.team_size", cfg.run.team_size)
-    if team_size == 1 and plays_league(vs):
-        cfg.run.obs_mode = "extended"
     if teacher_named(given.get("run.kickstart", cfg.run.kickstart)):
         # Masked, the taught league fell behind against the defender and the ace over nine seeds
         # (docs/experiments/2026-12-05-a-taught-trigger-without-the-mask.md).
@@ -218,25 +215,11 @@ def default_config(algorithm: str = "ppo", given: Mapping[str, Any] | None = Non
     return cfg
 
 
-def plays_league(vs: Any) -> bool:
-    """Whether ``vs`` has a ``league`` entry; an entry that does not parse is refused later, by the run's checks."""
-    from arena.training import OpponentSpecError, parse_opponent_spec
-
-    for entry in vs:
-        try:
-            if parse_opponent_spec(str(entry)).kind == "league":
-                return True
-        except OpponentSpecError:
-            continue
-    return False
-
-
 def settings_table() -> str:
     """The settings table of docs/training.md (``python -m arena_ppo.train_config`` prints it)."""
     from arena.training.settings import markdown_table
 
     return markdown_table(default_config("ppo"), {"mappo": default_config("mappo"),
-                                                  "league": default_config("ppo", {"run.vs": ("league",)}),
                                                   "taught": default_config("ppo", {"run.kickstart": "ace"})})
 
 

@@ -150,8 +150,7 @@ def test_a_league_duel_has_no_teacher_unless_given_one():
     assert build_config("ppo", {"run.vs": ("crank",)}).run.teacher() == ""
     assert build_config("ppo", {"run.vs": ("league",), "run.kickstart": "none"}).run.teacher() == ""
     assert build_config("ppo", {"run.vs": ("crank",), "run.kickstart": "sniper"}).run.teacher() == "sniper"
-    teams = build_config("ppo", {"run.vs": ("league",), "run.team_size": 2}).run
-    assert (teams.teacher(), teams.obs_mode) == ("", "default")  # a teacher labels duels only
+    assert build_config("ppo", {"run.vs": ("league",), "run.team_size": 2}).run.teacher() == ""  # duels only
 
 
 def test_a_taught_trigger_is_unmasked_unless_the_user_masks_it():

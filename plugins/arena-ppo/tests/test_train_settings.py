@@ -44,6 +44,15 @@ def test_the_docs_table_is_the_one_the_settings_declare():
         "docs/training.md's settings table is stale: paste `python -m arena_ppo.train_config`"
 
 
+@pytest.mark.parametrize("algorithm, vs", [("ppo", "crank"), ("ppo", "self"), ("ppo", "league"), ("mappo", "crank")])
+def test_every_run_reads_the_missile_warning_unless_told_otherwise(algorithm, vs):
+    """Without it, a random shot kills a learner that cannot see it (docs/experiments, 2026-12-05)."""
+    from arena_ppo.prepare import build_config
+
+    assert build_config(algorithm, {"run.vs": (vs,)}).run.obs_mode == "extended"
+    assert build_config(algorithm, {"run.vs": (vs,), "run.obs_mode": "default"}).run.obs_mode == "default"
+
+
 def test_a_runs_config_yaml_is_a_config_and_the_command_line_wins(tmp_path):
     first = tmp_path / "first"
     result = train("ppo", "--vs", "crank", "--num-envs", "8", "--max-steps", "128", "--seed", "7", "--set",

@@ -126,12 +126,12 @@ def test_team_training_flies_every_seat_and_its_checkpoints_play_teams_only(tmp_
     data = torch.load(ckpt, weights_only=True)
     assert data["env_config"]["team_size"] == 2 and data["network"]["obs_dim"] > 10  # own and neighbour slots
     for size in (2, 4):  # a team policy reads its nearest neighbours, which any larger team has too
-        cfg = EnvConfig(team_size=size, max_time=60.0)  # short battles: who plays, not how well
+        cfg = EnvConfig(team_size=size, max_time=60.0, obs_mode="extended")  # short battles: who plays, not how well
         match = play_match(build_agent(str(ckpt), env_config=cfg), build_agent("crank", env_config=cfg), 4,
                            env_config=cfg)
         assert match.games == 4
     with pytest.raises(AgentSpecError, match="trained in team battles of 2"):
-        build_agent(str(ckpt), env_config=EnvConfig())
+        build_agent(str(ckpt), env_config=EnvConfig(obs_mode="extended"))
     short = ["-n", "4", "-q", "--env", "max_time=60"]
     played = CliRunner().invoke(main, ["play", str(ckpt), "crank", *short])
     assert played.exit_code == 0 and "4 2-v-2 games" in played.output  # its own team size by default
