@@ -65,12 +65,19 @@ def primary_enemy(state: WorldState, team_size: int, side: int) -> torch.Tensor 
     return nearest(rx * rx + ry * ry, state.alive[:, side_slice(team_size, 1 - side)].unsqueeze(1))
 
 
-def observe(state: WorldState, cfg: EnvConfig, side: int) -> Observation:
+def launch_flags(state: WorldState, cfg: EnvConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """[N, A] ``launch_ready`` and ``launch_clear`` of every aircraft, both sides at once."""
+    ready = launch_ready(state, cfg)
+    return ready, ready & ~own_missile_in_flight(state)
+
+
+def observe(state: WorldState, cfg: EnvConfig, side: int,
+            launches: tuple[torch.Tensor, torch.Tensor] | None = None) -> Observation:
     """The observation dict of ``side`` (0 = p1, 1 = p2): each entry [N, T], or [N] in a duel.
 
     Every aircraft sees itself and its primary enemy (the nearest live one) through the standard
     keys, so a 1-v-1 policy can fly any seat; with teams, ``neighbour_keys`` add the nearest allies
-    and enemies.
+    and enemies. ``launches`` is :func:`launch_flags` of ``state`` where the caller observes both sides.
     """
     t = cfg.team_size
     mine, foes = side_slice(t, side), side_slice(t, 1 - side)
@@ -88,7 +95,7 @@ def observe(state: WorldState, cfg: EnvConfig, side: int) -> Observation:
     dist = torch.sqrt(dx * dx + dy * dy)
     bearing = torch.atan2(dy, dx)
     carried = float(max(cfg.missiles, 1))
-    ready = launch_ready(state, cfg)
+    ready, clear = launches if launches is not None else launch_flags(state, cfg)
     obs: Observation = {
         "x": (own(x) / cfg.arena_size).clamp(0.0, 1.0),
         "y": (own(y) / cfg.arena_size).clamp(0.0, 1.0),
@@ -101,7 +108,7 @@ def observe(state: WorldState, cfg: EnvConfig, side: int) -> Observation:
         "enemy_speed": enemy(state.speed) / SPEED_SCALE,
         "enemy_alive": enemy(state.alive).float(),
         LAUNCH_KEY: own(ready).float(),
-        LAUNCH_CLEAR_KEY: own(ready & ~own_missile_in_flight(state)).float(),
+        LAUNCH_CLEAR_KEY: own(clear).float(),
     }
     if cfg.obs_mode == "extended":
         obs["enemy_aspect"] = wrap_angle(bearing + math.pi - enemy(state.heading)) / math.pi
@@ -126,7 +133,8 @@ def observe(state: WorldState, cfg: EnvConfig, side: int) -> Observation:
 
 def observe_sides(state: WorldState, cfg: EnvConfig) -> dict[str, Observation]:
     """Both sides' observations: {"p1": ..., "p2": ...}."""
-    return {p: observe(state, cfg, i) for i, p in enumerate(PLAYERS)}
+    launches = launch_flags(state, cfg)
+    return {p: observe(state, cfg, i, launches) for i, p in enumerate(PLAYERS)}
 
 
 NEIGHBOUR_FEATURES: tuple[str, ...] = ("range", "bearing", "aspect", "speed", "alive", "missiles")
