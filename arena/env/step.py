@@ -19,7 +19,7 @@ import torch
 from arena.env.actions import clean_action
 from arena.env.config import EnvConfig
 from arena.env.dynamics import advance, launch, swap_players
-from arena.env.observations import PLAYERS, global_state, launch_flags, observe, observe_sides
+from arena.env.observations import PLAYERS, global_state, observe_sides
 from arena.env.spawn import spawn_from_uniforms
 from arena.env.state import WorldState
 
@@ -121,9 +121,5 @@ def observe_restarted(state: WorldState, cfg: EnvConfig, final_obs: dict[str, di
     if envs.numel() == 0:
         return {p: dict(o) for p, o in final_obs.items()}
     restarted = state.select(envs)
-    out = {}
-    launches = launch_flags(restarted, cfg)
-    for i, p in enumerate(PLAYERS):
-        fresh = observe(restarted, cfg, i, launches)
-        out[p] = {k: v.index_copy(0, envs, fresh[k]) for k, v in final_obs[p].items()}
-    return out
+    fresh = observe_sides(restarted, cfg)
+    return {p: {k: v.index_copy(0, envs, fresh[p][k]) for k, v in obs.items()} for p, obs in final_obs.items()}
